@@ -1,0 +1,216 @@
+"""Settlement of the main wager and its companions, in integer cents.
+
+A :class:`Settlement` says, for one wager, what was staked, what comes back of
+the stake and what is paid on top: ``net = paid + returned - stake``. The main
+wager of a hand settles with its Double Down and Double Up wagers
+(:func:`settle_hand`); insurance and even money settle on their own.
+
+Rules quoted are from seeds 000/001 (PA standard), 003 (Double Up Blackjack)
+and 002 (online casino).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from controller.errors import WagerError
+from controller.rules.cards import Card
+from controller.rules.hand import hand_total, is_blackjack
+from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
+from controller.rules.profile import HouseRules
+from controller.rules.sidebets import BetResult, SideBetResult
+
+
+class Outcome(enum.Enum):
+    """How a wager ended, in casino words."""
+
+    WIN = "win"
+    BLACKJACK = "blackjack"
+    LOSE = "lose"
+    PUSH = "push"
+    SURRENDER = "surrender"
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """One settled wager, amounts in cents.
+
+    ``paid`` is paid to the player on top of the ``returned`` part of the stake;
+    a meter line (``meter`` set) is paid by the jackpot controller, so ``paid``
+    is 0 here and the award comes as a hand pay.
+    """
+
+    wager: str
+    stake: int
+    outcome: Outcome
+    paid: int
+    returned: int
+    pays: Pay | None = None
+    reason: str = ""
+    meter: MeterShare | None = None
+
+    @property
+    def net(self) -> int:
+        """The player's gain (negative: loss) in cents, meter awards excluded."""
+        return self.paid + self.returned - self.stake
+
+
+def _win(wager: str, stake: int, odds: Odds, reason: str, outcome: Outcome = Outcome.WIN) -> Settlement:
+    return Settlement(wager, stake, outcome, odds.amount(stake), stake, odds, reason)
+
+
+def _lose(wager: str, stake: int, reason: str) -> Settlement:
+    return Settlement(wager, stake, Outcome.LOSE, 0, 0, None, reason)
+
+
+def _push(wager: str, stake: int, reason: str) -> Settlement:
+    return Settlement(wager, stake, Outcome.PUSH, 0, stake, None, reason)
+
+
+EVEN = Odds(1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerHand:
+    """A player's finished hand and the wagers on it (cents).
+
+    ``split_index`` is 0 for the spot's first hand; hands made by splitting
+    have ``from_split`` set (the first hand too, once split).
+    """
+
+    cards: tuple[Card, ...]
+    wager: int
+    double_down: int = 0
+    double_up: int = 0
+    from_split: bool = False
+    split_index: int = 0
+    surrendered: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("wager", "double_down", "double_up"):
+            amount = getattr(self, name)
+            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+                raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
+        if self.wager == 0:
+            raise WagerError("a hand needs a main wager above $0")
+
+    @property
+    def is_blackjack(self) -> bool:
+        return is_blackjack(self.cards, from_split=self.from_split)
+
+
+def settle_hand(hand: PlayerHand, dealer_cards: Sequence[Card], rules: HouseRules) -> list[Settlement]:
+    """Settle a hand's main, Double Down and Double Up wagers against the dealer's final hand.
+
+    ``dealer_cards`` is the dealer's whole hand, up card first. Wagers of 0
+    produce no settlement line.
+    """
+    lines = _settle_hand(hand, tuple(dealer_cards), rules)
+    return [line for line in lines if line.stake > 0]
+
+
+def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
+    stakes = {"main": hand.wager, "double_down": hand.double_down, "double_up": hand.double_up}
+    player = hand_total(hand.cards)
+    dealer_total = hand_total(dealer)
+    dealer_bj = is_blackjack(dealer)
+
+    if hand.surrendered:
+        # "giving up half their bet": half comes back, rounded down to the cent
+        line = Settlement(
+            "main", hand.wager, Outcome.SURRENDER, 0, hand.wager // 2, None,
+            "surrender: half the wager returned",
+        )
+        return [line]
+    if hand.is_blackjack:
+        if dealer_bj:
+            return [_push("main", hand.wager, "blackjack against dealer blackjack: push")]
+        odds = rules.blackjack.pays
+        return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
+    if player.is_bust:
+        return [_lose(name, stake, f"player breaks with {player.total}") for name, stake in stakes.items()]
+    if dealer_bj:
+        reason = "dealer blackjack beats every hand but a blackjack"
+        if rules.dealer.peek == "none" and rules.dealer.blackjack_takes == "original_wager":
+            lines = [_push(name, stake, "dealer blackjack takes the original wager only")
+                     for name, stake in stakes.items() if name != "main"]
+            if hand.split_index == 0:
+                return [_lose("main", hand.wager, reason), *lines]
+            return [_push("main", hand.wager, "dealer blackjack takes the original wager only"), *lines]
+        return [_lose(name, stake, reason) for name, stake in stakes.items()]
+    if rules.dealer.ends_on_16 and len(dealer) >= 2 and dealer_total.total == 16:
+        if player.total == 21:
+            return [_win(name, stake, EVEN, "dealer ends on 16, player 21 paid even money")
+                    for name, stake in stakes.items()]
+        return [_push(name, stake, "dealer ends on 16: every wager pushes") for name, stake in stakes.items()]
+    if dealer_total.is_bust or player.total > dealer_total.total:
+        why = "dealer breaks" if dealer_total.is_bust else f"{player.total} beats {dealer_total.total}"
+        return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
+    if player.total < dealer_total.total:
+        why = f"{dealer_total.total} beats {player.total}"
+        return [_lose(name, stake, why) for name, stake in stakes.items()]
+    why = f"standoff at {player.total}"
+    lines = [_push("main", hand.wager, why), _push("double_down", hand.double_down, why)]
+    lines.append(_lose("double_up", hand.double_up, f"{why}: a tie loses the Double Up wager"))
+    return lines
+
+
+def settle_insurance(stake: int, dealer_blackjack: bool, rules: HouseRules) -> Settlement:
+    """Insurance wins (2:1 by default) when the dealer's second card makes blackjack."""
+    if dealer_blackjack:
+        odds = rules.insurance.pays
+        return _win("insurance", stake, odds, f"dealer blackjack: insurance pays {odds}")
+    return _lose("insurance", stake, "dealer has no blackjack: insurance loses")
+
+
+def settle_even_money(wager: int) -> Settlement:
+    """A blackjack against an ace up taken as even money: paid 1:1 at once."""
+    return _win("main", wager, EVEN, "even money on blackjack", Outcome.BLACKJACK)
+
+
+def insurance_limit(wager: int, rules: HouseRules) -> int:
+    """Most insurance (cents) on ``wager``: half of it (rounded down to the cent)."""
+    return wager // 2
+
+
+def check_insurance(wager: int, stake: int, rules: HouseRules) -> None:
+    """Refuse an insurance stake the profile does not allow."""
+    if not rules.insurance.offered:
+        raise WagerError("this game offers no insurance")
+    limit = insurance_limit(wager, rules)
+    if rules.insurance.amount == "fixed_half":
+        if stake != limit:
+            raise WagerError(
+                f"insurance is fixed at half the wager: {format_cents(limit)} on a wager of "
+                f"{format_cents(wager)}, not {format_cents(stake)}"
+            )
+        return
+    if stake <= 0 or stake > limit:
+        raise WagerError(
+            f"insurance of {format_cents(stake)} refused: it must be more than $0 and at most "
+            f"half the wager, {format_cents(limit)} on {format_cents(wager)}"
+        )
+
+
+def settle_side_bet(stake: int, result: SideBetResult, *, stake_returned: bool = True) -> Settlement:
+    """Settle a side bet from its evaluator's result.
+
+    Odds lines pay ``stake * odds`` and return the stake; fixed awards pay the
+    award; meter lines leave the amount to the jackpot controller. With
+    ``stake_returned=False`` ("Original wager is not returned", Blazing 7's) a
+    winning stake is kept by the house.
+    """
+    if result.result is BetResult.PUSH:
+        return _push(result.bet, stake, result.label)
+    if result.result is BetResult.LOSE:
+        return _lose(result.bet, stake, result.label)
+    pays = result.pays
+    returned = stake if stake_returned else 0
+    reason = f"{result.label} pays {pays}"
+    if isinstance(pays, Odds):
+        return Settlement(result.bet, stake, Outcome.WIN, pays.amount(stake), returned, pays, reason)
+    if isinstance(pays, FixedAward):
+        return Settlement(result.bet, stake, Outcome.WIN, pays.cents, returned, pays, reason)
+    return Settlement(result.bet, stake, Outcome.WIN, 0, returned, pays, reason, meter=pays)

@@ -1,0 +1,47 @@
+"""Side bets: one module per bet, each holding its paytable keys, its profile
+section and its evaluator (cards in, :class:`SideBetResult` out).
+
+Evaluators look only at the cards their rule card names, so the par-sheet tool
+and the table settle with the same code.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from controller.rules.pays import Pay
+
+
+class BetResult(enum.Enum):
+    """How a wager ends."""
+
+    WIN = "win"
+    LOSE = "lose"
+    PUSH = "push"
+
+
+@dataclass(frozen=True, slots=True)
+class SideBetResult:
+    """The result of one side bet: ``outcome`` is the paytable key (``"matched_20"``),
+    ``label`` the casino wording, ``pays`` the paytable line when it wins."""
+
+    bet: str
+    result: BetResult
+    outcome: str
+    label: str
+    pays: Pay | None = None
+
+    @property
+    def wins(self) -> bool:
+        return self.result is BetResult.WIN
+
+
+def lost(bet: str, label: str = "no qualifying hand") -> SideBetResult:
+    """A losing result for ``bet``."""
+    return SideBetResult(bet, BetResult.LOSE, "lose", label)
+
+
+def won(bet: str, outcome: str, labels: dict[str, str], pays: dict[str, Pay]) -> SideBetResult:
+    """A winning result for ``bet`` on paytable line ``outcome``."""
+    return SideBetResult(bet, BetResult.WIN, outcome, labels[outcome], pays[outcome])
