@@ -50,7 +50,9 @@ def find_game(name: str) -> Path:
             return path
     known = ", ".join(available_games()) or "none found"
     raise ProfileError(
-        name, "", None,
+        name,
+        "",
+        None,
         f"no game profile of that name; known profiles: {known} "
         f"(searched {', '.join(str(d) for d in game_dirs())})",
     )

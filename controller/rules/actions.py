@@ -73,14 +73,18 @@ def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
     first, second = hand.cards
     if not is_pair(first, second, match=rules.split.match):
         same = "rank" if rules.split.match == "rank" else "value"
-        raise RuleViolation(f"split only two cards of the same {same}: {first} and {second} are not")
+        raise RuleViolation(
+            f"split only two cards of the same {same}: {first} and {second} are not"
+        )
     aces = first.value == 1
     limit = rules.split.max_hands_aces if aces else rules.split.max_hands
     if limit <= 1:
         raise RuleViolation("this game allows no splitting" + (" of aces" if aces else ""))
     if hands_at_spot >= limit:
         what = "a pair of aces" if aces else "a pair"
-        raise RuleViolation(f"{what} may be split into at most {limit} hands; this spot has {hands_at_spot}")
+        raise RuleViolation(
+            f"{what} may be split into at most {limit} hands; this spot has {hands_at_spot}"
+        )
 
 
 def check_surrender(hand: HandState, rules: HouseRules, *, dealer_checked: bool) -> None:

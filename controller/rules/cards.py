@@ -71,9 +71,19 @@ class Rank(enum.IntEnum):
 
 
 _RANK_CODES = {
-    Rank.ACE: "A", Rank.TWO: "2", Rank.THREE: "3", Rank.FOUR: "4", Rank.FIVE: "5",
-    Rank.SIX: "6", Rank.SEVEN: "7", Rank.EIGHT: "8", Rank.NINE: "9", Rank.TEN: "10",
-    Rank.JACK: "J", Rank.QUEEN: "Q", Rank.KING: "K",
+    Rank.ACE: "A",
+    Rank.TWO: "2",
+    Rank.THREE: "3",
+    Rank.FOUR: "4",
+    Rank.FIVE: "5",
+    Rank.SIX: "6",
+    Rank.SEVEN: "7",
+    Rank.EIGHT: "8",
+    Rank.NINE: "9",
+    Rank.TEN: "10",
+    Rank.JACK: "J",
+    Rank.QUEEN: "Q",
+    Rank.KING: "K",
 }
 _RANK_BY_TEXT = {code: rank for rank, code in _RANK_CODES.items()} | {"T": Rank.TEN}
 _SUIT_BY_TEXT = {suit.value: suit for suit in Suit}

@@ -53,8 +53,13 @@ def key(
     elif kind is None:
         kind = _infer_kind(default)
     meta = {
-        "doc": doc, "choices": choices, "minimum": minimum, "maximum": maximum, "kind": kind,
-        "converter": converter, "expect": expect,
+        "doc": doc,
+        "choices": choices,
+        "minimum": minimum,
+        "maximum": maximum,
+        "kind": kind,
+        "converter": converter,
+        "expect": expect,
     }
     if isinstance(default, Mapping):
         frozen = types.MappingProxyType(dict(default))
@@ -126,10 +131,7 @@ def _convert(fld: dataclasses.Field, raw: Any, where: Where, cls: type) -> Any:
     kind = meta["kind"]
     name = fld.name
     try:
-        if kind == "custom":
-            value = meta["converter"](raw)
-        else:
-            value = _CONVERTERS[kind](raw, cls)
+        value = meta["converter"](raw) if kind == "custom" else _CONVERTERS[kind](raw, cls)
     except (PayError, ValueError, TypeError, ZeroDivisionError) as exc:
         raise where.error(name, f"{exc}; expected {_expectation(meta, fld)}") from None
     choices = meta["choices"]
@@ -274,7 +276,9 @@ def describe(cls: type, section: str) -> Iterator[KeyDoc]:
         if "kind" not in meta:
             continue
         default = fld.default if fld.default is not dataclasses.MISSING else fld.default_factory()
-        yield KeyDoc(section, fld.name, show_value(default, meta["kind"]), _allowed(meta), meta["doc"])
+        yield KeyDoc(
+            section, fld.name, show_value(default, meta["kind"]), _allowed(meta), meta["doc"]
+        )
 
 
 def _allowed(meta: Mapping[str, Any]) -> str:

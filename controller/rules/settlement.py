@@ -57,7 +57,9 @@ class Settlement:
         return self.paid + self.returned - self.stake
 
 
-def _win(wager: str, stake: int, odds: Odds, reason: str, outcome: Outcome = Outcome.WIN) -> Settlement:
+def _win(
+    wager: str, stake: int, odds: Odds, reason: str, outcome: Outcome = Outcome.WIN
+) -> Settlement:
     return Settlement(wager, stake, outcome, odds.amount(stake), stake, odds, reason)
 
 
@@ -101,7 +103,9 @@ class PlayerHand:
         return is_blackjack(self.cards, from_split=self.from_split)
 
 
-def settle_hand(hand: PlayerHand, dealer_cards: Sequence[Card], rules: HouseRules) -> list[Settlement]:
+def settle_hand(
+    hand: PlayerHand, dealer_cards: Sequence[Card], rules: HouseRules
+) -> list[Settlement]:
     """Settle a hand's main, Double Down and Double Up wagers against the dealer's final hand.
 
     ``dealer_cards`` is the dealer's whole hand, up card first. Wagers of 0
@@ -120,7 +124,12 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
     if hand.surrendered:
         # "giving up half their bet": half comes back, rounded down to the cent
         line = Settlement(
-            "main", hand.wager, Outcome.SURRENDER, 0, hand.wager // 2, None,
+            "main",
+            hand.wager,
+            Outcome.SURRENDER,
+            0,
+            hand.wager // 2,
+            None,
             "surrender: half the wager returned",
         )
         return [line]
@@ -130,23 +139,41 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
         odds = rules.blackjack.pays
         return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
     if player.is_bust:
-        return [_lose(name, stake, f"player breaks with {player.total}") for name, stake in stakes.items()]
+        return [
+            _lose(name, stake, f"player breaks with {player.total}")
+            for name, stake in stakes.items()
+        ]
     if dealer_bj:
         reason = "dealer blackjack beats every hand but a blackjack"
         if rules.dealer.peek == "none" and rules.dealer.blackjack_takes == "original_wager":
-            lines = [_push(name, stake, "dealer blackjack takes the original wager only")
-                     for name, stake in stakes.items() if name != "main"]
+            lines = [
+                _push(name, stake, "dealer blackjack takes the original wager only")
+                for name, stake in stakes.items()
+                if name != "main"
+            ]
             if hand.split_index == 0:
                 return [_lose("main", hand.wager, reason), *lines]
-            return [_push("main", hand.wager, "dealer blackjack takes the original wager only"), *lines]
+            return [
+                _push("main", hand.wager, "dealer blackjack takes the original wager only"),
+                *lines,
+            ]
         return [_lose(name, stake, reason) for name, stake in stakes.items()]
     if rules.dealer.ends_on_16 and len(dealer) >= 2 and dealer_total.total == 16:
         if player.total == 21:
-            return [_win(name, stake, EVEN, "dealer ends on 16, player 21 paid even money")
-                    for name, stake in stakes.items()]
-        return [_push(name, stake, "dealer ends on 16: every wager pushes") for name, stake in stakes.items()]
+            return [
+                _win(name, stake, EVEN, "dealer ends on 16, player 21 paid even money")
+                for name, stake in stakes.items()
+            ]
+        return [
+            _push(name, stake, "dealer ends on 16: every wager pushes")
+            for name, stake in stakes.items()
+        ]
     if dealer_total.is_bust or player.total > dealer_total.total:
-        why = "dealer breaks" if dealer_total.is_bust else f"{player.total} beats {dealer_total.total}"
+        why = (
+            "dealer breaks"
+            if dealer_total.is_bust
+            else f"{player.total} beats {dealer_total.total}"
+        )
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
     if player.total < dealer_total.total:
         why = f"{dealer_total.total} beats {player.total}"
@@ -194,7 +221,9 @@ def check_insurance(wager: int, stake: int, rules: HouseRules) -> None:
         )
 
 
-def settle_side_bet(stake: int, result: SideBetResult, *, stake_returned: bool = True) -> Settlement:
+def settle_side_bet(
+    stake: int, result: SideBetResult, *, stake_returned: bool = True
+) -> Settlement:
     """Settle a side bet from its evaluator's result.
 
     Odds lines pay ``stake * odds`` and return the stake; fixed awards pay the
@@ -210,7 +239,9 @@ def settle_side_bet(stake: int, result: SideBetResult, *, stake_returned: bool =
     returned = stake if stake_returned else 0
     reason = f"{result.label} pays {pays}"
     if isinstance(pays, Odds):
-        return Settlement(result.bet, stake, Outcome.WIN, pays.amount(stake), returned, pays, reason)
+        return Settlement(
+            result.bet, stake, Outcome.WIN, pays.amount(stake), returned, pays, reason
+        )
     if isinstance(pays, FixedAward):
         return Settlement(result.bet, stake, Outcome.WIN, pays.cents, returned, pays, reason)
     return Settlement(result.bet, stake, Outcome.WIN, 0, returned, pays, reason, meter=pays)

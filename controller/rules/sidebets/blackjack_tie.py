@@ -83,9 +83,13 @@ def check_wagers(primary_wager: int, bonus_wagers: Mapping[str, int]) -> None:
     primary wager (amounts in cents)."""
     for name, amount in bonus_wagers.items():
         if name not in LABELS:
-            raise WagerError(f"'{name}' is no Blackjack Tie bonus wager; use one of {', '.join(LABELS)}")
+            raise WagerError(
+                f"'{name}' is no Blackjack Tie bonus wager; use one of {', '.join(LABELS)}"
+            )
         if amount <= 0:
-            raise WagerError(f"the {LABELS[name]} wager must be more than $0, got {format_cents(amount)}")
+            raise WagerError(
+                f"the {LABELS[name]} wager must be more than $0, got {format_cents(amount)}"
+            )
     total = sum(bonus_wagers.values())
     if total > primary_wager:
         raise WagerError(
@@ -109,7 +113,9 @@ def evaluate(
     A surrendered hand has no final total and ties nothing.
     """
     if bonus not in LABELS:
-        raise WagerError(f"'{bonus}' is no Blackjack Tie bonus wager; use one of {', '.join(LABELS)}")
+        raise WagerError(
+            f"'{bonus}' is no Blackjack Tie bonus wager; use one of {', '.join(LABELS)}"
+        )
     player = None if surrendered else tie_class(player_cards, from_split=player_from_split)
     dealer = tie_class(dealer_cards)
     if player is None or player != dealer:

@@ -14,7 +14,7 @@ import re
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
@@ -28,7 +28,12 @@ CountPaytable = Mapping[str, Odds]
 
 PAYTABLE_1 = {"2": Odds(4), "3": Odds(5), "4": Odds(10), "5": Odds(50), "6+": Odds(100)}
 PAYTABLE_2 = {
-    "2": Odds(4), "3": Odds(5), "4": Odds(10), "5": Odds(50), "6": Odds(100), "7+": Odds(500),
+    "2": Odds(4),
+    "3": Odds(5),
+    "4": Odds(10),
+    "5": Odds(50),
+    "6": Odds(100),
+    "7+": Odds(500),
 }
 
 

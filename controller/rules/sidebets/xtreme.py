@@ -59,7 +59,9 @@ def evaluate(first_two: Sequence[Card], up_card: Card, rules: XtremeRules) -> Si
     """Settle 21+3 Xtreme on the player's first two cards and the dealer's up card."""
     cards = (*first_two, up_card)
     flush = len({card.suit for card in cards}) == 1
-    straight = is_straight([card.rank for card in cards], queen_king_ace=rules.queen_king_ace_straight)
+    straight = is_straight(
+        [card.rank for card in cards], queen_king_ace=rules.queen_king_ace_straight
+    )
     if len({card.rank for card in cards}) == 1:
         outcome = "three_of_a_kind"
     elif straight and flush:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Make .venv with the project and its test tools installed. Safe to run again:
+# it reinstalls only when pyproject.toml changed. Installs python3-venv with
+# apt when the machine lacks it (Debian / Raspberry Pi OS; needs root or sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+    if ! command -v apt-get >/dev/null; then
+        echo "setup: please install: $*" >&2; exit 1
+    fi
+    echo "setup: installing $* with apt-get" >&2
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v "$PYTHON" >/dev/null; then
+    apt_install python3 python3-venv python3-pip
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "setup: Python 3.11 or newer is needed; $PYTHON is $("$PYTHON" -V 2>&1)" >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    if ! "$PYTHON" -m venv .venv 2>/dev/null; then
+        rm -rf .venv
+        apt_install python3-venv
+        "$PYTHON" -m venv .venv
+    fi
+fi
+
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[test]'
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi

@@ -1,0 +1,61 @@
+"""The rules library is pure: it imports no I/O, clock, randomness, hardware or network module.
+
+STYLE.md: "The core never sleeps, never reads the clock, never imports serial,
+gpiozero, cv2 or paho." Checked on the source, so a lazy import inside a
+function is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+RULES = Path(__file__).resolve().parent.parent / "controller" / "rules"
+PURE_MODULES = [*sorted(RULES.rglob("*.py")), RULES.parent / "parsheet.py"]
+
+FORBIDDEN = {
+    "os",
+    "io",
+    "sys",
+    "time",
+    "datetime",
+    "random",
+    "secrets",
+    "socket",
+    "threading",
+    "asyncio",
+    "subprocess",
+    "pathlib",
+    "shutil",
+    "sqlite3",
+    "logging",
+    "serial",
+    "gpiozero",
+    "cv2",
+    "pyzbar",
+    "paho",
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", PURE_MODULES, ids=lambda p: p.name)
+def test_pure_module_imports_nothing_impure(path):
+    assert path.exists()
+    assert not imported_modules(path) & FORBIDDEN
+
+
+def test_the_purity_check_sees_an_import():
+    """Guard against a check that cannot fail."""
+    assert "gpiozero" in imported_modules(Path(__file__).with_name("_impure_sample.py.txt"))
