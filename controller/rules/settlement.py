@@ -50,6 +50,7 @@ class Settlement:
     pays: Pay | None = None
     reason: str = ""
     meter: MeterShare | None = None
+    meter_pool: str | None = None
 
     @property
     def net(self) -> int:
@@ -222,14 +223,15 @@ def check_insurance(wager: int, stake: int, rules: HouseRules) -> None:
 
 
 def settle_side_bet(
-    stake: int, result: SideBetResult, *, stake_returned: bool = True
+    stake: int, result: SideBetResult, *, stake_returned: bool = True, pool: str | None = None
 ) -> Settlement:
     """Settle a side bet from its evaluator's result.
 
     Odds lines pay ``stake * odds`` and return the stake; fixed awards pay the
     award; meter lines leave the amount to the jackpot controller. With
     ``stake_returned=False`` ("Original wager is not returned", Blazing 7's) a
-    winning stake is kept by the house.
+    winning stake is kept by the house. ``pool`` names the jackpot pool of a
+    meter line.
     """
     if result.result is BetResult.PUSH:
         return _push(result.bet, stake, result.label)
@@ -244,4 +246,25 @@ def settle_side_bet(
         )
     if isinstance(pays, FixedAward):
         return Settlement(result.bet, stake, Outcome.WIN, pays.cents, returned, pays, reason)
-    return Settlement(result.bet, stake, Outcome.WIN, 0, returned, pays, reason, meter=pays)
+    return Settlement(
+        result.bet, stake, Outcome.WIN, 0, returned, pays, reason, meter=pays, meter_pool=pool
+    )
+
+
+def settle_offered_side_bet(stake: int, result: SideBetResult, rules: HouseRules) -> Settlement:
+    """Settle a side bet on the terms of ``rules``: whether the stake comes back, the
+    fixed wager a bet demands (Blazing 7's $5) and the pool its meter lines draw on."""
+    section = getattr(rules.side_bets, result.bet, None)
+    if section is None:
+        raise WagerError(f"{rules.name} offers no {result.bet} side bet")
+    fixed = getattr(section, "wager", None)
+    if fixed is not None and stake != fixed:
+        raise WagerError(
+            f"the {result.bet} wager is fixed at {format_cents(fixed)}, not {format_cents(stake)}"
+        )
+    return settle_side_bet(
+        stake,
+        result,
+        stake_returned=getattr(section, "STAKE_RETURNED", True),
+        pool=getattr(section, "pool", None),
+    )

@@ -46,6 +46,7 @@ class Blazing7sRules:
         "first_two_sevens": FixedAward(12_500),
         "one_seven": FixedAward(1_000),
     }
+    STAKE_RETURNED: ClassVar[bool] = False  # "Original wager is not returned."
     PAY_KINDS: ClassVar[dict[str, tuple[type, ...]]] = dict.fromkeys(
         LABELS, (FixedAward, MeterShare)
     )
