@@ -132,6 +132,11 @@ def _convert(fld: dataclasses.Field, raw: Any, where: Where, cls: type) -> Any:
     name = fld.name
     try:
         value = meta["converter"](raw) if kind == "custom" else _CONVERTERS[kind](raw, cls)
+    except InnerKeyError as exc:
+        inner = where.child(name)
+        if exc.subsection:
+            inner = inner.child(exc.subsection)
+        raise inner.error(exc.key, exc.problem) from None
     except (PayError, ValueError, TypeError, ZeroDivisionError) as exc:
         raise where.error(name, f"{exc}; expected {_expectation(meta, fld)}") from None
     choices = meta["choices"]
@@ -189,25 +194,35 @@ def _str_list(raw: Any, _cls: type) -> tuple[str, ...]:
     return tuple(raw)
 
 
+class InnerKeyError(ValueError):
+    """A problem with ``key`` inside a table-valued key (a paytable line)."""
+
+    def __init__(self, key_name: str | None, problem: str, subsection: str = ""):
+        super().__init__(problem)
+        self.key = key_name
+        self.problem = problem
+        self.subsection = subsection
+
+
 def _paytable(raw: Any, cls: type) -> Mapping[str, Pay]:
     if not isinstance(raw, Mapping):
         raise TypeError(f"{raw!r} is not a table of outcome = pay")
     outcomes = cls.OUTCOMES
-    unknown = sorted(set(raw) - set(outcomes))
-    if unknown:
-        raise ValueError(f"unknown outcome '{unknown[0]}' (outcomes: {', '.join(outcomes)})")
+    for outcome in raw:
+        if outcome not in outcomes:
+            raise InnerKeyError(outcome, f"unknown outcome; outcomes: {', '.join(outcomes)}")
     table = dict(cls.DEFAULT_PAYS)
-    for outcome, text in raw.items():
-        try:
-            table[outcome] = parse_pay(_str(text, cls))
-        except (PayError, TypeError) as exc:
-            raise ValueError(f"outcome '{outcome}': {exc}") from None
     allowed = getattr(cls, "PAY_KINDS", {})
-    for outcome, pay in table.items():
+    for outcome, text in raw.items():
         kinds = allowed.get(outcome, (Odds,))
+        names = " or ".join(_KIND_WORDS[k] for k in kinds)
+        try:
+            pay = parse_pay(_str(text, cls))
+        except (PayError, TypeError) as exc:
+            raise InnerKeyError(outcome, f"{exc}; this line pays {names}") from None
         if not isinstance(pay, kinds):
-            names = " or ".join(_KIND_WORDS[k] for k in kinds)
-            raise ValueError(f"outcome '{outcome}' must pay {names}, got '{pay}'")
+            raise InnerKeyError(outcome, f"'{pay}' is not allowed: this line pays {names}")
+        table[outcome] = pay
     return types.MappingProxyType(table)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
 from controller.rules.pays import Odds, parse_pay
-from controller.rules.schema import key
+from controller.rules.schema import InnerKeyError, key
 from controller.rules.sidebets import BetResult, SideBetResult, lost
 
 BET = "bonus_16"
@@ -43,16 +43,19 @@ def _read_paytables(raw: Any) -> Mapping[str, CountPaytable]:
     tables = {}
     for name, lines in raw.items():
         if not isinstance(lines, Mapping) or not lines:
-            raise TypeError(f"paytable '{name}' must be a table of card count = odds")
+            raise InnerKeyError(None, "must be a table of card count = odds", name)
         table = {}
         for count, text in lines.items():
-            pay = parse_pay(text) if isinstance(text, str) else None
+            pay = parse_pay(text) if isinstance(text, str) and _ODDS_TEXT.match(text) else None
             if not isinstance(pay, Odds):
-                raise ValueError(f"paytable '{name}' line '{count}': {text!r} is not odds")
+                raise InnerKeyError(count, f"{text!r} is not odds like '4 to 1'", name)
             table[count] = pay
         _check_counts(name, list(table))
         tables[name] = types.MappingProxyType(table)
     return types.MappingProxyType(tables)
+
+
+_ODDS_TEXT = re.compile(r"^\s*[\d,]+\s*(?:to|:)\s*\d+\s*$", re.IGNORECASE)
 
 
 def _check_counts(name: str, counts: list[str]) -> None:
@@ -61,9 +64,11 @@ def _check_counts(name: str, counts: list[str]) -> None:
         match = re.fullmatch(r"(\d+)(\+?)", count)
         last = index == len(counts) - 1
         if not match or int(match[1]) != expected or (bool(match[2]) != last):
-            raise ValueError(
-                f"paytable '{name}': lines must be card counts '2', '3', ... in order with the "
-                f"last one open-ended like '6+'; line '{count}' does not fit"
+            raise InnerKeyError(
+                count,
+                "lines must be card counts '2', '3', ... in order, the last one open-ended "
+                f"like '6+'; expected '{expected}{'+' if last else ''}' here",
+                name,
             )
         expected += 1
 
