@@ -1,0 +1,91 @@
+"""Shared fixtures for the rules-library tests.
+
+- ``cards("QH,7D")`` / ``card("QH")``: card text to cards, as a dealer would write them;
+- ``pa``, ``double_up``, ``online``, ``tie``: the four shipped profiles, loaded through
+  :func:`controller.games.load_game` exactly as the table loads them;
+- ``edited``: a shipped profile with some of its lines replaced, parsed from text
+  (``edited("pa-standard", ('pays = "3 to 2"', 'pays = "6 to 5"'))``), for house variants
+  such as a 6:5 table or a table without a hole-card reader.
+
+Seeds quoted in the tests are the rule cards in ``/work/shared/seeds/``: 000 and 001 (PA
+standard), 002 (online six-deck), 003 (Double Up Blackjack), 004 (Blackjack Tie).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from controller.games import find_game, load_game
+from controller.rules.cards import Card, parse_card, parse_cards
+from controller.rules.profile import HouseRules, parse_profile
+
+PROFILES = ("pa-standard", "double-up", "online-6deck", "blackjack-tie")
+
+
+def profile_text(name: str) -> str:
+    """The TOML text of a shipped profile."""
+    return find_game(name).read_text(encoding="utf-8")
+
+
+def edit_profile(name: str, *replacements: tuple[str, str]) -> HouseRules:
+    """Parse shipped profile ``name`` with each ``(old, new)`` line replaced once.
+
+    An ``old`` text that is not in the profile is a test error, so an edit can never
+    silently do nothing.
+    """
+    text = profile_text(name)
+    for old, new in replacements:
+        assert old in text, f"{old!r} is not in {name}.toml"
+        text = text.replace(old, new, 1)
+    return parse_profile(text, f"{name}-edited.toml", default_name=name)
+
+
+@pytest.fixture(scope="session")
+def cards() -> Callable[[str], tuple[Card, ...]]:
+    return parse_cards
+
+
+@pytest.fixture(scope="session")
+def card() -> Callable[[str], Card]:
+    return parse_card
+
+
+@pytest.fixture(scope="session")
+def pa() -> HouseRules:
+    return load_game("pa-standard")
+
+
+@pytest.fixture(scope="session")
+def double_up() -> HouseRules:
+    return load_game("double-up")
+
+
+@pytest.fixture(scope="session")
+def online() -> HouseRules:
+    return load_game("online-6deck")
+
+
+@pytest.fixture(scope="session")
+def tie() -> HouseRules:
+    return load_game("blackjack-tie")
+
+
+@pytest.fixture(scope="session")
+def edited() -> Callable[..., HouseRules]:
+    return edit_profile
+
+
+@pytest.fixture(scope="session")
+def no_peek() -> Callable[[str], HouseRules]:
+    """The PA rules on a table without a hole-card reader, with ``blackjack_takes`` set."""
+
+    def make(blackjack_takes: str) -> HouseRules:
+        return edit_profile(
+            "pa-standard",
+            ('hole_card = "face_down"', 'hole_card = "after_players"'),
+            ('peek = "electronic"', f'peek = "none"\nblackjack_takes = "{blackjack_takes}"'),
+        )
+
+    return make
