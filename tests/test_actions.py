@@ -14,6 +14,7 @@ from controller.rules.actions import (
     check_double,
     check_double_up,
     check_even_money,
+    check_hit,
     check_split,
     check_surrender,
 )
@@ -195,11 +196,6 @@ def test_no_splitting_where_max_hands_is_1():
         check_split(hand("8S,8D"), 1, rules)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: max_hands = 1 ('1: no splitting') still lets aces split, because aces use "
-    "max_hands_aces (default 2) alone",
-)
 def test_no_splitting_means_no_splitting_of_aces_either():
     rules = edit_profile("pa-standard", ("max_hands = 3", "max_hands = 1"))
     with pytest.raises(RuleViolation, match="no splitting"):
@@ -256,11 +252,6 @@ def test_surrender_refused(name, cards, kwargs, checked, fragment, rule):
     assert fragment in str(info.value), rule
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with peek = 'none' check_surrender ignores dealer_checked, so 'late' surrender "
-    "is allowed before the dealer has checked for blackjack (early surrender)",
-)
 def test_no_peek_late_surrender_still_waits_for_the_dealers_check(no_peek):
     with pytest.raises(RuleViolation, match="after the dealer has checked"):
         check_surrender(hand("10H,6D"), no_peek("all_wagers"), dealer_checked=False)
@@ -331,11 +322,6 @@ def test_no_double_up_on_split_hands_where_the_profile_says_so():
         check_double_up(hand("8S,3D", from_split=True), 1000, rules)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MISSING RULE: seed 003 rule 5 ('they must stand on that hand') is not enforced: "
-    "HandState has no Double Up field, so check_double/check_split allow play after a Double Up",
-)
 def test_a_double_up_hand_must_stand(double_up):
     """5. "If the player makes a Double Up Wager they must stand on that hand (i.e. they may not
     take any additional cards)."."""
@@ -381,3 +367,36 @@ def test_even_money_exactly_on_blackjack_against_an_ace(cards, up):
         assert not allowed
     else:
         assert allowed
+
+
+# ---- hit ---------------------------------------------------------------------------------------
+
+
+def test_an_open_hand_may_hit(pa):
+    check_hit(hand("8S,5D"), pa)
+    check_hit(hand("8S,5D,2C"), pa)
+
+
+@pytest.mark.parametrize(
+    ("name", "state", "fragment"),
+    [
+        # seed 000: "A pair of Aces may only be split one time and each will receive one card."
+        ("pa-standard", hand("AS,9D", from_split=True, split_aces=True), "one card each"),
+        # seed 000: "Only one card is dealt to the hand." (double down)
+        ("pa-standard", hand("5S,6D,2C", double_down=1000), "one card only"),
+        # seed 003 rule 5: "If the player makes a Double Up Wager they must stand on that hand"
+        ("double-up", hand("9S,2D", double_up=1000), "must stand"),
+        ("pa-standard", hand("KS,5D,6C"), "counts 21"),
+    ],
+)
+def test_a_closed_hand_takes_no_card(name, state, fragment):
+    with pytest.raises(RuleViolation, match=fragment):
+        check_hit(state, load_game(name))
+
+
+def test_a_doubled_hand_cannot_split_or_double_again(pa):
+    doubled = hand("8S,8D", double_down=1000)
+    with pytest.raises(RuleViolation, match="one card only"):
+        check_split(doubled, 1, pa)
+    with pytest.raises(RuleViolation, match="one card only"):
+        check_double(doubled, 1000, pa)

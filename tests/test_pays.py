@@ -86,10 +86,6 @@ def test_unreadable_pay_raises_pay_error_naming_the_text(text):
 
 
 @pytest.mark.parametrize("text", [", to 1", "$,", ",,, to 2"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: parse_pay lets int('') raise a bare ValueError when the digits are only commas",
-)
 def test_comma_only_numbers_raise_pay_error(text):
     with pytest.raises(PayError):
         parse_pay(text)

@@ -331,11 +331,6 @@ def test_a_broken_profile_names_file_section_and_key(
     assert isinstance(error, ValueError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: parse_pay raises a bare ValueError on a comma-only number, so the error names "
-    "the key 'pays' instead of the paytable line",
-)
 def test_a_comma_only_paytable_entry_names_the_line():
     text = profile_text("pa-standard").replace('any_20 = "4 to 1"', 'any_20 = ", to 1"')
     with pytest.raises(ProfileError) as info:
@@ -343,11 +338,6 @@ def test_a_comma_only_paytable_entry_names_the_line():
     assert (info.value.section, info.value.key) == ("side_bets.lucky_ladies.pays", "any_20")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: bonus_16 paytable line '0 to 1' escapes as a PayError naming key 'paytables', "
-    "not the line '5' of paytable 1",
-)
 def test_a_zero_bonus_16_line_names_the_line():
     text = profile_text("double-up").replace('"5" = "50 to 1"', '"5" = "0 to 1"', 1)
     with pytest.raises(ProfileError) as info:

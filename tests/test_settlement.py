@@ -242,11 +242,6 @@ def test_online_insurance_is_fixed_at_half(online):
             check_insurance(1000, stake, online)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: check_insurance in 'fixed_half' mode never checks stake > 0, so on a 1-cent "
-    "wager (half rounds down to $0) an insurance wager of $0.00 is accepted",
-)
 def test_fixed_half_insurance_is_never_nothing(online):
     with pytest.raises(WagerError):
         check_insurance(1, 0, online)
@@ -436,11 +431,6 @@ def test_player_hand_refuses_money_that_is_not_whole_cents(cards, kwargs):
         PlayerHand(cards("10H,7D"), **kwargs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Double Up on a natural or a Double Down on a surrendered hand is accepted by "
-    "PlayerHand, and settle_hand then drops that stake without a line (neither lost nor returned)",
-)
 @pytest.mark.parametrize(
     ("player", "kwargs"),
     [

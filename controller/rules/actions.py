@@ -26,6 +26,8 @@ class HandState:
     wager: int
     from_split: bool = False
     split_aces: bool = False
+    double_down: int = 0
+    double_up: int = 0
 
     @property
     def two_cards(self) -> bool:
@@ -47,8 +49,28 @@ def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> None:
         )
 
 
+def _check_open(hand: HandState, action: str) -> None:
+    """Refuse any further action on a hand that is closed by a Double Up or a double down."""
+    if hand.double_up:
+        raise RuleViolation(
+            f"no {action}: after a Double Up wager the hand must stand (Double Up rule 5)"
+        )
+    if hand.double_down:
+        raise RuleViolation(f"no {action}: a doubled hand receives one card only")
+
+
+def check_hit(hand: HandState, rules: HouseRules) -> None:
+    """Hit: one more card to a hand that is still open."""
+    if hand.split_aces and rules.split.split_aces_one_card:
+        raise RuleViolation("split aces receive one card each: no hit")
+    _check_open(hand, "hit")
+    if hand_total(hand.cards).total >= 21:
+        raise RuleViolation(f"the hand counts {hand_total(hand.cards).total}: no hit")
+
+
 def check_double(hand: HandState, amount: int, rules: HouseRules) -> None:
     """Double down: one more card for an additional wager."""
+    _check_open(hand, "double down")
     if not hand.two_cards:
         raise RuleViolation("double down only on the first two cards of a hand")
     if hand.split_aces and rules.split.split_aces_one_card:
@@ -68,6 +90,7 @@ def check_double(hand: HandState, amount: int, rules: HouseRules) -> None:
 
 def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
     """Split a pair into two hands; ``hands_at_spot`` counts the spot's hands now."""
+    _check_open(hand, "split")
     if not hand.two_cards:
         raise RuleViolation("split only a hand of two cards")
     first, second = hand.cards
@@ -77,7 +100,9 @@ def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
             f"split only two cards of the same {same}: {first} and {second} are not"
         )
     aces = first.value == 1
-    limit = rules.split.max_hands_aces if aces else rules.split.max_hands
+    limit = (
+        min(rules.split.max_hands_aces, rules.split.max_hands) if aces else rules.split.max_hands
+    )
     if limit <= 1:
         raise RuleViolation("this game allows no splitting" + (" of aces" if aces else ""))
     if hands_at_spot >= limit:
@@ -88,10 +113,14 @@ def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
 
 
 def check_surrender(hand: HandState, rules: HouseRules, *, dealer_checked: bool) -> None:
-    """Surrender: give up half the wager instead of playing the hand."""
+    """Surrender: give up half the wager instead of playing the hand.
+
+    ``dealer_checked``: the dealer is known not to have blackjack (checked by
+    the peek, or an up card of 2-9 that cannot make one).
+    """
     if rules.surrender.allowed == "none":
         raise RuleViolation("this game offers no surrender")
-    if not dealer_checked and rules.dealer.peek == "electronic":
+    if not dealer_checked:
         raise RuleViolation("surrender only after the dealer has checked for blackjack")
     if not hand.two_cards:
         raise RuleViolation("surrender only on the first two cards")
@@ -103,6 +132,7 @@ def check_double_up(hand: HandState, amount: int, rules: HouseRules) -> None:
     """Double Up (seed 003 rule 4): an extra wager on a two-card hand, then stand."""
     if not rules.double_up.offered:
         raise RuleViolation("this game offers no Double Up wager")
+    _check_open(hand, "second Double Up")
     if not hand.two_cards:
         raise RuleViolation("Double Up only on a two-card hand")
     if is_blackjack(hand.cards, from_split=hand.from_split):

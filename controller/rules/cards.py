@@ -159,6 +159,9 @@ class ShoeComposition(Mapping[Card, int]):
     __slots__ = ("_counts", "_total")
 
     def __init__(self, counts: Mapping[Card, int]):
+        strays = [item for item in counts if not isinstance(item, Card)]
+        if strays:
+            raise CardError(f"a shoe composition counts Card objects, not {strays[0]!r}")
         cleaned = {card: int(counts.get(card, 0)) for card in ALL_CARDS}
         for card, count in cleaned.items():
             if count < 0:

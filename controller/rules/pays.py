@@ -74,8 +74,9 @@ class MeterShare:
 
 Pay = Odds | FixedAward | MeterShare
 
-_ODDS = re.compile(r"^\s*([\d,]+)\s*(?:to|:)\s*(\d+)\s*$", re.IGNORECASE)
-_FIXED = re.compile(r"^\s*\$\s*([\d,]+)(?:\.(\d\d))?\s*$")
+_NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)"  # 2500 or 2,500; never a stray comma
+_ODDS = re.compile(rf"^\s*{_NUMBER}\s*(?:to|:)\s*(\d+)\s*$", re.IGNORECASE)
+_FIXED = re.compile(rf"^\s*\$\s*{_NUMBER}(?:\.(\d\d))?\s*$")
 _METER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*of\s+meter\s*$", re.IGNORECASE)
 
 
@@ -118,7 +119,7 @@ def parse_cents(text: str | int) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         return text
     if isinstance(text, str):
-        match = re.fullmatch(r"\s*\$?\s*([\d,]+)(?:\.(\d\d))?\s*", text)
+        match = re.fullmatch(rf"\s*\$?\s*{_NUMBER}(?:\.(\d\d))?\s*", text)
         if match:
             return int(match[1].replace(",", "")) * 100 + int(match[2] or 0)
     raise PayError(f"cannot read amount {text!r}: write dollars like '$5' or '$12.50'")

@@ -98,6 +98,14 @@ class PlayerHand:
                 raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
         if self.wager == 0:
             raise WagerError("a hand needs a main wager above $0")
+        if self.surrendered and (self.double_down or self.double_up):
+            raise WagerError("a surrendered hand carries no Double Down or Double Up wager")
+        if self.double_up and self.is_blackjack:
+            raise WagerError("a natural blackjack takes no Double Up wager (Double Up rule 4)")
+        if self.double_up and self.double_down:
+            raise WagerError(
+                "a hand cannot both Double Up and double down: it stands after a Double Up"
+            )
 
     @property
     def is_blackjack(self) -> bool:
@@ -209,7 +217,7 @@ def check_insurance(wager: int, stake: int, rules: HouseRules) -> None:
         raise WagerError("this game offers no insurance")
     limit = insurance_limit(wager, rules)
     if rules.insurance.amount == "fixed_half":
-        if stake != limit:
+        if stake <= 0 or stake != limit:
             raise WagerError(
                 f"insurance is fixed at half the wager: {format_cents(limit)} on a wager of "
                 f"{format_cents(wager)}, not {format_cents(stake)}"

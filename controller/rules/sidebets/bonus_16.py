@@ -18,7 +18,7 @@ from typing import Any
 
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
-from controller.rules.pays import Odds, parse_pay
+from controller.rules.pays import Odds, PayError, parse_pay
 from controller.rules.schema import InnerKeyError, key
 from controller.rules.sidebets import BetResult, SideBetResult, lost
 
@@ -46,16 +46,18 @@ def _read_paytables(raw: Any) -> Mapping[str, CountPaytable]:
             raise InnerKeyError(None, "must be a table of card count = odds", name)
         table = {}
         for count, text in lines.items():
-            pay = parse_pay(text) if isinstance(text, str) and _ODDS_TEXT.match(text) else None
+            try:
+                pay = parse_pay(text) if isinstance(text, str) else None
+            except PayError as exc:
+                raise InnerKeyError(
+                    count, f"{text!r} is not odds like '4 to 1': {exc}", name
+                ) from None
             if not isinstance(pay, Odds):
                 raise InnerKeyError(count, f"{text!r} is not odds like '4 to 1'", name)
             table[count] = pay
         _check_counts(name, list(table))
         tables[name] = types.MappingProxyType(table)
     return types.MappingProxyType(tables)
-
-
-_ODDS_TEXT = re.compile(r"^\s*[\d,]+\s*(?:to|:)\s*\d+\s*$", re.IGNORECASE)
 
 
 def _check_counts(name: str, counts: list[str]) -> None:
