@@ -27,7 +27,9 @@ from controller.rules.settlement import (
     settle_even_money,
     settle_hand,
     settle_insurance,
+    settle_side_bet,
 )
+from controller.rules.sidebets import xtreme
 
 WIN, LOSE, PUSH, BJ, SURRENDER = (
     Outcome.WIN,
@@ -350,9 +352,50 @@ def test_double_up_game_double_down_and_dealer_16(double_up, cards, player, deal
 
 
 def test_dealer_16_does_not_end_a_standard_game(pa, cards):
-    """Only Double Up Blackjack ends on 16: elsewhere a final 16 is just a total to beat."""
-    [line] = settle_hand(PlayerHand(cards("10H,8D"), 1000), cards("10S,6C"), pa)
+    """Only Double Up Blackjack ends on 16: elsewhere "Dealer must draw to 16", so a dealer
+    16 is no final hand and settling on it is refused; the drawn hand settles."""
+    with pytest.raises(WagerError, match="not finished"):
+        settle_hand(PlayerHand(cards("10H,8D"), 1000), cards("10S,6C"), pa)
+    [line] = settle_hand(PlayerHand(cards("10H,8D"), 1000), cards("10S,6C,QD"), pa)
     assert (line.outcome, line.net) == (WIN, 1000)
+
+
+@pytest.mark.parametrize(
+    ("player", "dealer", "fragment"),
+    [
+        # seed 000: against an A or ten-value up "[the dealer] shall make no payment ... until
+        # ... the dealer receives his second card"
+        ("AS,KD", "AH", "second card decides"),
+        ("10S,8D", "10H", "not finished"),
+        ("10S,8D", "10H,2D", "not finished"),
+    ],
+)
+def test_an_unfinished_dealer_hand_settles_nothing(pa, cards, player, dealer, fragment):
+    with pytest.raises(WagerError, match=fragment):
+        settle_hand(PlayerHand(cards(player), 1000), cards(dealer), pa)
+
+
+def test_a_bust_loses_at_once_whatever_the_dealer_shows(pa, cards):
+    """Seed 000: "If you "break" (over 21), you lose, even if the dealer breaks."."""
+    [line] = settle_hand(PlayerHand(cards("10S,6D,9C"), 1000), cards("AH"), pa)
+    assert (line.outcome, line.net) == (Outcome.LOSE, -1000)
+
+
+def test_a_natural_against_a_2_to_9_is_paid_before_the_dealers_second_card(pa, cards):
+    """Seed 000: against 2-9 up "the dealer shall announce and pay the Blackjack odds of 3 to 2
+    and shall remove your cards before any player receives a third card"."""
+    [line] = settle_hand(PlayerHand(cards("AS,KD"), 1000), cards("9H"), pa)
+    assert (line.outcome, line.net) == (BJ, 1500)
+
+
+@pytest.mark.parametrize("stake", [2.5, True, "500", -1])
+def test_side_bet_and_insurance_stakes_are_whole_cents(pa, stake):
+    xtreme_rules = pa.side_bets.twenty_one_plus_three_xtreme
+    result = xtreme.evaluate(parse_cards("QH,KH"), parse_cards("JH")[0], xtreme_rules)
+    with pytest.raises(WagerError, match="whole cents"):
+        settle_side_bet(stake, result)
+    with pytest.raises(WagerError, match="whole cents"):
+        settle_insurance(stake, True, pa)
 
 
 def test_double_up_blackjack_rules_1_and_2(double_up, cards):

@@ -35,8 +35,8 @@ class HandState:
 
 
 def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> None:
-    if amount <= 0:
-        raise RuleViolation(f"the {kind} wager must be more than $0")
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+        raise RuleViolation(f"the {kind} wager must be more than $0, in whole cents: {amount!r}")
     if rule == "equal" and amount != wager:
         raise RuleViolation(
             f"the {kind} wager must equal the original wager, {format_cents(wager)}, "
@@ -120,6 +120,7 @@ def check_surrender(hand: HandState, rules: HouseRules, *, dealer_checked: bool)
     """
     if rules.surrender.allowed == "none":
         raise RuleViolation("this game offers no surrender")
+    _check_open(hand, "surrender")
     if not dealer_checked:
         raise RuleViolation("surrender only after the dealer has checked for blackjack")
     if not hand.two_cards:

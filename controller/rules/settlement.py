@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from controller.errors import WagerError
 from controller.rules.cards import Card
-from controller.rules.hand import hand_total, is_blackjack
+from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
 from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
 from controller.rules.profile import HouseRules
-from controller.rules.sidebets import BetResult, SideBetResult
+from controller.rules.sidebets import BetResult, SideBetResult, require_stake
 
 
 class Outcome(enum.Enum):
@@ -96,6 +96,10 @@ class PlayerHand:
             amount = getattr(self, name)
             if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
                 raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
+        if not all(isinstance(card, Card) for card in self.cards):
+            raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
+        if self.split_index < 0 or (self.split_index > 0 and not self.from_split):
+            raise WagerError("a hand after the first at a spot comes from a split (from_split)")
         if self.wager == 0:
             raise WagerError("a hand needs a main wager above $0")
         if self.surrendered and (self.double_down or self.double_up):
@@ -143,6 +147,8 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
         )
         return [line]
     if hand.is_blackjack:
+        if len(dealer) < 2 and (not dealer or dealer[0].value in (1, 10)):
+            raise WagerError("the dealer's second card decides this blackjack: settle after it")
         if dealer_bj:
             return [_push("main", hand.wager, "blackjack against dealer blackjack: push")]
         odds = rules.blackjack.pays
@@ -152,6 +158,12 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             _lose(name, stake, f"player breaks with {player.total}")
             for name, stake in stakes.items()
         ]
+    if dealer_must_hit(
+        dealer, hit_soft_17=rules.dealer.hit_soft_17, stop_on_16=rules.dealer.ends_on_16
+    ):
+        raise WagerError(
+            "the dealer's hand is not finished: settle after the dealer stands or breaks"
+        )
     if dealer_bj:
         reason = "dealer blackjack beats every hand but a blackjack"
         if rules.dealer.peek == "none" and rules.dealer.blackjack_takes == "original_wager":
@@ -195,6 +207,7 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
 
 def settle_insurance(stake: int, dealer_blackjack: bool, rules: HouseRules) -> Settlement:
     """Insurance wins (2:1 by default) when the dealer's second card makes blackjack."""
+    require_stake(stake, "insurance")
     if dealer_blackjack:
         odds = rules.insurance.pays
         return _win("insurance", stake, odds, f"dealer blackjack: insurance pays {odds}")
@@ -203,6 +216,7 @@ def settle_insurance(stake: int, dealer_blackjack: bool, rules: HouseRules) -> S
 
 def settle_even_money(wager: int) -> Settlement:
     """A blackjack against an ace up taken as even money: paid 1:1 at once."""
+    require_stake(wager, "main")
     return _win("main", wager, EVEN, "even money on blackjack", Outcome.BLACKJACK)
 
 
@@ -213,6 +227,8 @@ def insurance_limit(wager: int, rules: HouseRules) -> int:
 
 def check_insurance(wager: int, stake: int, rules: HouseRules) -> None:
     """Refuse an insurance stake the profile does not allow."""
+    require_stake(wager, "main")
+    require_stake(stake, "insurance")
     if not rules.insurance.offered:
         raise WagerError("this game offers no insurance")
     limit = insurance_limit(wager, rules)
@@ -241,6 +257,7 @@ def settle_side_bet(
     winning stake is kept by the house. ``pool`` names the jackpot pool of a
     meter line.
     """
+    require_stake(stake, result.bet)
     if result.result is BetResult.PUSH:
         return _push(result.bet, stake, result.label)
     if result.result is BetResult.LOSE:

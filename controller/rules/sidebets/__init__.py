@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from controller.errors import CardError, WagerError
+from controller.rules.cards import Card
 from controller.rules.pays import Pay
 
 
@@ -35,6 +37,20 @@ class SideBetResult:
     @property
     def wins(self) -> bool:
         return self.result is BetResult.WIN
+
+
+def require_cards(cards: object, count: int, what: str) -> None:
+    """Refuse anything but exactly ``count`` Card objects for ``what``."""
+    items = tuple(cards) if isinstance(cards, tuple | list) else None
+    if items is None or len(items) != count or not all(isinstance(c, Card) for c in items):
+        raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
+
+
+def require_stake(stake: object, what: str) -> int:
+    """Refuse a stake that is not a whole number of cents above 0."""
+    if isinstance(stake, bool) or not isinstance(stake, int) or stake <= 0:
+        raise WagerError(f"the {what} stake must be more than $0 in whole cents, got {stake!r}")
+    return stake
 
 
 def lost(bet: str, label: str = "no qualifying hand") -> SideBetResult:

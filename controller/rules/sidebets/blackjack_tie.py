@@ -86,9 +86,9 @@ def check_wagers(primary_wager: int, bonus_wagers: Mapping[str, int]) -> None:
             raise WagerError(
                 f"'{name}' is no Blackjack Tie bonus wager; use one of {', '.join(LABELS)}"
             )
-        if amount <= 0:
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise WagerError(
-                f"the {LABELS[name]} wager must be more than $0, got {format_cents(amount)}"
+                f"the {LABELS[name]} wager must be more than $0, in whole cents, got {amount!r}"
             )
     total = sum(bonus_wagers.values())
     if total > primary_wager:

@@ -19,7 +19,7 @@ from typing import ClassVar
 from controller.rules.cards import Card, Rank, Suit
 from controller.rules.pays import FixedAward, MeterShare, Pay
 from controller.rules.schema import key
-from controller.rules.sidebets import SideBetResult, lost, won
+from controller.rules.sidebets import SideBetResult, lost, require_cards, won
 
 BET = "blazing_7s"
 
@@ -60,6 +60,8 @@ class Blazing7sRules:
 
 def evaluate(first_two: Sequence[Card], up_card: Card, rules: Blazing7sRules) -> SideBetResult:
     """Settle Blazing 7's on the player's first two cards and the dealer's up card."""
+    require_cards(first_two, 2, "the player's first two cards")
+    require_cards((up_card,), 1, "the dealer's up card")
     sevens = sum(card.rank is Rank.SEVEN for card in first_two)
     if sevens == 0:
         return lost(BET)

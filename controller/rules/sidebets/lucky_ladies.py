@@ -16,7 +16,7 @@ from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total
 from controller.rules.pays import Odds, Pay
 from controller.rules.schema import key
-from controller.rules.sidebets import SideBetResult, lost, won
+from controller.rules.sidebets import SideBetResult, lost, require_cards, won
 
 BET = "lucky_ladies"
 QUEEN_OF_HEARTS = Card(Rank.QUEEN, Suit.HEARTS)
@@ -53,6 +53,7 @@ def evaluate(
     first_two: Sequence[Card], dealer_blackjack: bool, rules: LuckyLadiesRules
 ) -> SideBetResult:
     """Settle Lucky Ladies on the player's first two cards and whether the dealer has blackjack."""
+    require_cards(first_two, 2, "the player's first two cards")
     first, second = first_two
     count = hand_total(first_two)
     if count.total != 20 or (count.soft and not rules.soft_20_qualifies):

@@ -15,7 +15,7 @@ from typing import ClassVar
 from controller.rules.cards import Card, Rank
 from controller.rules.pays import Odds, Pay
 from controller.rules.schema import key
-from controller.rules.sidebets import SideBetResult, lost, won
+from controller.rules.sidebets import SideBetResult, lost, require_cards, won
 
 BET = "twenty_one_plus_three_xtreme"
 
@@ -57,6 +57,8 @@ def is_straight(ranks: Sequence[Rank], *, queen_king_ace: bool) -> bool:
 
 def evaluate(first_two: Sequence[Card], up_card: Card, rules: XtremeRules) -> SideBetResult:
     """Settle 21+3 Xtreme on the player's first two cards and the dealer's up card."""
+    require_cards(first_two, 2, "the player's first two cards")
+    require_cards((up_card,), 1, "the dealer's up card")
     cards = (*first_two, up_card)
     flush = len({card.suit for card in cards}) == 1
     straight = is_straight(
