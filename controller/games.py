@@ -33,7 +33,8 @@ def available_games() -> list[str]:
     for directory in game_dirs():
         if directory.is_dir():
             for path in sorted(directory.glob("*.toml")):
-                names.setdefault(path.stem, path)
+                if path.is_file():
+                    names.setdefault(path.stem, path)
     return sorted(names)
 
 

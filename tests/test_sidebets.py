@@ -602,3 +602,15 @@ def test_settle_side_bet_money(stake, result, stake_returned):
             assert settled.paid == pay.cents
         else:
             assert (settled.paid, settled.meter) == (0, pay)
+
+
+def test_malformed_settlement_calls_are_refused_with_a_clear_error():
+    from controller.errors import WagerError
+    from controller.games import load_game
+    from controller.rules.sidebets import bonus_16, ez_bust
+
+    pa, double_up = load_game("pa-standard"), load_game("double-up")
+    with pytest.raises(WagerError, match="no dealer card"):
+        ez_bust.evaluate((), all_player_hands_busted=False, rules=pa.side_bets.ez_bust)
+    with pytest.raises(WagerError, match="paytables: '1', '2'"):
+        bonus_16.evaluate(parse_cards("10H,6D"), double_up.side_bets.bonus_16, "3")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.errors import WagerError
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
 from controller.rules.pays import Odds, PayError, parse_pay
@@ -121,6 +122,9 @@ def evaluate(
     dealer_cards: Sequence[Card], rules: Bonus16Rules, paytable: str | None = None
 ) -> SideBetResult:
     """Settle the 16 Bonus on the dealer's hand; ``paytable`` overrides the one in force."""
+    if paytable is not None and paytable not in rules.paytables:
+        names = ", ".join(repr(name) for name in rules.paytables)
+        raise WagerError(f"no 16 Bonus paytable {paytable!r}; paytables: {names}")
     table = rules.paytables[paytable] if paytable is not None else rules.pays
     count = cards_to_16(dealer_cards)
     if count is None:

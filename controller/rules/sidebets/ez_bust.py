@@ -68,6 +68,8 @@ def evaluate(
     ``all_player_hands_busted``: every player hand at the table busted, so the
     dealer did not play on.
     """
+    if not dealer_cards:
+        raise WagerError("EZ Bust settles on the dealer's hand, and no dealer card was given")
     check_offered(dealer_cards[0])
     if all_player_hands_busted:
         return SideBetResult(BET, BetResult.PUSH, "push", "All player hands busted")
