@@ -177,3 +177,10 @@ def test_without_keeps_the_count_of_every_card(decks, dealt):
     assert after.total == shoe.total - len(dealt)
     for c in ALL_CARDS:
         assert after[c] == decks - dealt.count(c)
+
+
+def test_non_cards_are_refused_with_a_card_error():
+    with pytest.raises(CardError, match="cards must be text"):
+        parse_cards(None)
+    with pytest.raises(CardError, match="parse the text first"):
+        ShoeComposition.of_decks(1).without(["QH"])

@@ -130,8 +130,10 @@ def parse_cards(text: str | Iterable[str]) -> tuple[Card, ...]:
     """Parse a comma- or space-separated list (``"QH,7D"``) or an iterable of card texts."""
     if isinstance(text, str):
         items = [item for item in text.replace(",", " ").split() if item]
-    else:
+    elif isinstance(text, Iterable):
         items = list(text)
+    else:
+        raise CardError(f"cards must be text like 'QH,7D' or a list of card texts, got {text!r}")
     return tuple(parse_card(item) for item in items)
 
 
@@ -202,6 +204,8 @@ class ShoeComposition(Mapping[Card, int]):
         """The composition after ``cards`` are dealt; a card the shoe lacks is a CardError."""
         counts = dict(self._counts)
         for card in cards:
+            if not isinstance(card, Card):
+                raise CardError(f"the shoe deals Card objects, not {card!r}: parse the text first")
             if counts[card] == 0:
                 raise CardError(f"the shoe holds no more {card}: was a card read twice?")
             counts[card] -= 1
