@@ -6,7 +6,10 @@ Subcommands so far:
   document for a profile's card-determined side bets;
 - ``profile-keys``: the reference of every house-rule profile key (Markdown),
   as kept in ``docs/profiles.md``;
-- ``games``: the profiles found and where.
+- ``games``: the profiles found and where;
+- ``replay FILE [--game PROFILE] [--json]``: run an event script through the
+  table state machine and print every effect and the final settlement
+  (``docs/scenarios/README.md`` documents the format).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
@@ -53,6 +56,66 @@ def _cmd_games(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from controller.errors import EventError
+    from controller.games import load_game
+    from controller.table.script import parse_script, replay
+
+    path = Path(args.file)
+    try:
+        text = sys.stdin.read() if args.file == "-" else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EventError(f"cannot read event script {args.file}: {exc.strerror}") from None
+    script = parse_script(text, args.file)
+    game = args.game or script.header.get("game")
+    if not game:
+        raise EventError(f"{args.file}: no game: give --game PROFILE or a header line with game")
+    result = replay(script, load_game(game))
+    settlements = [s.to_dict() for s in result.settlements()]
+    if args.json:
+        out = {
+            "game": game,
+            "steps": [
+                {
+                    "line": item.line,
+                    "event": item.event.to_dict(),
+                    "accepted": step.accepted,
+                    "effects": [e.to_dict() for e in step.effects],
+                }
+                for item, step in result.steps
+            ],
+            "settlements": settlements,
+            "net_by_spot": _net_by_spot(settlements),
+            "final": result.table.snapshot(),
+            "expectations": {"checked": result.checked, "failed": result.failures},
+        }
+        print(json.dumps(out, indent=1))
+    else:
+        for item, step in result.steps:
+            mark = " " if step.accepted else "!"
+            print(f"{item.line:>4}{mark} {json.dumps(item.event.to_dict())}")
+            for effect in step.effects:
+                text = getattr(effect, "text", None) or getattr(effect, "reason", None)
+                if text and effect.KIND in ("prompt", "alarm", "refused"):
+                    print(f"        {effect.KIND}: {text}")
+        for spot, net in _net_by_spot(settlements).items():
+            print(f"spot {spot}: net {net:+d} cents")
+        print(f"expectations: {result.checked} checked, {len(result.failures)} failed")
+        for failure in result.failures:
+            print(f"  FAILED {failure}")
+    return 1 if result.failures else 0
+
+
+def _net_by_spot(settlements: list[dict]) -> dict[str, int]:
+    nets: dict[str, int] = {}
+    for line in settlements:
+        key = str(line["spot"])
+        nets[key] = nets.get(key, 0) + line["paid"] + line["returned"] - line["stake"]
+    return dict(sorted(nets.items(), key=lambda item: int(item[0])))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="table-controller", description="Blackjack table controller."
@@ -77,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     games = commands.add_parser("games", help="list the game profiles found")
     games.set_defaults(run=_cmd_games)
+
+    rep = commands.add_parser(
+        "replay", help="run an event script (JSON Lines) and print every effect and settlement"
+    )
+    rep.add_argument("file", help="event script (JSON Lines; '-' reads stdin)")
+    rep.add_argument("--game", help="game profile (default: the script header's game)")
+    rep.add_argument("--json", action="store_true", help="print JSON")
+    rep.set_defaults(run=_cmd_replay)
     return parser
 
 

@@ -40,3 +40,11 @@ class WagerError(TableControllerError, ValueError):
 
 class RuleViolation(TableControllerError, ValueError):
     """A player or dealer action the house rules refuse; the message names the rule."""
+
+
+class EventError(TableControllerError, ValueError):
+    """An event (script line, journal record, driver message) that is malformed."""
+
+
+class ProcedureError(TableControllerError, ValueError):
+    """An event the dealing procedure does not allow now; the message says what to do."""

@@ -1,0 +1,309 @@
+"""Events in: what drivers and the dealer console tell the table state machine.
+
+Every event is a small frozen dataclass with a ``TYPE`` (its ``"type"`` in an
+event script) and an optional ``t``: the runtime's clock in integer
+milliseconds. The state machine never reads a clock; time reaches it here.
+
+:func:`parse_event` turns one JSON object (a line of an event script or of a
+journal export) into an event and names the field that is wrong;
+:meth:`Event.to_dict` is its inverse.
+
+>>> parse_event({"type": "card", "card": "qh"})
+CardDrawn(card=Card(rank=<Rank.QUEEN: 12>, suit=<Suit.HEARTS: 'H'>), source='shoe', t=None)
+>>> parse_event({"type": "card", "card": "QH"}).to_dict()
+{'type': 'card', 'card': 'QH', 'source': 'shoe'}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from controller.errors import CardError, EventError
+from controller.rules.cards import Card, parse_card
+
+CARD_SOURCES = ("shoe", "camera")
+SHOE_EVENTS = (
+    "shuffle",
+    "new_shoe",
+    "cut_card",
+    "door_open",
+    "door_closed",
+    "fault",
+    "fault_cleared",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event; ``t`` is the runtime clock in ms, or None."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.TYPE}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None or (field.name == "t" and value is None):
+                continue
+            out[field.name] = str(value) if isinstance(value, Card) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BetSensor(Event):
+    """A bet-present sensor under a bet circle changed: chips ``on`` or off.
+
+    ``circle`` is ``main`` or a side bet's name (``lucky_ladies``,
+    ``blazing_7s``, ``blackjack_tie.tie_17`` ...).
+    """
+
+    TYPE: ClassVar[str] = "bet"
+    spot: int
+    circle: str
+    on: bool
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WagerAmount(Event):
+    """The dealer keyed the amount (cents) of the chips on a circle."""
+
+    TYPE: ClassVar[str] = "wager"
+    spot: int
+    circle: str
+    amount: int
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lockout(Event):
+    """ "No more bets": wagers latch, the deal may start."""
+
+    TYPE: ClassVar[str] = "lockout"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn(Event):
+    """A card came out of the shoe (or passed the camera)."""
+
+    TYPE: ClassVar[str] = "card"
+    card: Card
+    source: str = "shoe"
+    t: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.TYPE, "card": str(self.card), "source": self.source}
+        if self.t is not None:
+            out["t"] = self.t
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Next(Event):
+    """The stand/next button: stand the hand in action, or close the open window."""
+
+    TYPE: ClassVar[str] = "next"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpotAction(Event):
+    """Base of the per-spot console buttons; ``amount`` (cents) where one is keyed."""
+
+    spot: int
+    amount: int | None = None
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Double(SpotAction):
+    TYPE: ClassVar[str] = "double"
+
+
+@dataclass(frozen=True, slots=True)
+class Split(SpotAction):
+    TYPE: ClassVar[str] = "split"
+
+
+@dataclass(frozen=True, slots=True)
+class Surrender(SpotAction):
+    TYPE: ClassVar[str] = "surrender"
+
+
+@dataclass(frozen=True, slots=True)
+class Insurance(SpotAction):
+    TYPE: ClassVar[str] = "insurance"
+
+
+@dataclass(frozen=True, slots=True)
+class EvenMoney(SpotAction):
+    TYPE: ClassVar[str] = "even_money"
+
+
+@dataclass(frozen=True, slots=True)
+class EzBust(SpotAction):
+    TYPE: ClassVar[str] = "ez_bust"
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleUp(SpotAction):
+    TYPE: ClassVar[str] = "double_up"
+
+
+@dataclass(frozen=True, slots=True)
+class EndRound(Event):
+    """The dealer has paid and collected: clear the layout, open betting."""
+
+    TYPE: ClassVar[str] = "end_round"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VoidRound(Event):
+    """Void the round in progress (supervisor key): every wager is returned."""
+
+    TYPE: ClassVar[str] = "void_round"
+    reason: str = ""
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Misdeal(Event):
+    """Call a misdeal (supervisor key): the round is void, every wager returned."""
+
+    TYPE: ClassVar[str] = "misdeal"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorKey(Event):
+    """The supervisor key switch turned ``on`` or off."""
+
+    TYPE: ClassVar[str] = "supervisor_key"
+    on: bool
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Burn(Event):
+    """The dealer's decision on a card the procedure did not expect: burn it."""
+
+    TYPE: ClassVar[str] = "burn"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assign(Event):
+    """The dealer's decision on an unexpected card: it belongs to ``spot`` (hand
+    ``hand``, 0 first) or, with ``spot`` 0, to the dealer."""
+
+    TYPE: ClassVar[str] = "assign"
+    spot: int
+    hand: int = 0
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeEvent(Event):
+    """Something the shoe reported: one of :data:`SHOE_EVENTS`."""
+
+    TYPE: ClassVar[str] = "shoe"
+    event: str
+    detail: str = ""
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(Event):
+    """Time passes (the runtime's clock, ms)."""
+
+    TYPE: ClassVar[str] = "tick"
+    t: int | None = None
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        BetSensor,
+        WagerAmount,
+        Lockout,
+        CardDrawn,
+        Next,
+        Double,
+        Split,
+        Surrender,
+        Insurance,
+        EvenMoney,
+        EzBust,
+        DoubleUp,
+        EndRound,
+        VoidRound,
+        Misdeal,
+        SupervisorKey,
+        Burn,
+        Assign,
+        ShoeEvent,
+        Tick,
+    )
+}
+
+
+def _field_value(event_type: str, name: str, kind: Any, value: Any) -> Any:
+    kind = str(kind)
+    where = f"'{event_type}' event: field '{name}'"
+    if name == "card":
+        if not isinstance(value, str):
+            raise EventError(f'{where} must be card text such as "QH", got {value!r}')
+        try:
+            return parse_card(value)
+        except CardError as exc:
+            raise EventError(f"{where}: {exc}") from None
+    if kind.startswith("bool"):
+        if not isinstance(value, bool):
+            raise EventError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind.startswith("int"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            unit = " (cents)" if name == "amount" else " (ms)" if name == "t" else ""
+            raise EventError(f"{where} must be a whole number{unit}, got {value!r}")
+        if value < 0:
+            raise EventError(f"{where} must not be negative, got {value}")
+        return value
+    if not isinstance(value, str):
+        raise EventError(f"{where} must be text, got {value!r}")
+    return value
+
+
+def parse_event(obj: Any) -> Event:
+    """Build an event from its JSON object; unknown types and fields are errors."""
+    if not isinstance(obj, dict):
+        raise EventError(f"an event must be a JSON object, got {obj!r}")
+    event_type = obj.get("type")
+    cls = EVENT_TYPES.get(event_type) if isinstance(event_type, str) else None
+    if cls is None:
+        known = ", ".join(sorted(EVENT_TYPES))
+        raise EventError(f"unknown event type {event_type!r}; use one of: {known}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(obj) - set(fields) - {"type"})
+    if unknown:
+        raise EventError(
+            f"'{event_type}' event: unknown field(s) {', '.join(unknown)}; "
+            f"fields are: {', '.join(fields)}"
+        )
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in obj:
+            if obj[name] is None and field.default is None:
+                continue
+            values[name] = _field_value(event_type, name, field.type, obj[name])
+        elif field.default is dataclasses.MISSING:
+            raise EventError(f"'{event_type}' event: field '{name}' is required")
+    event = cls(**values)
+    if isinstance(event, CardDrawn) and event.source not in CARD_SOURCES:
+        raise EventError(f"'card' event: source must be one of {', '.join(CARD_SOURCES)}")
+    if isinstance(event, ShoeEvent) and event.event not in SHOE_EVENTS:
+        raise EventError(f"'shoe' event: event must be one of {', '.join(SHOE_EVENTS)}")
+    return event

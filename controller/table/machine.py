@@ -1,0 +1,661 @@
+"""The table state machine: events in, effects out; no I/O, no clock, no threads.
+
+>>> from controller.games import load_game
+>>> table = Table(load_game("pa-standard"), TableSettings(spots=1))
+>>> table.handle(BetSensor(1, "main", True)).accepted
+True
+>>> [e.text for e in table.handle(Lockout()).effects if e.KIND == "prompt"]
+['No more bets: deal spot 1 first']
+>>> table.handle(Next()).reason
+'nothing to stand or close now: the initial deal is in progress'
+
+Every handler checks before it changes anything: a refused event (``Step.accepted``
+False, one :class:`Refused` effect naming the reason) leaves the state untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from controller.errors import EventError, ProcedureError, RuleViolation, WagerError
+from controller.rules.cards import Card
+from controller.rules.pays import format_cents
+from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
+from controller.rules.sidebets import blackjack_tie
+from controller.table import events as ev
+from controller.table.effects import Effect, Publish, Record, Refused, Step
+from controller.table.events import (
+    Assign,
+    BetSensor,
+    Burn,
+    CardDrawn,
+    EndRound,
+    Lockout,
+    Misdeal,
+    Next,
+    ShoeEvent,
+    SupervisorKey,
+    Tick,
+    VoidRound,
+    WagerAmount,
+)
+from controller.table.procedure import Procedure
+from controller.table.settings import TableSettings
+from controller.table.state import (
+    DEALER,
+    IN_PROGRESS,
+    HandInPlay,
+    Phase,
+    RoundState,
+    SpotInPlay,
+    TableState,
+)
+from controller.table.view import bet_name, snapshot
+
+REFUSALS = (ProcedureError, RuleViolation, WagerError)
+
+# Events the dealer cannot use while a card waits for a decision (burn, assign, misdeal).
+_BLOCKED_BY_PENDING = (
+    Lockout,
+    Next,
+    ev.SpotAction,
+    EndRound,
+)
+
+
+def table_circles(rules: HouseRules) -> tuple[str, ...]:
+    """The bet circles a layout for ``rules`` has sensors for: ``main`` and each side bet
+    placed before lockout (EZ Bust is placed after the deal, at the dealer's console)."""
+    circles = ["main"]
+    for name in rules.side_bets.offered():
+        if name == "ez_bust":
+            continue
+        if name == blackjack_tie.BET:
+            circles.extend(f"{name}.{bonus}" for bonus in blackjack_tie.LABELS)
+        else:
+            circles.append(name)
+    return tuple(circles)
+
+
+class Table(Procedure):
+    """One blackjack table: the dealing procedure of ``rules`` at up to 7 spots.
+
+    :meth:`handle` takes one event and returns a :class:`Step`; :meth:`snapshot`
+    is the public view (hole card hidden until the dealer's turn).
+    """
+
+    def __init__(self, rules: HouseRules, settings: TableSettings | None = None):
+        self.rules = rules
+        self.settings = settings or TableSettings()
+        self.state = TableState()
+        self.circles = table_circles(rules)
+        self._out: list[Effect] = []
+        self._event: ev.Event | None = None
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            BetSensor: self._on_bet,
+            WagerAmount: self._on_wager,
+            Lockout: self._on_lockout,
+            CardDrawn: self._on_card,
+            Next: self._on_next,
+            ev.Double: self._on_double,
+            ev.Split: self._on_split,
+            ev.Surrender: self._on_surrender,
+            ev.Insurance: self._on_insurance,
+            ev.EvenMoney: self._on_even_money,
+            ev.EzBust: self._on_ez_bust,
+            ev.DoubleUp: self._on_double_up,
+            EndRound: self._on_end_round,
+            VoidRound: self._on_void,
+            Misdeal: self._on_void,
+            SupervisorKey: self._on_key,
+            Burn: self._on_burn,
+            Assign: self._on_assign,
+            ShoeEvent: self._on_shoe,
+            Tick: lambda event: None,
+        }
+
+    # -- the one entry point ----------------------------------------------------
+
+    def handle(self, event: ev.Event) -> Step:
+        """Apply one event; return whether it was accepted and its effects."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            raise EventError(f"not a table event: {event!r}")
+        state = self.state
+        if event.t is not None and (state.now is None or event.t > state.now):
+            state.now = event.t
+        self._out = []
+        self._event = event
+        try:
+            if state.pending and isinstance(event, _BLOCKED_BY_PENDING):
+                raise ProcedureError(
+                    f"{event.TYPE} refused: card {state.pending[0]} waits for a decision: "
+                    "burn it, assign it, or call a misdeal (supervisor key)"
+                )
+            handler(event)
+        except REFUSALS as exc:
+            step = Step(False, (Refused(event.TYPE, str(exc)),))
+        else:
+            self._alarm_light()
+            effects = tuple(self._out)
+            step = Step(True, effects, journal=bool(effects) or not isinstance(event, Tick))
+        self._event = None
+        self._out = []
+        if step.journal and not (isinstance(event, EndRound) and step.accepted):
+            state.log.append(event)
+            state.round_effects.extend(e for e in step.effects if not isinstance(e, Record))
+        return step
+
+    def run(self, events: Iterable[ev.Event]) -> list[Step]:
+        """Apply events in order (a replay); return every step."""
+        return [self.handle(event) for event in events]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The public view of the table (JSON-safe; no hole card before the dealer's turn)."""
+        return snapshot(self.state, self.rules.name)
+
+    @property
+    def round_in_progress(self) -> bool:
+        return self.state.phase in IN_PROGRESS
+
+    # -- betting --------------------------------------------------------------------
+
+    def _check_circle(self, spot: int, circle: str, what: str) -> None:
+        if not 1 <= spot <= self.settings.spots:
+            raise ProcedureError(
+                f"{what} refused: spot {spot} does not exist; this table has spots 1 to "
+                f"{self.settings.spots}"
+            )
+        if circle not in self.circles:
+            raise ProcedureError(
+                f"{what} refused: '{circle}' is no bet circle of {self.rules.name}; circles: "
+                f"{', '.join(self.circles)}"
+            )
+
+    def _on_bet(self, event: BetSensor) -> None:
+        self._check_circle(event.spot, event.circle, "bet sensor")
+        state = self.state
+        key = (event.spot, event.circle)
+        if state.sensors.get(key, False) == event.on:
+            return
+        if event.on:
+            state.sensors[key] = True
+        else:
+            state.sensors.pop(key, None)
+            state.amounts.pop(key, None)
+        if state.phase not in IN_PROGRESS:
+            return
+        spot = self._round.spots.get(event.spot)
+        latched = spot is not None and event.circle in spot.wagers
+        where = f"spot {event.spot} {bet_name(event.circle)}"
+        light = f"spot{event.spot}.{event.circle}"
+        if event.on and not latched:
+            self._light(light, "blink")
+            self._alarm(
+                "late_bet",
+                f"Late bet at {where} after no more bets: it is not a wager",
+                "Return the chips to the player",
+                event.spot,
+            )
+        elif event.on:
+            self._light(light, "on")
+        elif latched:
+            self._light(light, "blink")
+            self._alarm(
+                "bet_removed",
+                f"Chips taken from {where} after no more bets: the wager stands",
+                "Stop the game and call the supervisor",
+                event.spot,
+            )
+        else:
+            self._light(light, "off")
+
+    def _wager_amount(self, spot: int, circle: str) -> int:
+        fixed = self._fixed_amount(circle)
+        if fixed is not None:
+            return fixed
+        default = self.settings.main_minimum if circle == "main" else self.settings.side_minimum
+        return self.state.amounts.get((spot, circle), default)
+
+    def _fixed_amount(self, circle: str) -> int | None:
+        section = getattr(self.rules.side_bets, circle, None)
+        return getattr(section, "wager", None)
+
+    def _on_wager(self, event: WagerAmount) -> None:
+        self._check_circle(event.spot, event.circle, "wager amount")
+        if self.state.phase is not Phase.BETTING:
+            raise ProcedureError(
+                "wager amount refused: wagers are locked until the round ends; key amounts "
+                "before no more bets"
+            )
+        amount, circle = event.amount, event.circle
+        fixed = self._fixed_amount(circle)
+        if fixed is not None and amount != fixed:
+            raise WagerError(
+                f"{bet_name(circle)} is a fixed {format_cents(fixed)} wager, not "
+                f"{format_cents(amount)}"
+            )
+        if circle == "main":
+            low, high = self.settings.main_minimum, self.settings.main_maximum
+            if not low <= amount <= high:
+                raise WagerError(
+                    f"main wager of {format_cents(amount)} is outside the table limits "
+                    f"{format_cents(low)} to {format_cents(high)}"
+                )
+        elif fixed is None:
+            self._check_side_amount(circle, amount)
+        self.state.amounts[(event.spot, circle)] = amount
+
+    def _on_lockout(self, event: Lockout) -> None:
+        state, rules = self.state, self.rules
+        if state.phase is not Phase.BETTING:
+            raise ProcedureError("no more bets refused: the wagers are already locked")
+        if state.shoe_fault:
+            raise ProcedureError(
+                f"no more bets refused: the shoe reports a fault ({state.shoe_fault}); "
+                "clear it first"
+            )
+        if state.door_open:
+            raise ProcedureError("no more bets refused: the shoe door is open; close it")
+        if state.cut_card_out:
+            raise ProcedureError("no more bets refused: the cut card is out; shuffle first")
+        spots: dict[int, SpotInPlay] = {}
+        orphans: list[tuple[int, str]] = []
+        for number in range(1, self.settings.spots + 1):
+            placed = [c for c in self.circles if state.sensors.get((number, c))]
+            if not placed:
+                continue
+            if "main" not in placed:
+                orphans.extend((number, c) for c in placed)
+                continue
+            wagers = {c: self._wager_amount(number, c) for c in placed}
+            bonuses = {
+                c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
+            }
+            if bonuses:
+                try:
+                    blackjack_tie.check_wagers(wagers["main"], bonuses)
+                except WagerError as exc:
+                    raise WagerError(f"no more bets refused: spot {number}: {exc}") from None
+            spots[number] = SpotInPlay(number, wagers, [HandInPlay([], wagers["main"])])
+        if not spots:
+            raise ProcedureError(
+                "no more bets refused: no main wager on the layout, nothing to deal"
+            )
+        # accepted: from here on nothing refuses
+        number = state.round_number
+        queue = [*spots, DEALER, *spots]
+        if rules.dealer.hole_card == "face_down":
+            queue.append(DEALER)
+        state.round = RoundState(number, spots, deal_queue=queue, started_t=state.now)
+        state.phase = Phase.DEALING
+        state.burn_expected = 0
+        self._light("lockout", "on")
+        for spot_no, circle in orphans:
+            self._light(f"spot{spot_no}.{circle}", "blink")
+            self._alarm(
+                "side_bet_without_main",
+                f"Spot {spot_no} has a {bet_name(circle)} bet but no main wager: it is not a wager",
+                "Return the chips to the player",
+                spot_no,
+            )
+        mystery = rules.mystery
+        for spot in spots.values():
+            for circle, amount in spot.wagers.items():
+                self._light(f"spot{spot.number}.{circle}", "on")
+                if circle in PROGRESSIVE_WAGERS:
+                    section = getattr(rules.side_bets, circle)
+                    self._out.append(
+                        Publish(
+                            "contribution",
+                            f"round-{number}/spot-{spot.number}/{circle}/contribution",
+                            {
+                                "round": number,
+                                "game": rules.name,
+                                "spot": spot.number,
+                                "wager": circle,
+                                "pool": section.pool,
+                                "stake": amount,
+                                "mystery": mystery.offered and circle in mystery.eligible_wagers,
+                            },
+                        )
+                    )
+        first = next(iter(spots))
+        self._prompt("deal", f"No more bets: deal spot {first} first")
+
+    # -- cards --------------------------------------------------------------------------
+
+    def _on_card(self, event: CardDrawn) -> None:
+        state, mode = self.state, self.settings.card_source
+        card = event.card
+        if mode != "both" and event.source != mode:
+            raise ProcedureError(
+                f"{event.source} card refused: this table deals from the {mode} "
+                f"(card_source = {mode})"
+            )
+        if mode == "both":
+            if event.source == "camera":
+                if state.unconfirmed:
+                    self._compare_readers(state.unconfirmed.pop(0), card)
+                elif len(state.camera_ahead) < 52:
+                    state.camera_ahead.append(card)
+                return
+            if state.camera_ahead:
+                self._compare_readers(card, state.camera_ahead.pop(0))
+            elif len(state.unconfirmed) < 52:
+                state.unconfirmed.append(card)
+        count = state.seen.get(card, 0) + 1
+        state.seen[card] = count
+        state.dealt += 1
+        if count > self.rules.shoe.decks:
+            state.pending.append(card)
+            state.pending_foreign.append(True)
+            self._alarm(
+                "foreign_card",
+                f"Card {card} is one more than a {self.rules.shoe.decks}-deck shoe holds: "
+                "a foreign card",
+                "Take it out of play: burn it, or call a misdeal (supervisor key)",
+            )
+            return
+        if state.pending:
+            self._unexpected(card, "while another card waits for a decision")
+            return
+        if state.burn_expected and state.phase is Phase.BETTING:
+            state.burn_expected -= 1
+            self._prompt("burn", f"Burn card {card}")
+            return
+        self._route(card)
+
+    def _compare_readers(self, shoe: Card, camera: Card) -> None:
+        if shoe != camera:
+            self._alarm(
+                "reader_disagreement",
+                f"The shoe and the camera read card {self.state.dealt} of the shoe differently",
+                "Check the card against the layout; call a technician if it repeats",
+            )
+
+    def _route(self, card: Card) -> None:
+        state = self.state
+        phase = state.phase
+        if phase is Phase.DEALING:
+            self._deal_to(self._round.deal_queue[0], card)
+        elif phase is Phase.INSURANCE:
+            self._close_insurance()
+            self._route(card)
+        elif phase is Phase.EZ_BUST:
+            self._close_ez_bust()
+            self._route(card)
+        elif phase is Phase.PLAYERS:
+            rnd = self._round
+            assert rnd.in_action is not None
+            spot_no, index = rnd.in_action
+            if self._takes_card(self._hand(spot_no, index)):
+                self._give(spot_no, index, card)
+            else:
+                self._unexpected(card, f"for spot {spot_no}, which can take no card")
+        elif phase is Phase.DEALER and self._dealer_needs_card():
+            self._dealer_card(card)
+        else:
+            self._unexpected(card, f"({phase.value})")
+
+    def _unexpected(self, card: Card, why: str) -> None:
+        self.state.pending.append(card)
+        self.state.pending_foreign.append(False)
+        self._alarm(
+            "unexpected_card",
+            f"Card {card} was not expected {why}",
+            "Burn it, assign it to the hand it was dealt to, or call a misdeal (supervisor key)",
+        )
+
+    def _on_burn(self, event: Burn) -> None:
+        state = self.state
+        if not state.pending:
+            raise ProcedureError("burn refused: no card waits for a decision")
+        card = state.pending.pop(0)
+        state.pending_foreign.pop(0)
+        self._prompt("burn", f"Burn card {card}")
+        self._after_decision()
+
+    def _on_assign(self, event: Assign) -> None:
+        state = self.state
+        if not state.pending:
+            raise ProcedureError("assign refused: no card waits for a decision")
+        if state.pending_foreign[0]:
+            raise ProcedureError(
+                f"assign refused: card {state.pending[0]} is a foreign card and cannot be "
+                "played; burn it or call a misdeal"
+            )
+        phase, rnd = state.phase, state.round
+        target = (
+            "the dealer" if event.spot == DEALER else f"spot {event.spot} hand {event.hand + 1}"
+        )
+        if phase is Phase.DEALING and rnd is not None:
+            if event.spot not in rnd.deal_queue or event.hand != 0:
+                raise ProcedureError(
+                    f"assign refused: {target} is not waiting for a card of the initial deal"
+                )
+            card = self._take_pending()
+            self._prompt("assign", f"Card {card} assigned to {target}")
+            self._deal_to(event.spot, card)
+        elif phase is Phase.PLAYERS and rnd is not None and event.spot != DEALER:
+            order = [(s.number, i) for s in rnd.spots.values() for i in range(len(s.hands))]
+            want = (event.spot, event.hand)
+            if (
+                want not in order
+                or rnd.in_action is None
+                or order.index(want) < order.index(rnd.in_action)
+            ):
+                raise ProcedureError(
+                    f"assign refused: {target} is not in action or still to act this round"
+                )
+            skipped = order[order.index(rnd.in_action) : order.index(want)]
+            hand = self._hand(*want)
+            if self._hand_done(hand) or not self._takes_card(hand):
+                raise ProcedureError(f"assign refused: {target} can take no card")
+            if any(
+                len(self._hand(*s).cards) < 2 or self._hand(*s).double_down
+                for s in skipped
+                if not self._hand_done(self._hand(*s))
+            ):
+                raise ProcedureError(
+                    f"assign refused: a hand before {target} still waits for a card"
+                )
+            card = self._take_pending()
+            for s in skipped:
+                self._hand(*s).stood = True
+            rnd.in_action = want
+            self._prompt("assign", f"Card {card} assigned to {target}", event.spot)
+            self._give(event.spot, event.hand, card)
+        elif phase is Phase.DEALER and event.spot == DEALER and self._dealer_needs_card():
+            card = self._take_pending()
+            self._prompt("assign", f"Card {card} assigned to the dealer")
+            self._dealer_card(card)
+        else:
+            raise ProcedureError(f"assign refused: {target} is not waiting for a card now")
+        self._after_decision()
+
+    def _take_pending(self) -> Card:
+        self.state.pending_foreign.pop(0)
+        return self.state.pending.pop(0)
+
+    def _after_decision(self) -> None:
+        if self.state.pending:
+            card = self.state.pending[0]
+            self._prompt("decide", f"Card {card} still waits: burn it or assign it")
+
+    # -- the dealer's buttons ------------------------------------------------------------
+
+    def _on_next(self, event: Next) -> None:
+        phase = self.state.phase
+        if phase is Phase.INSURANCE:
+            self._close_insurance()
+        elif phase is Phase.EZ_BUST:
+            self._close_ez_bust()
+        elif phase is Phase.PLAYERS:
+            self._stand()
+        else:
+            what = {
+                Phase.BETTING: "no round is dealt",
+                Phase.DEALING: "the initial deal is in progress",
+                Phase.DEALER: "it is the dealer's turn",
+                Phase.SETTLED: "the round is settled; press end round",
+            }[phase]
+            raise ProcedureError(f"nothing to stand or close now: {what}")
+
+    def _on_end_round(self, event: EndRound) -> None:
+        state = self.state
+        if state.phase is not Phase.SETTLED:
+            if state.phase is Phase.BETTING:
+                raise ProcedureError("end round refused: no round has been dealt")
+            raise ProcedureError(
+                "end round refused: the round is not settled; play it out, or void it with "
+                "the supervisor key"
+            )
+        for name in list(state.lights):
+            self._light(name, "off")
+        state.round = None
+        state.round_number += 1
+        state.phase = Phase.BETTING
+        state.log = []
+        state.round_effects = []
+        carried: list[ev.Event] = [
+            BetSensor(spot, circle, True)
+            for (spot, circle), on in sorted(state.sensors.items())
+            if on
+        ]
+        carried.extend(
+            WagerAmount(spot, circle, amount)
+            for (spot, circle), amount in sorted(state.amounts.items())
+        )
+        if state.supervisor_key:
+            carried.append(SupervisorKey(True))
+        state.carried = carried
+        if state.shuffle_pending:
+            self._shuffled("shuffle")
+        if state.cut_card_out:
+            self._prompt("shuffle_now", "The cut card is out: shuffle before the next round")
+        self._prompt("place_bets", f"Place your bets: round {state.round_number}")
+
+    def _on_void(self, event: VoidRound | Misdeal) -> None:
+        state = self.state
+        what = "misdeal" if isinstance(event, Misdeal) else "void round"
+        if not state.supervisor_key:
+            raise ProcedureError(f"{what} refused: turn the supervisor key first")
+        if state.phase not in IN_PROGRESS:
+            if state.pending:
+                cards = " ".join(map(str, state.pending))
+                state.pending.clear()
+                state.pending_foreign.clear()
+                self._prompt("burn", f"Misdeal: take {cards} out of play")
+                return
+            raise ProcedureError(f"{what} refused: no round is in progress")
+        rnd = self._round
+        rnd.void = "misdeal" if isinstance(event, Misdeal) else (event.reason or "voided")
+        if state.pending:
+            state.pending.clear()
+            state.pending_foreign.clear()
+        rnd.hole_revealed = True
+        self._prompt("void", f"Round {rnd.number} void ({rnd.void}): every open wager is returned")
+        for spot in rnd.spots.values():
+            for index, hand in enumerate(spot.hands):
+                if not hand.settled:
+                    hand.settled = True
+                    for name, stake in (
+                        ("main", hand.wager),
+                        ("double_down", hand.double_down),
+                        ("double_up", hand.double_up),
+                    ):
+                        if stake:
+                            self._void_line(spot.number, name, stake, index)
+            if spot.insurance and not spot.insurance_settled:
+                spot.insurance_settled = True
+                self._void_line(spot.number, "insurance", spot.insurance)
+            for name, stake in spot.wagers.items():
+                if name != "main" and name not in spot.side_settled:
+                    spot.side_settled.add(name)
+                    self._void_line(spot.number, name, stake)
+            if spot.ez_bust:
+                self._void_line(spot.number, "ez_bust", spot.ez_bust)
+        self._finish_round()
+
+    def _void_line(self, spot: int, wager: str, stake: int, hand: int | None = None) -> None:
+        from controller.table.effects import Settled
+        from controller.table.view import settlement_prompt
+
+        line = Settled(
+            spot, wager, stake, "void", 0, stake, f"round void: {self._round.void}", hand
+        )
+        self._out.append(line)
+        self._prompt("pay", settlement_prompt(line), spot)
+
+    def _on_key(self, event: SupervisorKey) -> None:
+        if self.state.supervisor_key != event.on:
+            self.state.supervisor_key = event.on
+            self._prompt("supervisor_key", f"Supervisor key {'on' if event.on else 'off'}")
+
+    # -- the shoe ----------------------------------------------------------------------------
+
+    def _on_shoe(self, event: ShoeEvent) -> None:
+        state = self.state
+        kind = event.event
+        detail = f" ({event.detail})" if event.detail else ""
+        if kind in ("shuffle", "new_shoe"):
+            if state.phase in IN_PROGRESS:
+                state.shuffle_pending = True
+                self._alarm(
+                    "shuffle_mid_round",
+                    f"The shoe reports a {kind.replace('_', ' ')} during round "
+                    f"{state.round_number}{detail}",
+                    "Finish the round; the card count restarts after it",
+                )
+                return
+            self._shuffled(kind)
+        elif kind == "cut_card":
+            if not state.cut_card_out:
+                state.cut_card_out = True
+                if state.phase in IN_PROGRESS:
+                    self._prompt("cut_card", "Cut card out: finish this round, then shuffle")
+                else:
+                    self._prompt(
+                        "shuffle_now", "The cut card is out: shuffle before the next round"
+                    )
+        elif kind == "door_open":
+            state.door_open = True
+            if state.phase in IN_PROGRESS:
+                self._alarm(
+                    "shoe_door_open",
+                    f"The shoe door opened during round {state.round_number}",
+                    "Close the shoe door; call the supervisor if cards were touched",
+                )
+        elif kind == "door_closed":
+            state.door_open = False
+        elif kind == "fault":
+            state.shoe_fault = event.detail or "fault"
+            self._alarm(
+                "shoe_fault",
+                f"The shoe reports a fault{detail}",
+                "Stop dealing from the shoe and call a technician",
+            )
+        elif kind == "fault_cleared" and state.shoe_fault:
+            state.shoe_fault = ""
+            self._prompt("shoe_ok", "Shoe fault cleared")
+
+    def _shuffled(self, kind: str) -> None:
+        state = self.state
+        state.seen = {}
+        state.dealt = 0
+        state.unconfirmed = []
+        state.camera_ahead = []
+        state.cut_card_out = False
+        state.shuffle_pending = False
+        state.burn_expected = 1
+        what = "New shoe" if kind == "new_shoe" else "Shoe shuffled"
+        self._prompt("shuffled", f"{what}: burn one card")
+
+    def _alarm_light(self) -> None:
+        state = self.state
+        alarm = bool(state.pending or state.shoe_fault) or (
+            state.door_open and state.phase in IN_PROGRESS
+        )
+        self._light("alarm", "blink" if alarm else "off")

@@ -1,0 +1,662 @@
+"""The dealing procedure after lockout: initial deal, peek, insurance and EZ Bust
+windows, player actions, the dealer's turn and settlement.
+
+A mixin of :class:`controller.table.machine.Table`; it reads ``self.rules`` and
+``self.state`` and appends effects to ``self._out``. Handlers check everything
+before they change anything, so a refused event leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.errors import ProcedureError, RuleViolation, WagerError
+from controller.rules import actions
+from controller.rules.actions import HandState
+from controller.rules.cards import Card
+from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
+from controller.rules.pays import format_cents
+from controller.rules.profile import HouseRules
+from controller.rules.settlement import (
+    PlayerHand,
+    Settlement,
+    check_insurance,
+    insurance_limit,
+    settle_even_money,
+    settle_hand,
+    settle_insurance,
+    settle_offered_side_bet,
+)
+from controller.rules.sidebets import (
+    blackjack_tie,
+    blazing_7s,
+    bonus_16,
+    ez_bust,
+    lucky_ladies,
+    xtreme,
+)
+from controller.table import events as ev
+from controller.table.effects import Alarm, Effect, Light, Prompt, Publish, Record, Settled
+from controller.table.settings import TableSettings
+from controller.table.state import DEALER, HandInPlay, Phase, RoundState, SpotInPlay, TableState
+from controller.table.view import bet_name, settlement_prompt
+
+
+def _where(spot: int, hand: int, spot_hands: int) -> str:
+    return f"spot {spot}" + (f" hand {hand + 1}" if spot_hands > 1 else "")
+
+
+class Procedure:
+    rules: HouseRules
+    settings: TableSettings
+    state: TableState
+    _out: list[Effect]
+    _event: ev.Event | None
+
+    # -- small helpers ------------------------------------------------------
+
+    @property
+    def _round(self) -> RoundState:
+        rnd = self.state.round
+        assert rnd is not None
+        return rnd
+
+    def _prompt(self, code: str, text: str, spot: int | None = None) -> None:
+        self._out.append(Prompt(code, text, spot))
+
+    def _alarm(self, code: str, text: str, action: str, spot: int | None = None) -> None:
+        self._out.append(Alarm(code, text, action, spot))
+
+    def _light(self, name: str, state: str) -> None:
+        lights = self.state.lights
+        if lights.get(name, "off") != state:
+            if state == "off":
+                lights.pop(name, None)
+            else:
+                lights[name] = state
+            self._out.append(Light(name, state))
+
+    def _hand(self, spot: int, hand: int) -> HandInPlay:
+        return self._round.spots[spot].hands[hand]
+
+    def _hand_state(self, hand: HandInPlay) -> HandState:
+        return HandState(
+            tuple(hand.cards),
+            hand.wager,
+            hand.from_split,
+            hand.split_aces,
+            hand.double_down,
+            hand.double_up,
+        )
+
+    def _settle(
+        self, spot: int, line: Settlement, hand: int | None = None, wager: str = ""
+    ) -> None:
+        """Emit one settled wager and the dealer's instruction for it."""
+        settled = Settled(
+            spot,
+            wager or line.wager,
+            line.stake,
+            line.outcome.value,
+            line.paid,
+            line.returned,
+            line.reason,
+            hand,
+            str(line.pays) if line.pays is not None else None,
+            str(line.meter) if line.meter is not None else None,
+            line.meter_pool,
+        )
+        self._out.append(settled)
+        self._prompt("pay", settlement_prompt(settled), spot)
+        if line.meter is not None:
+            rnd = self._round
+            spot_state = rnd.spots[spot]
+            self._out.append(
+                Publish(
+                    "hit_claim",
+                    f"round-{rnd.number}/spot-{spot}/{settled.wager}/claim",
+                    {
+                        "round": rnd.number,
+                        "game": self.rules.name,
+                        "spot": spot,
+                        "wager": settled.wager,
+                        "pool": line.meter_pool,
+                        "stake": line.stake,
+                        "line": line.reason,
+                        "meter": str(line.meter),
+                        "cards": [str(c) for c in spot_state.first_two],
+                        "up_card": str(rnd.dealer[0]),
+                    },
+                )
+            )
+
+    # -- the initial deal ---------------------------------------------------
+
+    def _deal_to(self, recipient: int, card: Card) -> None:
+        rnd = self._round
+        rnd.deal_queue.remove(recipient)
+        if recipient == DEALER:
+            rnd.dealer.append(card)
+            if len(rnd.dealer) == 2:
+                self._prompt("hole_card", "Hole card dealt face down")
+        else:
+            rnd.spots[recipient].hands[0].cards.append(card)
+        if not rnd.deal_queue:
+            self._after_initial_deal()
+
+    def _after_initial_deal(self) -> None:
+        rules, rnd = self.rules, self._round
+        up = rnd.dealer[0]
+        can_have_blackjack = up.value in (1, 10)
+        for spot in rnd.spots.values():
+            spot.first_two = tuple(spot.hands[0].cards)
+        for spot in rnd.spots.values():
+            self._settle_card_bets(spot, up, can_have_blackjack)
+        if not can_have_blackjack:
+            rnd.dealer_checked = True
+            if rules.blackjack.paid_at_once_against_2_to_9:
+                self._pay_blackjacks("Blackjack against {up}: pay 3 to 2 now and remove the cards")
+        naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
+        if up.value == 1 and (rules.insurance.offered or (rules.blackjack.even_money and naturals)):
+            self.state.phase = Phase.INSURANCE
+            if rules.insurance.offered:
+                self._prompt("insurance_open", "Insurance open: dealer shows an ace")
+            if rules.blackjack.even_money and naturals:
+                spots = ", ".join(map(str, naturals))
+                self._prompt("even_money_offered", f"Even money offered to spots {spots}")
+            return
+        if rules.side_bets.ez_bust is not None and ez_bust.is_offered(up):
+            self.state.phase = Phase.EZ_BUST
+            spots = ", ".join(str(n) for n in rnd.spots)
+            self._prompt("ez_bust_open", f"EZ Bust offered to spots {spots}")
+            return
+        self._check_dealer_blackjack()
+
+    def _settle_card_bets(self, spot: SpotInPlay, up: Card, can_have_blackjack: bool) -> None:
+        """Side bets decided by the first two cards and the up card, settled after the deal."""
+        bets = self.rules.side_bets
+        for wager, stake in spot.wagers.items():
+            if wager == xtreme.BET and bets.twenty_one_plus_three_xtreme is not None:
+                result = xtreme.evaluate(spot.first_two, up, bets.twenty_one_plus_three_xtreme)
+            elif wager == blazing_7s.BET and bets.blazing_7s is not None:
+                result = blazing_7s.evaluate(spot.first_two, up, bets.blazing_7s)
+            elif wager == lucky_ladies.BET and bets.lucky_ladies and not can_have_blackjack:
+                result = lucky_ladies.evaluate(spot.first_two, False, bets.lucky_ladies)
+            else:
+                continue
+            spot.side_settled.add(wager)
+            self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+
+    def _pay_blackjacks(self, why: str) -> None:
+        rnd = self._round
+        up = rnd.dealer[0]
+        for spot in rnd.spots.values():
+            hand = spot.hands[0]
+            if len(spot.hands) == 1 and not hand.settled and is_blackjack(hand.cards):
+                self._prompt("blackjack", f"Spot {spot.number}: " + why.format(up=up), spot.number)
+                hand.settled = True
+                line = settle_hand(
+                    PlayerHand(tuple(hand.cards), hand.wager), rnd.dealer, self.rules
+                )
+                for item in line:
+                    self._settle(spot.number, item, 0)
+
+    def _check_dealer_blackjack(self) -> None:
+        """The peek (where the profile has one), then the players' turn."""
+        rnd, rules = self._round, self.rules
+        up = rnd.dealer[0]
+        if up.value in (1, 10) and rules.dealer.peek == "electronic" and len(rnd.dealer) == 2:
+            if is_blackjack(rnd.dealer):
+                self._prompt("dealer_blackjack", "Dealer has blackjack")
+                self._reveal()
+                rnd.players_live = False
+                self._settle_round()
+                return
+            rnd.dealer_checked = True
+            self._prompt("dealer_checked", "Dealer does not have blackjack")
+            self._settle_insurance(dealer_blackjack=False)
+            self._pay_blackjacks("Blackjack: pay 3 to 2 and remove the cards")
+            self._settle_lucky_ladies(dealer_blackjack=False)
+        self._start_players()
+
+    def _settle_insurance(self, dealer_blackjack: bool) -> None:
+        for spot in self._round.spots.values():
+            if spot.insurance and not spot.insurance_settled:
+                spot.insurance_settled = True
+                self._settle(
+                    spot.number, settle_insurance(spot.insurance, dealer_blackjack, self.rules)
+                )
+
+    def _settle_lucky_ladies(self, dealer_blackjack: bool) -> None:
+        section = self.rules.side_bets.lucky_ladies
+        for spot in self._round.spots.values():
+            stake = spot.wagers.get(lucky_ladies.BET)
+            if section is not None and stake and lucky_ladies.BET not in spot.side_settled:
+                spot.side_settled.add(lucky_ladies.BET)
+                result = lucky_ladies.evaluate(spot.first_two, dealer_blackjack, section)
+                self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+
+    # -- windows: insurance, even money, EZ Bust -----------------------------
+
+    def _close_insurance(self) -> None:
+        self._prompt("insurance_closed", "Insurance closed")
+        self._check_dealer_blackjack()
+
+    def _close_ez_bust(self) -> None:
+        self._prompt("ez_bust_closed", "EZ Bust closed")
+        self._start_players()
+
+    def _window_spot(self, event: ev.SpotAction, phase: Phase, what: str) -> SpotInPlay:
+        state = self.state
+        if state.phase is not phase:
+            if phase is Phase.INSURANCE:
+                raise ProcedureError(
+                    f"{what} refused: the insurance window is not open (it opens only when the "
+                    "dealer shows an ace, after the initial deal, and closes at the next card)"
+                )
+            raise ProcedureError(
+                f"{what} refused: the EZ Bust offer is not open (it opens only when the dealer "
+                "shows 2-6, after the initial deal, and closes at the first player card)"
+            )
+        spot = self._round.spots.get(event.spot)
+        if spot is None:
+            raise ProcedureError(f"{what} refused: spot {event.spot} has no main wager this round")
+        return spot
+
+    def _on_insurance(self, event: ev.Insurance) -> None:
+        spot = self._window_spot(event, Phase.INSURANCE, "insurance")
+        if not self.rules.insurance.offered:
+            raise ProcedureError("insurance refused: this game offers no insurance")
+        if spot.insurance or spot.even_money:
+            raise ProcedureError(
+                f"insurance refused: spot {spot.number} already has insurance or even money"
+            )
+        wager = spot.hands[0].wager
+        amount = event.amount if event.amount is not None else insurance_limit(wager, self.rules)
+        check_insurance(wager, amount, self.rules)
+        spot.insurance = amount
+        self._prompt("insurance", f"Spot {spot.number} insures {format_cents(amount)}", spot.number)
+
+    def _on_even_money(self, event: ev.EvenMoney) -> None:
+        spot = self._window_spot(event, Phase.INSURANCE, "even money")
+        if spot.insurance or spot.even_money:
+            raise ProcedureError(
+                f"even money refused: spot {spot.number} already has insurance or even money"
+            )
+        hand = spot.hands[0]
+        actions.check_even_money(hand.cards, self._round.dealer[0], self.rules)
+        spot.even_money = True
+        hand.settled = True
+        self._settle(spot.number, settle_even_money(hand.wager), 0)
+
+    def _on_ez_bust(self, event: ev.EzBust) -> None:
+        section = self.rules.side_bets.ez_bust
+        if section is None:
+            raise ProcedureError("EZ Bust refused: this game offers no EZ Bust wager")
+        spot = self._window_spot(event, Phase.EZ_BUST, "EZ Bust")
+        if spot.ez_bust:
+            raise ProcedureError(
+                f"EZ Bust refused: spot {spot.number} already has an EZ Bust wager"
+            )
+        amount = event.amount if event.amount is not None else self.settings.side_minimum
+        self._check_side_amount("ez_bust", amount)
+        spot.ez_bust = amount
+        self._prompt("ez_bust", f"Spot {spot.number} EZ Bust {format_cents(amount)}", spot.number)
+
+    def _check_side_amount(self, circle: str, amount: int) -> None:
+        low, high = self.settings.side_minimum, self.settings.side_maximum
+        if not low <= amount <= high:
+            raise WagerError(
+                f"{bet_name(circle)} of {format_cents(amount)} is outside the table's side-bet "
+                f"limits {format_cents(low)} to {format_cents(high)}"
+            )
+
+    # -- the players' turn ------------------------------------------------------
+
+    def _start_players(self) -> None:
+        self.state.phase = Phase.PLAYERS
+        self._advance()
+
+    def _hand_done(self, hand: HandInPlay) -> bool:
+        if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+            return True
+        if len(hand.cards) < 2:
+            return False
+        if hand.double_down:
+            return len(hand.cards) >= 3
+        count = hand_total(hand.cards)
+        if count.is_bust or count.total == 21:
+            return True
+        if hand.split_aces and self.rules.split.split_aces_one_card:
+            du = self.rules.double_up
+            return not (du.offered and du.after_split_aces)
+        return False
+
+    def _advance(self) -> None:
+        """Put the first unfinished hand in action, or start the dealer's turn."""
+        rnd = self._round
+        previous = rnd.in_action
+        for spot in rnd.spots.values():
+            for index, hand in enumerate(spot.hands):
+                if self._hand_done(hand):
+                    continue
+                rnd.in_action = (spot.number, index)
+                if previous and previous[0] != spot.number:
+                    self._light(f"spot{previous[0]}.action", "off")
+                self._light(f"spot{spot.number}.action", "on")
+                where = _where(spot.number, index, len(spot.hands))
+                if len(hand.cards) < 2:
+                    self._prompt("deal_card", f"Deal {where} its second card", spot.number)
+                elif hand.double_down:
+                    self._prompt("deal_card", f"Deal {where} its double-down card", spot.number)
+                elif previous != rnd.in_action:
+                    choices = ", ".join(self._choices(spot, hand))
+                    total = hand_total(hand.cards)
+                    count = f"soft {total.total}" if total.soft else str(total.total)
+                    self._prompt(
+                        "action", f"{where.capitalize()} to act on {count}: {choices}", spot.number
+                    )
+                return
+        if previous:
+            self._light(f"spot{previous[0]}.action", "off")
+        rnd.in_action = None
+        self._dealer_turn()
+
+    def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
+        rules, state = self.rules, self._hand_state(hand)
+        checks = (
+            ("hit", lambda: actions.check_hit(state, rules)),
+            ("double", lambda: actions.check_double(state, hand.wager, rules)),
+            ("split", lambda: actions.check_split(state, len(spot.hands), rules)),
+            (
+                "surrender",
+                lambda: actions.check_surrender(
+                    state, rules, dealer_checked=self._round.dealer_checked
+                ),
+            ),
+            ("Double Up", lambda: actions.check_double_up(state, hand.wager, rules)),
+        )
+        out = []
+        for name, check in checks:
+            try:
+                check()
+            except (RuleViolation, WagerError):
+                continue
+            out.append(name)
+        out.insert(1 if out and out[0] == "hit" else 0, "stand")
+        return out
+
+    def _takes_card(self, hand: HandInPlay) -> bool:
+        if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
+            return True
+        try:
+            actions.check_hit(self._hand_state(hand), self.rules)
+        except RuleViolation:
+            return False
+        return True
+
+    def _give(self, spot_no: int, index: int, card: Card) -> None:
+        """A card to a player's hand in action (second card of a split hand, hit or double)."""
+        spot = self._round.spots[spot_no]
+        hand = spot.hands[index]
+        hand.cards.append(card)
+        count = hand_total(hand.cards)
+        if count.is_bust:
+            where = _where(spot_no, index, len(spot.hands))
+            self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
+            hand.settled = True
+            for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+                self._settle(spot_no, line, index)
+        self._advance()
+
+    def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
+        return PlayerHand(
+            tuple(hand.cards),
+            hand.wager,
+            hand.double_down,
+            hand.double_up,
+            hand.from_split,
+            index,
+            hand.surrendered,
+        )
+
+    def _acting(self, event: ev.SpotAction, what: str) -> tuple[SpotInPlay, int, HandInPlay]:
+        phase = self.state.phase
+        if phase is Phase.INSURANCE:
+            raise ProcedureError(f"{what} refused: insurance is open; press next to close it first")
+        if phase is Phase.EZ_BUST:
+            raise ProcedureError(
+                f"{what} refused: the EZ Bust offer is open; press next to close it first"
+            )
+        if phase is not Phase.PLAYERS:
+            raise ProcedureError(f"{what} refused: no player is in action now ({phase.value})")
+        rnd = self._round
+        assert rnd.in_action is not None
+        spot_no, index = rnd.in_action
+        if event.spot != spot_no:
+            raise ProcedureError(
+                f"{what} refused: spot {event.spot} is not in action; spot {spot_no} is"
+            )
+        spot = rnd.spots[spot_no]
+        return spot, index, spot.hands[index]
+
+    def _on_double(self, event: ev.Double) -> None:
+        spot, index, hand = self._acting(event, "double down")
+        amount = event.amount if event.amount is not None else hand.wager
+        actions.check_double(self._hand_state(hand), amount, self.rules)
+        hand.double_down = amount
+        where = _where(spot.number, index, len(spot.hands))
+        self._prompt(
+            "double",
+            f"{where.capitalize()} doubles for {format_cents(amount)}: deal one card",
+            spot.number,
+        )
+
+    def _on_double_up(self, event: ev.DoubleUp) -> None:
+        spot, index, hand = self._acting(event, "Double Up")
+        amount = event.amount if event.amount is not None else hand.wager
+        actions.check_double_up(self._hand_state(hand), amount, self.rules)
+        hand.double_up = amount
+        where = _where(spot.number, index, len(spot.hands))
+        self._prompt(
+            "double_up",
+            f"{where.capitalize()} Double Up {format_cents(amount)}: the hand stands",
+            spot.number,
+        )
+        self._advance()
+
+    def _on_split(self, event: ev.Split) -> None:
+        spot, index, hand = self._acting(event, "split")
+        actions.check_split(self._hand_state(hand), len(spot.hands), self.rules)
+        first, second = hand.cards
+        aces = first.value == 1
+        hand.cards = [first]
+        hand.from_split = True
+        hand.split_aces = aces
+        spot.hands.insert(
+            index + 1, HandInPlay([second], hand.wager, from_split=True, split_aces=aces)
+        )
+        self._prompt(
+            "split",
+            f"Spot {spot.number} splits {first} {second} into {len(spot.hands)} hands: "
+            f"{format_cents(hand.wager)} on the new hand",
+            spot.number,
+        )
+        self._round.in_action = None  # the prompt for the first hand's second card follows
+        self._advance()
+
+    def _on_surrender(self, event: ev.Surrender) -> None:
+        spot, index, hand = self._acting(event, "surrender")
+        actions.check_surrender(
+            self._hand_state(hand), self.rules, dealer_checked=self._round.dealer_checked
+        )
+        hand.surrendered = True
+        hand.settled = True
+        for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+            self._settle(spot.number, line, index)
+        self._advance()
+
+    def _stand(self) -> None:
+        rnd = self._round
+        assert rnd.in_action is not None
+        spot_no, index = rnd.in_action
+        hand = self._hand(spot_no, index)
+        if len(hand.cards) < 2 or hand.double_down:
+            raise ProcedureError(
+                f"stand refused: spot {spot_no} is waiting for a card "
+                f"({'double down' if hand.double_down else 'split hand'})"
+            )
+        hand.stood = True
+        where = _where(spot_no, index, len(rnd.spots[spot_no].hands))
+        self._prompt("stand", f"{where.capitalize()} stands on {hand.total}", spot_no)
+        self._advance()
+
+    # -- the dealer's turn and settlement ----------------------------------------
+
+    def _reveal(self) -> None:
+        rnd = self._round
+        rnd.hole_revealed = True
+        total = hand_total(rnd.dealer)
+        cards = " ".join(map(str, rnd.dealer))
+        self._prompt("dealer_reveals", f"Dealer turns the hole card: {cards}, {total.total}")
+
+    def _dealer_turn(self) -> None:
+        state, rnd = self.state, self._round
+        state.phase = Phase.DEALER
+        live = False
+        unsettled = False
+        for spot in rnd.spots.values():
+            for hand in spot.hands:
+                if hand.settled:
+                    continue
+                unsettled = True
+                if not is_blackjack(hand.cards, from_split=hand.from_split):
+                    live = True
+            if spot.insurance and not spot.insurance_settled:
+                unsettled = True
+            if any(w not in spot.side_settled for w in spot.wagers if w != "main"):
+                unsettled = True
+        rnd.players_live = live
+        plays = live or any(bonus_16.BET in s.wagers for s in rnd.spots.values())
+        rnd.dealer_plays = plays
+        rnd.dealer_needs_second = unsettled or plays
+        if len(rnd.dealer) >= 2:
+            self._reveal()
+        self._dealer_continue()
+
+    def _dealer_needs_card(self) -> bool:
+        rnd = self._round
+        if len(rnd.dealer) < 2:
+            return rnd.dealer_needs_second
+        return rnd.dealer_plays and dealer_must_hit(
+            rnd.dealer,
+            hit_soft_17=self.rules.dealer.hit_soft_17,
+            stop_on_16=self.rules.dealer.ends_on_16,
+        )
+
+    def _dealer_card(self, card: Card) -> None:
+        rnd = self._round
+        rnd.dealer.append(card)
+        if len(rnd.dealer) == 2 and not rnd.hole_revealed:
+            self._reveal()
+        self._dealer_continue()
+
+    def _dealer_continue(self) -> None:
+        rnd = self._round
+        if self._dealer_needs_card():
+            if len(rnd.dealer) < 2:
+                self._prompt("dealer_draws", "Deal the dealer's second card")
+            else:
+                self._prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+            return
+        if len(rnd.dealer) >= 2 and rnd.dealer_plays:
+            total = hand_total(rnd.dealer)
+            self._prompt(
+                "dealer_stands",
+                f"Dealer breaks with {total.total}"
+                if total.is_bust
+                else f"Dealer stands on {total.total}",
+            )
+        self._settle_round()
+
+    def _settle_round(self) -> None:
+        _state, rnd, rules = self.state, self._round, self.rules
+        dealer = tuple(rnd.dealer)
+        dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+        bets = rules.side_bets
+        self._settle_insurance(dealer_bj)
+        for spot in rnd.spots.values():
+            for index, hand in enumerate(spot.hands):
+                if not hand.settled:
+                    hand.settled = True
+                    for line in settle_hand(self._player_hand(hand, index), dealer, rules):
+                        self._settle(spot.number, line, index)
+            for wager, stake in spot.wagers.items():
+                if wager == "main" or wager in spot.side_settled:
+                    continue
+                spot.side_settled.add(wager)
+                if wager == lucky_ladies.BET and bets.lucky_ladies is not None:
+                    result = lucky_ladies.evaluate(spot.first_two, dealer_bj, bets.lucky_ladies)
+                elif wager == bonus_16.BET and bets.bonus_16 is not None:
+                    result = bonus_16.evaluate(dealer, bets.bonus_16)
+                elif wager.startswith(blackjack_tie.BET + ".") and bets.blackjack_tie is not None:
+                    first = spot.hands[0]
+                    result = blackjack_tie.evaluate(
+                        wager.split(".", 1)[1],
+                        first.cards,
+                        dealer,
+                        bets.blackjack_tie,
+                        player_from_split=first.from_split,
+                        surrendered=first.surrendered,
+                    )
+                else:  # pragma: no cover - lockout latches only offered circles
+                    raise WagerError(f"no settlement for {wager}")
+                self._settle(
+                    spot.number, settle_offered_side_bet(stake, result, rules), wager=wager
+                )
+            if spot.ez_bust and bets.ez_bust is not None:
+                result = ez_bust.evaluate(
+                    dealer, all_player_hands_busted=not rnd.players_live, rules=bets.ez_bust
+                )
+                self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
+        self._finish_round()
+
+    def _finish_round(self) -> None:
+        """Round settled (or void): publish the result, write the recall record."""
+        state, rnd = self.state, self._round
+        state.phase = Phase.SETTLED
+        rnd.in_action = None
+        rnd.settled_t = state.now
+        effects = [*state.round_effects, *self._out]
+        lines = [e.to_dict() for e in effects if isinstance(e, Settled)]
+        result = {
+            "round": rnd.number,
+            "game": self.rules.name,
+            "void": rnd.void or None,
+            "dealer": [str(c) for c in rnd.dealer],
+            "settlements": lines,
+            "stake": sum(line["stake"] for line in lines),
+            "paid": sum(line["paid"] for line in lines),
+            "returned": sum(line["returned"] for line in lines),
+        }
+        self._out.append(Publish("round_result", f"round-{rnd.number}/result", result))
+        text = f"Round {rnd.number} void" if rnd.void else f"Round {rnd.number} settled"
+        self._prompt("round_settled", f"{text}: pay and collect, then press end round")
+        events = [*state.carried, *state.log]
+        if self._event is not None:
+            events.append(self._event)
+        record: dict[str, Any] = {
+            "round": rnd.number,
+            "game": self.rules.name,
+            "table": self.settings.to_dict(),
+            "started_t": rnd.started_t,
+            "settled_t": rnd.settled_t,
+            "void": rnd.void or None,
+            "dealer": result["dealer"],
+            "events": [e.to_dict() for e in events],
+            "effects": [
+                e.to_dict() for e in (*state.round_effects, *self._out) if not isinstance(e, Record)
+            ],
+            "result": result,
+        }
+        self._out.append(Record("round", record))

@@ -1,0 +1,125 @@
+"""The table's state: plain data the state machine mutates and nothing else reads raw.
+
+Adapters and pages read :func:`controller.table.view.snapshot`, which hides the
+hole card; this module's objects hold it, so they never leave the core.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from controller.rules.cards import Card
+from controller.rules.hand import hand_total
+from controller.table.effects import Effect
+from controller.table.events import Event
+
+
+class Phase(enum.Enum):
+    """Where the round is, in the order of the procedure."""
+
+    BETTING = "betting"
+    DEALING = "dealing"
+    INSURANCE = "insurance"
+    EZ_BUST = "ez_bust"
+    PLAYERS = "players"
+    DEALER = "dealer"
+    SETTLED = "settled"
+
+
+IN_PROGRESS = frozenset(
+    {Phase.DEALING, Phase.INSURANCE, Phase.EZ_BUST, Phase.PLAYERS, Phase.DEALER}
+)
+"""Phases between lockout and settlement: a round is being dealt or played."""
+
+DEALER = 0
+"""The dealer's place in the deal order (spots are 1..7)."""
+
+
+@dataclass(slots=True)
+class HandInPlay:
+    """A player's hand; amounts in cents."""
+
+    cards: list[Card]
+    wager: int
+    double_down: int = 0
+    double_up: int = 0
+    from_split: bool = False
+    split_aces: bool = False
+    surrendered: bool = False
+    stood: bool = False
+    settled: bool = False
+
+    @property
+    def total(self) -> int:
+        return hand_total(self.cards).total
+
+    @property
+    def busted(self) -> bool:
+        return hand_total(self.cards).is_bust
+
+
+@dataclass(slots=True)
+class SpotInPlay:
+    """A spot with a main wager in this round. ``wagers``: circle -> cents, as
+    latched at lockout (``main`` and side bets); ``first_two``: the spot's first two
+    cards, which side bets judge even after a split."""
+
+    number: int
+    wagers: dict[str, int]
+    hands: list[HandInPlay]
+    first_two: tuple[Card, ...] = ()
+    insurance: int = 0
+    insurance_settled: bool = False
+    even_money: bool = False
+    ez_bust: int = 0
+    side_settled: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class RoundState:
+    """One round, from lockout to settlement."""
+
+    number: int
+    spots: dict[int, SpotInPlay]
+    dealer: list[Card] = field(default_factory=list)
+    deal_queue: list[int] = field(default_factory=list)
+    hole_revealed: bool = False
+    dealer_checked: bool = False
+    dealer_plays: bool = False
+    dealer_needs_second: bool = False
+    players_live: bool = True
+    in_action: tuple[int, int] | None = None
+    void: str = ""
+    started_t: int | None = None
+    settled_t: int | None = None
+
+
+@dataclass(slots=True)
+class TableState:
+    """Everything the table knows. ``seen`` counts each card drawn since the last
+    shuffle (shoe integrity); ``pending`` holds cards waiting for the dealer's
+    decision; ``log``/``round_effects`` collect the round for game recall."""
+
+    round_number: int = 1
+    phase: Phase = Phase.BETTING
+    round: RoundState | None = None
+    sensors: dict[tuple[int, str], bool] = field(default_factory=dict)
+    amounts: dict[tuple[int, str], int] = field(default_factory=dict)
+    seen: dict[Card, int] = field(default_factory=dict)
+    dealt: int = 0
+    pending: list[Card] = field(default_factory=list)
+    pending_foreign: list[bool] = field(default_factory=list)
+    camera_ahead: list[Card] = field(default_factory=list)
+    unconfirmed: list[Card] = field(default_factory=list)
+    burn_expected: int = 0
+    cut_card_out: bool = False
+    shuffle_pending: bool = False
+    door_open: bool = False
+    shoe_fault: str = ""
+    supervisor_key: bool = False
+    lights: dict[str, str] = field(default_factory=dict)
+    carried: list[Event] = field(default_factory=list)
+    log: list[Event] = field(default_factory=list)
+    round_effects: list[Effect] = field(default_factory=list)
+    now: int | None = field(default=None, compare=False)

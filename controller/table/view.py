@@ -1,0 +1,134 @@
+"""What people see of the table: casino wording and the public snapshot.
+
+The snapshot is the only view of the state that leaves the core. Before the
+dealer's turn the hole card appears in it as ``"back"`` and no total counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.rules.hand import hand_total
+from controller.rules.pays import format_cents
+from controller.rules.sidebets.blackjack_tie import LABELS as TIE_LABELS
+from controller.table.effects import Settled
+from controller.table.state import IN_PROGRESS, TableState
+
+BET_NAMES = {
+    "main": "main wager",
+    "double_down": "Double Down",
+    "double_up": "Double Up",
+    "insurance": "insurance",
+    "lucky_ladies": "Lucky Ladies",
+    "twenty_one_plus_three_xtreme": "21+3 Xtreme",
+    "blazing_7s": "Blazing 7's",
+    "ez_bust": "EZ Bust",
+    "bonus_16": "16 Bonus",
+    "blackjack_tie": "Blackjack Tie",
+}
+HIDDEN = "back"
+
+
+def bet_name(wager: str) -> str:
+    """``lucky_ladies`` -> ``Lucky Ladies``; ``blackjack_tie.tie_17`` -> ``Blackjack Tie 17``."""
+    if wager.startswith("blackjack_tie."):
+        return f"Blackjack Tie {TIE_LABELS.get(wager.split('.', 1)[1], wager)}"
+    return BET_NAMES.get(wager, wager)
+
+
+def settlement_prompt(line: Settled) -> str:
+    """The dealer's instruction for one settled wager."""
+    where = f"spot {line.spot}" + (f" hand {line.hand + 1}" if line.hand else "")
+    name = bet_name(line.wager)
+    if line.outcome == "void":
+        return f"Return {where} {name} {format_cents(line.stake)} (round void)"
+    if line.meter is not None:
+        return (
+            f"Spot {line.spot} {name} wins {line.meter} of the {line.pool} meter: "
+            "hand pay, wait for the jackpot controller's award"
+        )
+    if line.paid:
+        how = f" {line.pays}" if line.pays else ""
+        return f"Pay {where} {name}{how}: {format_cents(line.paid)}"
+    if line.outcome == "surrender":
+        return f"Take half of {where} {name}: return {format_cents(line.returned)}"
+    if line.returned == line.stake:
+        return f"Push {where} {name}: {format_cents(line.stake)} stays with the player"
+    return f"Take {where} {name} {format_cents(line.stake)}"
+
+
+def _cards(cards: list[Any], hide_from: int | None) -> list[str]:
+    return [
+        HIDDEN if hide_from is not None and i >= hide_from else str(c) for i, c in enumerate(cards)
+    ]
+
+
+def snapshot(state: TableState, game: str) -> dict[str, Any]:
+    """The table as the display, diagnostics page and recall may show it (JSON-safe)."""
+    rnd = state.round
+    out: dict[str, Any] = {
+        "game": game,
+        "round": state.round_number,
+        "phase": state.phase.value,
+        "in_progress": state.phase in IN_PROGRESS,
+        "bets": [
+            {"spot": spot, "circle": circle}
+            for (spot, circle), on in sorted(state.sensors.items())
+            if on
+        ],
+        "shoe": {
+            "dealt": state.dealt,
+            "cut_card_out": state.cut_card_out,
+            "door_open": state.door_open,
+            "fault": state.shoe_fault,
+        },
+        "pending_cards": len(state.pending),
+        "supervisor_key": state.supervisor_key,
+        "lights": dict(sorted(state.lights.items())),
+    }
+    if rnd is None:
+        return out
+    hide = None if rnd.hole_revealed else 1
+    dealer: dict[str, Any] = {"cards": _cards(rnd.dealer, hide)}
+    if rnd.hole_revealed and rnd.dealer:
+        total = hand_total(rnd.dealer)
+        dealer["total"] = total.total
+        dealer["soft"] = total.soft
+    elif rnd.dealer:
+        dealer["showing"] = str(rnd.dealer[0])
+    dealer["checked_no_blackjack"] = rnd.dealer_checked and not rnd.hole_revealed
+    out["dealer"] = dealer
+    out["in_action"] = (
+        {"spot": rnd.in_action[0], "hand": rnd.in_action[1]} if rnd.in_action else None
+    )
+    out["void"] = rnd.void or None
+    spots = []
+    for spot in rnd.spots.values():
+        hands = []
+        for hand in spot.hands:
+            total = hand_total(hand.cards)
+            hands.append(
+                {
+                    "cards": [str(c) for c in hand.cards],
+                    "total": total.total,
+                    "soft": total.soft,
+                    "wager": hand.wager,
+                    "double_down": hand.double_down,
+                    "double_up": hand.double_up,
+                    "surrendered": hand.surrendered,
+                    "stood": hand.stood,
+                    "settled": hand.settled,
+                }
+            )
+        spots.append(
+            {
+                "spot": spot.number,
+                "wagers": dict(spot.wagers),
+                "insurance": spot.insurance,
+                "even_money": spot.even_money,
+                "ez_bust": spot.ez_bust,
+                "hands": hands,
+            }
+        )
+    out["spots"] = spots
+    return out
