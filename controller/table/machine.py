@@ -130,8 +130,8 @@ class Table(Procedure):
         try:
             if state.pending and isinstance(event, _BLOCKED_BY_PENDING):
                 raise ProcedureError(
-                    f"{event.TYPE} refused: card {state.pending[0]} waits for a decision: "
-                    "burn it, assign it, or call a misdeal (supervisor key)"
+                    f"{event.TYPE} refused: {self._card_text(state.pending[0])} waits for a "
+                    "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
             handler(event)
         except REFUSALS as exc:
@@ -363,6 +363,7 @@ class Table(Procedure):
             return
         if state.burn_expected and state.phase is Phase.BETTING:
             state.burn_expected -= 1
+            state.discarded += 1
             self._prompt("burn", f"Burn card {card}")
             return
         self._route(card)
@@ -404,7 +405,7 @@ class Table(Procedure):
         self.state.pending_foreign.append(False)
         self._alarm(
             "unexpected_card",
-            f"Card {card} was not expected {why}",
+            f"{self._card_text(card).capitalize()} was not expected {why}",
             "Burn it, assign it to the hand it was dealt to, or call a misdeal (supervisor key)",
         )
 
@@ -412,9 +413,11 @@ class Table(Procedure):
         state = self.state
         if not state.pending:
             raise ProcedureError("burn refused: no card waits for a decision")
-        card = state.pending.pop(0)
+        text = self._card_text(state.pending[0])
+        state.pending.pop(0)
         state.pending_foreign.pop(0)
-        self._prompt("burn", f"Burn card {card}")
+        state.discarded += 1
+        self._prompt("burn", f"Burn {text}")
         self._after_decision()
 
     def _on_assign(self, event: Assign) -> None:
@@ -436,7 +439,7 @@ class Table(Procedure):
                     f"assign refused: {target} is not waiting for a card of the initial deal"
                 )
             card = self._take_pending()
-            self._prompt("assign", f"Card {card} assigned to {target}")
+            self._prompt("assign", f"{self._card_text(card).capitalize()} assigned to {target}")
             self._deal_to(event.spot, card)
         elif phase is Phase.PLAYERS and rnd is not None and event.spot != DEALER:
             order = [(s.number, i) for s in rnd.spots.values() for i in range(len(s.hands))]
@@ -475,6 +478,13 @@ class Table(Procedure):
             raise ProcedureError(f"assign refused: {target} is not waiting for a card now")
         self._after_decision()
 
+    def _card_text(self, card: Card) -> str:
+        """How alarms and prompts name a card that is not placed yet: during the initial
+        deal it may still become the hole card, so it is not named then."""
+        if self.state.phase is Phase.DEALING:
+            return "a card"
+        return f"card {card}"
+
     def _take_pending(self) -> Card:
         self.state.pending_foreign.pop(0)
         return self.state.pending.pop(0)
@@ -482,7 +492,9 @@ class Table(Procedure):
     def _after_decision(self) -> None:
         if self.state.pending:
             card = self.state.pending[0]
-            self._prompt("decide", f"Card {card} still waits: burn it or assign it")
+            self._prompt(
+                "decide", f"{self._card_text(card).capitalize()} still waits: burn it or assign it"
+            )
 
     # -- the dealer's buttons ------------------------------------------------------------
 
@@ -514,6 +526,10 @@ class Table(Procedure):
             )
         for name in list(state.lights):
             self._light(name, "off")
+        rnd = self._round
+        state.discarded += len(rnd.dealer) + sum(
+            len(hand.cards) for spot in rnd.spots.values() for hand in spot.hands
+        )
         state.round = None
         state.round_number += 1
         state.phase = Phase.BETTING
@@ -545,6 +561,7 @@ class Table(Procedure):
         if state.phase not in IN_PROGRESS:
             if state.pending:
                 cards = " ".join(map(str, state.pending))
+                state.discarded += len(state.pending)
                 state.pending.clear()
                 state.pending_foreign.clear()
                 self._prompt("burn", f"Misdeal: take {cards} out of play")
@@ -552,9 +569,9 @@ class Table(Procedure):
             raise ProcedureError(f"{what} refused: no round is in progress")
         rnd = self._round
         rnd.void = "misdeal" if isinstance(event, Misdeal) else (event.reason or "voided")
-        if state.pending:
-            state.pending.clear()
-            state.pending_foreign.clear()
+        state.discarded += len(state.pending)
+        state.pending.clear()
+        state.pending_foreign.clear()
         rnd.hole_revealed = True
         self._prompt("void", f"Round {rnd.number} void ({rnd.void}): every open wager is returned")
         for spot in rnd.spots.values():
@@ -645,6 +662,7 @@ class Table(Procedure):
         state = self.state
         state.seen = {}
         state.dealt = 0
+        state.discarded = 0
         state.unconfirmed = []
         state.camera_ahead = []
         state.cut_card_out = False

@@ -98,7 +98,9 @@ class RoundState:
 @dataclass(slots=True)
 class TableState:
     """Everything the table knows. ``seen`` counts each card drawn since the last
-    shuffle (shoe integrity); ``pending`` holds cards waiting for the dealer's
+    shuffle (shoe integrity), ``dealt`` all of them and ``discarded`` those burned,
+    voided or cleared with a finished round, so ``dealt == discarded + pending +
+    cards on the layout``; ``pending`` holds cards waiting for the dealer's
     decision; ``log``/``round_effects`` collect the round for game recall."""
 
     round_number: int = 1
@@ -108,6 +110,7 @@ class TableState:
     amounts: dict[tuple[int, str], int] = field(default_factory=dict)
     seen: dict[Card, int] = field(default_factory=dict)
     dealt: int = 0
+    discarded: int = 0
     pending: list[Card] = field(default_factory=list)
     pending_foreign: list[bool] = field(default_factory=list)
     camera_ahead: list[Card] = field(default_factory=list)
