@@ -1,4 +1,4 @@
-"""The rules library is pure: it imports no I/O, clock, randomness, hardware or network module.
+"""The rules library and the table state machine are pure: it imports no I/O, clock, randomness, hardware or network module.
 
 STYLE.md: "The core never sleeps, never reads the clock, never imports serial,
 gpiozero, cv2 or paho." Checked on the source, so a lazy import inside a
@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 RULES = Path(__file__).resolve().parent.parent / "controller" / "rules"
-PURE_MODULES = [*sorted(RULES.rglob("*.py")), RULES.parent / "parsheet.py"]
+TABLE = RULES.parent / "table"
+PURE_MODULES = [
+    *sorted(RULES.rglob("*.py")),
+    RULES.parent / "parsheet.py",
+    *sorted(TABLE.rglob("*.py")),
+]
 
 FORBIDDEN = {
     "os",
@@ -50,7 +55,7 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", PURE_MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PURE_MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_pure_module_imports_nothing_impure(path):
     assert path.exists()
     assert not imported_modules(path) & FORBIDDEN
@@ -59,3 +64,9 @@ def test_pure_module_imports_nothing_impure(path):
 def test_the_purity_check_sees_an_import():
     """Guard against a check that cannot fail."""
     assert "gpiozero" in imported_modules(Path(__file__).with_name("_impure_sample.py.txt"))
+
+
+def test_the_table_state_machine_is_checked():
+    """The state machine's modules are in the list, so a new one cannot slip past."""
+    names = {p.name for p in PURE_MODULES if p.parent == TABLE}
+    assert {"machine.py", "procedure.py", "events.py", "effects.py", "script.py"} <= names
