@@ -5,6 +5,9 @@ comments. The optional first object is a header::
 
     {"type": "header", "version": 1, "game": "pa-standard", "table": {"spots": 3}}
 
+(``round``, optional, numbers the first round: a recalled round replays under
+its own number, so its publish keys match the record.)
+
 Every other object is an event (see :mod:`controller.table.events`) or an
 expectation, checked against the step of the event just before it::
 
@@ -177,6 +180,10 @@ def replay(
 ) -> ReplayResult:
     """Run a script's events through a fresh table and check its expectations."""
     table = Table(rules, settings if settings is not None else script.settings())
+    first_round = script.header.get("round", 1)
+    if isinstance(first_round, bool) or not isinstance(first_round, int) or first_round < 1:
+        raise EventError(f"header field 'round' must be a round number >= 1, got {first_round!r}")
+    table.state.round_number = first_round  # a recalled round replays under its own number
     result = ReplayResult(table)
     last: Step | None = None
     last_event: ScriptEvent | None = None
