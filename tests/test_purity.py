@@ -1,4 +1,6 @@
-"""The rules library and the table state machine are pure: it imports no I/O, clock, randomness, hardware or network module.
+"""The rules library and the table state machine are pure.
+
+They import no I/O, clock, randomness, hardware or network module.
 
 STYLE.md: "The core never sleeps, never reads the clock, never imports serial,
 gpiozero, cv2 or paho." Checked on the source, so a lazy import inside a
