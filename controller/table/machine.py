@@ -405,7 +405,7 @@ class Table(Procedure):
         self.state.pending_foreign.append(False)
         self._alarm(
             "unexpected_card",
-            f"{self._card_text(card).capitalize()} was not expected {why}",
+            f"{self._card_sentence(card)} was not expected {why}",
             "Burn it, assign it to the hand it was dealt to, or call a misdeal (supervisor key)",
         )
 
@@ -439,7 +439,7 @@ class Table(Procedure):
                     f"assign refused: {target} is not waiting for a card of the initial deal"
                 )
             card = self._take_pending()
-            self._prompt("assign", f"{self._card_text(card).capitalize()} assigned to {target}")
+            self._prompt("assign", f"{self._card_sentence(card)} assigned to {target}")
             self._deal_to(event.spot, card)
         elif phase is Phase.PLAYERS and rnd is not None and event.spot != DEALER:
             order = [(s.number, i) for s in rnd.spots.values() for i in range(len(s.hands))]
@@ -485,6 +485,11 @@ class Table(Procedure):
             return "a card"
         return f"card {card}"
 
+    def _card_sentence(self, card: Card) -> str:
+        """:meth:`_card_text` starting a sentence ("Card 5H", never "Card 5h")."""
+        text = self._card_text(card)
+        return text[:1].upper() + text[1:]
+
     def _take_pending(self) -> Card:
         self.state.pending_foreign.pop(0)
         return self.state.pending.pop(0)
@@ -492,9 +497,7 @@ class Table(Procedure):
     def _after_decision(self) -> None:
         if self.state.pending:
             card = self.state.pending[0]
-            self._prompt(
-                "decide", f"{self._card_text(card).capitalize()} still waits: burn it or assign it"
-            )
+            self._prompt("decide", f"{self._card_sentence(card)} still waits: burn it or assign it")
 
     # -- the dealer's buttons ------------------------------------------------------------
 
