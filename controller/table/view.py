@@ -29,10 +29,17 @@ BET_NAMES = {
 HIDDEN = "back"
 
 
+TIE_BONUS_NAMES = {"left_side": "LS", "right_side": "RS", "tie_blackjack": "Blackjack"}
+
+
 def bet_name(wager: str) -> str:
-    """``lucky_ladies`` -> ``Lucky Ladies``; ``blackjack_tie.tie_17`` -> ``Blackjack Tie 17``."""
+    """``lucky_ladies`` -> ``Lucky Ladies``; ``blackjack_tie.tie_17`` -> ``Blackjack Tie 17``;
+    ``blackjack_tie.left_side`` -> ``Blackjack Tie LS``."""
     if wager.startswith("blackjack_tie."):
-        return f"Blackjack Tie {TIE_LABELS.get(wager.split('.', 1)[1], wager)}"
+        bonus = wager.split(".", 1)[1]
+        if bonus not in TIE_LABELS:
+            return wager
+        return f"Blackjack Tie {TIE_BONUS_NAMES.get(bonus, bonus.removeprefix('tie_'))}"
     return BET_NAMES.get(wager, wager)
 
 
