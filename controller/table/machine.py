@@ -130,7 +130,8 @@ class Table(Procedure):
         try:
             if state.pending and isinstance(event, _BLOCKED_BY_PENDING):
                 raise ProcedureError(
-                    f"{event.TYPE} refused: {self._card_text(state.pending[0])} waits for a "
+                    f"{event.TYPE.replace('_', ' ')} refused: {self._card_text(state.pending[0])} "
+                    "waits for a "
                     "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
             handler(event)
