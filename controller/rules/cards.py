@@ -62,7 +62,7 @@ class Rank(enum.IntEnum):
     @property
     def points(self) -> int:
         """Blackjack points with the ace counted as 1 (faces count 10)."""
-        return min(int(self), 10)
+        return _POINTS[self]
 
     @property
     def is_ten_value(self) -> bool:
@@ -85,6 +85,9 @@ _RANK_CODES = {
     Rank.QUEEN: "Q",
     Rank.KING: "K",
 }
+_POINTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10)
+"""Blackjack points by rank number (index 0 unused): ``min(rank, 10)``, looked up
+because card values sit on the table state machine's hot path."""
 _RANK_BY_TEXT = {code: rank for rank, code in _RANK_CODES.items()} | {"T": Rank.TEN}
 _SUIT_BY_TEXT = {suit.value: suit for suit in Suit}
 
@@ -99,10 +102,10 @@ class Card:
     @property
     def value(self) -> int:
         """Blackjack points with the ace counted as 1."""
-        return self.rank.points
+        return _POINTS[self.rank]
 
     def __str__(self) -> str:
-        return self.rank.code + self.suit.value
+        return _RANK_CODES[self.rank] + self.suit._value_  # = rank.code + suit.value, faster
 
     def __lt__(self, other: Card) -> bool:  # suits have no natural order; sort by text
         return (self.rank, self.suit.value) < (other.rank, other.suit.value)

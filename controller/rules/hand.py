@@ -34,16 +34,24 @@ class HandTotal:
         return self.total > 21
 
 
+_HARD = tuple(HandTotal(points, False) for points in range(64))
+_SOFT = tuple(HandTotal(points + 10, True) for points in range(12))
+# Totals are immutable values: hand_total hands out these shared instances (equal to new
+# ones) because building a frozen dataclass costs more than counting the cards.
+
+
 def hand_total(cards: Sequence[Card]) -> HandTotal:
     """The best total of ``cards`` (aces count 11 where that stays at or under 21)."""
     hard = 0
     has_ace = False
     for card in cards:
-        hard += card.value
-        has_ace = has_ace or card.value == 1
-    if has_ace and hard + 10 <= 21:
-        return HandTotal(hard + 10, True)
-    return HandTotal(hard, False)
+        value = card.value
+        hard += value
+        if value == 1:
+            has_ace = True
+    if has_ace and hard <= 11:
+        return _SOFT[hard]
+    return _HARD[hard] if hard < 64 else HandTotal(hard, False)
 
 
 def is_blackjack(cards: Sequence[Card], *, from_split: bool = False) -> bool:

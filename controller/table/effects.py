@@ -9,10 +9,18 @@ Amounts are integer cents.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 LIGHT_STATES = ("on", "off", "blink")
+
+
+@functools.cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """The field names of a dataclass, in order (looked up once per class: ``to_dict``
+    runs for every effect and event of a round's recall record)."""
+    return tuple(field.name for field in dataclasses.fields(cls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +29,10 @@ class Effect:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"effect": self.KIND}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
+        for name in field_names(type(self)):
+            value = getattr(self, name)
             if value is not None:
-                out[field.name] = value
+                out[name] = value
         return out
 
 

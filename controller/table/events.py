@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from controller.errors import CardError, EventError
 from controller.rules.cards import Card, parse_card
+from controller.table.effects import field_names
 
 CARD_SOURCES = ("shoe", "camera")
 SHOE_EVENTS = (
@@ -43,11 +44,11 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.TYPE}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if value is None or (field.name == "t" and value is None):
+        for name in field_names(type(self)):
+            value = getattr(self, name)
+            if value is None:
                 continue
-            out[field.name] = str(value) if isinstance(value, Card) else value
+            out[name] = str(value) if isinstance(value, Card) else value
         return out
 
 
