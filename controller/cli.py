@@ -10,6 +10,9 @@ Subcommands so far:
 - ``replay FILE [--game PROFILE] [--json]``: run an event script through the
   table state machine and print every effect and the final settlement
   (``docs/scenarios/README.md`` documents the format).
+- ``recall JOURNAL [--round N] [--last N] [--script] [--json]``: game recall
+  from a table's journal; ``journal-export JOURNAL``: the journal as an event
+  script (``docs/journal.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
@@ -108,6 +111,48 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
+def _cmd_recall(args: argparse.Namespace) -> int:
+    from controller.errors import JournalError
+    from controller.journal import Journal
+    from controller.recall import format_rounds
+    from controller.table.script import round_script
+
+    with Journal(args.journal) as journal:
+        if args.round is not None:
+            record = journal.round_record(args.round)
+            if record is None:
+                journal.round_script(args.round)  # raises the error naming the rounds kept
+            records = [record]
+        else:
+            records = journal.last_rounds(args.last)
+        if args.script:
+            if not records:
+                raise JournalError(f"journal {args.journal}: no round is recorded yet")
+            print(round_script(records[0]), end="")
+        elif args.json:
+            print(json.dumps(records[0] if args.round is not None else records, indent=1))
+        else:
+            count, first, last = journal.round_count()
+            meta = journal.meta()
+            header = (
+                f"Journal {args.journal}: game {meta['game']}, {meta['table']['spots']} spots; "
+                f"{count} rounds recorded"
+                + (f" ({first} to {last})" if count else "")
+                + (f"; the last {len(records)}, newest first" if args.round is None else "")
+            )
+            print(format_rounds(records, header), end="")
+    return 0
+
+
+def _cmd_journal_export(args: argparse.Namespace) -> int:
+    from controller.journal import Journal
+
+    with Journal(args.journal) as journal:
+        for line in journal.script_lines():
+            sys.stdout.write(line + "\n")
+    return 0
+
+
 def _net_by_spot(settlements: list[dict]) -> dict[str, int]:
     nets: dict[str, int] = {}
     for line in settlements:
@@ -148,6 +193,29 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--game", help="game profile (default: the script header's game)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(run=_cmd_replay)
+
+    recall = commands.add_parser(
+        "recall", help="game recall: the last rounds of a table's journal, or one round"
+    )
+    recall.add_argument("journal", help="the table's journal file (SQLite)")
+    recall.add_argument("--round", type=int, help="this round only")
+    recall.add_argument(
+        "--last", type=int, default=10, help="how many rounds, newest first (default 10)"
+    )
+    recall.add_argument(
+        "--script",
+        action="store_true",
+        help="print the round's event script (the last round without --round) for replay",
+    )
+    recall.add_argument("--json", action="store_true", help="print the round records as JSON")
+    recall.set_defaults(run=_cmd_recall)
+
+    export = commands.add_parser(
+        "journal-export",
+        help="print a journal as an event script (header and every event, for replay)",
+    )
+    export.add_argument("journal", help="the table's journal file (SQLite)")
+    export.set_defaults(run=_cmd_journal_export)
     return parser
 
 

@@ -48,3 +48,8 @@ class EventError(TableControllerError, ValueError):
 
 class ProcedureError(TableControllerError, ValueError):
     """An event the dealing procedure does not allow now; the message says what to do."""
+
+
+class JournalError(TableControllerError, OSError):
+    """The journal could not be opened, read or written, or belongs to another table;
+    the message names the file, what failed and what to do."""

@@ -1,0 +1,604 @@
+"""The table's journal: every event on disk before its effects are carried out.
+
+One SQLite file per table (``docs/journal.md``): WAL, ``synchronous = FULL``
+and foreign keys on every connection, the schema version in ``PRAGMA
+user_version``. Three tables:
+
+- ``meta``: the game (profile name) and table settings the journal was written
+  for; a journal refuses to be reopened with others;
+- ``events``: every event the table journaled (``Step.journal``), refused ones
+  included, numbered ``seq`` 1, 2, 3 ... with the round it belongs to;
+- ``rounds``: each settled or voided round's recall record (``Record("round")``),
+  pointing at the event that settled it. Nothing is ever pruned.
+
+:class:`JournaledTable` puts a :class:`~controller.table.Table` behind the
+journal: :meth:`JournaledTable.handle` commits the event (and any round record
+it produced) in one transaction before it returns the effects, and opening an
+existing journal rebuilds the table by replaying every stored event (crash
+recovery). If a write fails the table is rebuilt from the journal, so memory
+never runs ahead of disk, and :class:`~controller.errors.JournalError` says what
+to do.
+
+One thread owns a :class:`JournaledTable`; other processes may read the same
+file (recall, export) while it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from controller import __version__
+from controller.errors import EventError, JournalError
+from controller.rules.profile import HouseRules
+from controller.table.effects import Publish, Record, Step
+from controller.table.events import Event, parse_event
+from controller.table.machine import Table
+from controller.table.script import SCRIPT_VERSION, round_script
+from controller.table.settings import TableSettings
+from controller.table.state import TableState
+
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of the journals this code writes and reads."""
+
+FORMAT = "table-controller journal"
+
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE events ("
+    " seq INTEGER PRIMARY KEY,"
+    " round INTEGER NOT NULL,"
+    " event TEXT NOT NULL,"
+    " accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)))",
+    "CREATE TABLE rounds ("
+    " round INTEGER PRIMARY KEY,"
+    " seq INTEGER NOT NULL REFERENCES events (seq),"
+    " record TEXT NOT NULL)",
+)
+
+_WHAT_TO_DO = (
+    "check the journal's disk (full? read-only? failing SD card?) and repeat the event; "
+    "if it fails again stop the game and call a technician"
+)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def journal_event(event: Event, now: int | None) -> Event:
+    """The event as the journaled table handles and stores it: stamped with the table's
+    clock ``now`` (ms) when it has no ``t`` of its own, so that a replay, which lacks the
+    ticks that changed nothing, keeps the same clock (round records carry it)."""
+    if event.t is None and now is not None:
+        return dataclasses.replace(event, t=now)
+    return event
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One stored event: ``seq`` from 1, the ``round`` it belongs to, the event as JSON
+    (a dict, as in an event script) and whether the table accepted it."""
+
+    seq: int
+    round: int
+    event: dict[str, Any]
+    accepted: bool
+
+
+class Journal:
+    """One journal file.
+
+    ``Journal(path, game=..., settings=...)`` opens it for the table that writes it:
+    a missing or empty file becomes a new journal, an existing one must have been
+    written for the same game and settings, and no other process may write it at the
+    same time (``<path>.lock``). ``Journal(path)`` opens an existing journal to read
+    (recall, export), also while a table writes it.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        game: str | None = None,
+        settings: TableSettings | None = None,
+        busy_timeout_ms: int = 5000,
+    ):
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+        self.writer = game is not None
+        try:
+            if self.writer:
+                self._lock()
+            elif not self.path.is_file():
+                raise JournalError(f"no journal at {self.path}: check the path")
+            self._db = _connect(self.path, create=self.writer, busy_timeout_ms=busy_timeout_ms)
+            self._prepare(game, settings or TableSettings())
+            self.events_written = self._count()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ---------------------------------------------------------------
+
+    def _lock(self) -> None:
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise JournalError(
+                f"cannot create the lock file {lock_path}: {exc.strerror}; check that the "
+                "journal's directory exists and is writable"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise JournalError(
+                f"journal {self.path} is in use by another table controller (pid {holder}): "
+                "stop it first; two controllers must never write one journal"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise JournalError(f"journal {self.path} is closed")
+        return self._db
+
+    def _prepare(self, game: str | None, settings: TableSettings) -> None:
+        db = self.db
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"{self.path} is not a readable journal ({exc}): check the path"
+            ) from None
+        if version == 0 and not tables:
+            if game is None:
+                raise JournalError(f"{self.path} is an empty file, not a journal")
+            self._create(game, settings)
+            return
+        if version > SCHEMA_VERSION:
+            raise JournalError(
+                f"journal {self.path} has schema version {version}, written by a newer table "
+                f"controller; this one ({__version__}) reads version {SCHEMA_VERSION}: "
+                "update the software"
+            )
+        meta = self.meta() if {"meta", "events", "rounds"} <= tables else {}
+        if version != SCHEMA_VERSION or meta.get("format") != FORMAT:
+            raise JournalError(f"{self.path} is not a table-controller journal: check the path")
+        if game is None:
+            return
+        theirs = meta.get("table", {})
+        ours = settings.to_dict()
+        if meta.get("game") != game or theirs != ours:
+            diff = ", ".join(
+                f"{key} {theirs.get(key)!r} (journal) vs {ours.get(key)!r} (table)"
+                for key in sorted(set(theirs) | set(ours))
+                if theirs.get(key) != ours.get(key)
+            )
+            raise JournalError(
+                f"journal {self.path} was written for game '{meta.get('game')}' with table "
+                f"settings {_dumps(theirs)}; this table runs game '{game}' with "
+                f"{_dumps(ours)}{f' ({diff})' if diff else ''}: start a new journal file "
+                "for this game and settings (keep the old one for recall), or configure the "
+                "table as the journal says"
+            )
+
+    def _create(self, game: str, settings: TableSettings) -> None:
+        db = self.db
+        meta = {
+            "format": FORMAT,
+            "game": game,
+            "table": settings.to_dict(),
+            "software": __version__,
+        }
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [(key, _dumps(value)) for key, value in meta.items()],
+            )
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(db)
+            raise JournalError(f"cannot create journal {self.path}: {exc}; {_WHAT_TO_DO}") from None
+
+    def meta(self) -> dict[str, Any]:
+        """The ``meta`` rows: ``format``, ``game``, ``table`` (settings dict), ``software``."""
+        rows = self._read("SELECT key, value FROM meta")
+        return {key: json.loads(value) for key, value in rows}
+
+    @property
+    def game(self) -> str:
+        return str(self.meta()["game"])
+
+    @property
+    def settings(self) -> TableSettings:
+        return TableSettings.from_dict(self.meta()["table"])
+
+    def _count(self) -> int:
+        return int(self._read("SELECT coalesce(max(seq), 0) FROM events")[0][0])
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.path}: {exc}") from None
+
+    # -- writing -----------------------------------------------------------------
+
+    def append(
+        self,
+        event: dict[str, Any],
+        round_number: int,
+        accepted: bool,
+        records: Sequence[dict[str, Any]] = (),
+    ) -> int:
+        """Store one event and the round records it produced, in one transaction, and
+        return its ``seq``; raises :class:`JournalError` with nothing stored."""
+        seq = self.events_written + 1
+        db = self.db
+        try:
+            rows = [(record["round"], seq, _dumps(record)) for record in records]
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
+                "INSERT INTO events (seq, round, event, accepted) VALUES (?, ?, ?, ?)",
+                (seq, round_number, _dumps(event), int(accepted)),
+            )
+            db.executemany("INSERT INTO rounds (round, seq, record) VALUES (?, ?, ?)", rows)
+            db.execute("COMMIT")
+        except (sqlite3.Error, OSError, TypeError, ValueError, KeyError) as exc:
+            _rollback(db)
+            raise JournalError(
+                f"journal {self.path}: writing event {seq} ({event.get('type')}) failed: {exc}"
+            ) from exc
+        self.events_written = seq
+        return seq
+
+    # -- reading -----------------------------------------------------------------
+
+    def entries(self) -> Iterator[JournalEntry]:
+        """Every stored event, in order."""
+        try:
+            cursor = self.db.execute("SELECT seq, round, event, accepted FROM events ORDER BY seq")
+            for seq, round_number, text, accepted in cursor:
+                try:
+                    event = json.loads(text)
+                except ValueError as exc:
+                    raise JournalError(
+                        f"journal {self.path}: event {seq} is not JSON ({exc}); the file is "
+                        "damaged: keep it for the investigation and call a technician"
+                    ) from None
+                yield JournalEntry(seq, round_number, event, bool(accepted))
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.path}: {exc}") from None
+
+    def events(self) -> Iterator[Event]:
+        """Every stored event as an :class:`~controller.table.events.Event`, in order."""
+        for entry in self.entries():
+            yield self._parse(entry)
+
+    def _parse(self, entry: JournalEntry) -> Event:
+        try:
+            return parse_event(entry.event)
+        except EventError as exc:
+            raise JournalError(f"journal {self.path}: event {entry.seq}: {exc}") from None
+
+    def round_count(self) -> tuple[int, int | None, int | None]:
+        """How many rounds are recorded, and the first and last round numbers."""
+        count, first, last = self._read("SELECT count(*), min(round), max(round) FROM rounds")[0]
+        return int(count), first, last
+
+    def last_rounds(self, n: int = 10) -> list[dict[str, Any]]:
+        """The recall records of the last ``n`` settled (or voided) rounds, newest first.
+        A round in progress has no record, so its hole card is never shown."""
+        rows = self._read("SELECT record FROM rounds ORDER BY round DESC LIMIT ?", (max(n, 0),))
+        return [json.loads(text) for (text,) in rows]
+
+    def round_record(self, number: int) -> dict[str, Any] | None:
+        """The recall record of round ``number``, or None if it is not settled or not here."""
+        rows = self._read("SELECT record FROM rounds WHERE round = ?", (number,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def round_script(self, number: int) -> str:
+        """Round ``number`` as an event script that replays it (``table-controller replay``)."""
+        record = self.round_record(number)
+        if record is None:
+            raise JournalError(_no_round(self, number))
+        return round_script(record)
+
+    def script_lines(self) -> Iterator[str]:
+        """The whole journal as an event script, line by line: a header, then every event."""
+        meta = self.meta()
+        header = {
+            "type": "header",
+            "version": SCRIPT_VERSION,
+            "game": meta["game"],
+            "table": meta["table"],
+        }
+        yield _dumps(header)
+        for entry in self.entries():
+            yield _dumps(entry.event)
+
+    def export_script(self) -> str:
+        """The whole journal as one event script; a fresh table replaying it ends in the
+        state the journal's recovery gives."""
+        return "\n".join(self.script_lines()) + "\n"
+
+    # -- closing -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file and release the writer's lock; safe to call twice."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.absolute()))}?mode={'rwc' if create else 'rw'}"
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    except sqlite3.Error as exc:
+        raise JournalError(
+            f"cannot open journal {path}: {exc}; check the path and its permissions"
+        ) from None
+    try:
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.Error as exc:
+        db.close()
+        raise JournalError(
+            f"cannot open journal {path}: {exc}; check the path and its permissions"
+        ) from None
+    if str(mode).lower() != "wal":
+        db.close()
+        raise JournalError(
+            f"journal {path}: the file system does not support SQLite's WAL mode (got "
+            f"{mode!r}); put the journal on a local disk"
+        )
+    return db
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _no_round(journal: Journal, number: int) -> str:
+    count, first, last = journal.round_count()
+    have = f"rounds {first} to {last} are recorded" if count else "no round is recorded yet"
+    return (
+        f"journal {journal.path}: no record of round {number} ({have}; a round in progress "
+        "is recorded when it is settled)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What opening a journal replayed: ``events`` stored events through a fresh table,
+    ``rounds`` round records checked against the replay.
+
+    ``last_step`` is the replayed step of the last stored event: a crash may have come
+    after it was journaled and before its effects were carried out, so the runtime
+    carries them out again (lights and prompts are idempotent; publish requests are
+    deduplicated by key). ``publishes`` are all the publish requests the stored events
+    made, in order, for an outbox to reconcile by key.
+    """
+
+    events: int = 0
+    rounds: int = 0
+    last_step: Step | None = None
+    publishes: tuple[Publish, ...] = ()
+
+
+class JournaledTable:
+    """A :class:`~controller.table.Table` whose every journaled event is on disk before
+    :meth:`handle` returns its effects.
+
+    Opening an existing journal replays it (crash recovery; :attr:`recovery`). The
+    journal must have been written for ``rules.name`` and ``settings``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        rules: HouseRules,
+        settings: TableSettings | None = None,
+    ):
+        self.rules = rules
+        self.settings = settings or TableSettings()
+        self.journal = Journal(path, game=rules.name, settings=self.settings)
+        self._table: Table | None = None
+        self.recovery = Recovery()
+        try:
+            self._rebuild()
+        except BaseException:
+            self.journal.close()
+            raise
+
+    # -- the one entry point --------------------------------------------------------
+
+    def handle(self, event: Event) -> Step:
+        """Apply one event and journal it; return its step only once it is on disk.
+
+        Raises :class:`JournalError` if the journal cannot take it: the table is then
+        rebuilt from the journal (as it was before the event) and the effects must not
+        be carried out.
+        """
+        table = self._live()
+        event = journal_event(event, table.state.now)
+        round_number = table.state.round_number
+        try:
+            step = table.handle(event)
+        except EventError:
+            raise  # not a table event: refused before anything changed
+        except BaseException:
+            self._rebuild()  # the machine failed half-way: back to what is on disk
+            raise
+        if not step.journal:
+            return step
+        entry = event.to_dict()
+        records = [e.data for e in step.effects if isinstance(e, Record) and e.record == "round"]
+        seq = self.journal.events_written + 1
+        try:
+            self.journal.append(entry, round_number, step.accepted, records)
+        except JournalError as exc:
+            try:
+                self._rebuild()
+            except BaseException as again:
+                self._table = None
+                raise JournalError(
+                    f"journal {self.journal.path}: event {seq} ({event.TYPE}) was not recorded "
+                    f"({exc.__cause__ or exc}) and the journal cannot be read back ({again}): "
+                    "the table stops; its effects must not be carried out. Stop the game and "
+                    "call a technician"
+                ) from exc
+            if self.journal.events_written >= seq:
+                return step  # committed although the write reported an error
+            raise JournalError(
+                f"journal {self.journal.path}: event {seq} ({event.TYPE}) was not recorded "
+                f"({exc.__cause__ or exc}); the table is as it was before it and its effects "
+                f"were not carried out: {_WHAT_TO_DO}"
+            ) from exc
+        return step
+
+    def _live(self) -> Table:
+        if self._table is None:
+            raise JournalError(
+                f"journal {self.journal.path} could not be read back after a failed write: "
+                "the table takes no events; restart the controller (it recovers from the journal)"
+            )
+        return self._table
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        self._table = None
+        self._table, self.recovery = self._replay()
+
+    def _replay(self) -> tuple[Table, Recovery]:
+        journal, path = self.journal, self.journal.path
+        table = Table(self.rules, self.settings)
+        try:
+            stored = journal.db.execute("SELECT round, seq, record FROM rounds ORDER BY seq")
+            pending = stored.fetchone()
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {path}: {exc}") from None
+        publishes: list[Publish] = []
+        last: Step | None = None
+        count = rounds = 0
+
+        def diverged(seq: int, what: str) -> JournalError:
+            return JournalError(
+                f"journal {path}: replaying event {seq} {what}: the game profile "
+                f"'{self.rules.name}' or the controller software has changed since the journal "
+                "was written, or the file was altered. Open it with the profile and software "
+                "that wrote it, or start a new journal file (recall still reads this one); "
+                "call a technician if neither changed"
+            )
+
+        for entry in journal.entries():
+            if entry.seq != count + 1:
+                raise JournalError(
+                    f"journal {path}: event {count + 1} is missing (next is {entry.seq}); the "
+                    "file is damaged: keep it for the investigation and call a technician"
+                )
+            step = table.handle(journal._parse(entry))
+            count += 1
+            if step.accepted != entry.accepted:
+                was = "accepted" if entry.accepted else "refused"
+                raise diverged(entry.seq, f"({entry.event.get('type')}, {was} when journaled)")
+            for effect in step.effects:
+                if isinstance(effect, Publish):
+                    publishes.append(effect)
+                elif isinstance(effect, Record) and effect.record == "round":
+                    number = effect.data["round"]
+                    if pending is None or pending[1] != entry.seq or pending[0] != number:
+                        raise diverged(entry.seq, f"settles round {number}, not as recorded")
+                    if json.loads(pending[2]) != json.loads(_dumps(effect.data)):
+                        raise diverged(entry.seq, f"gives a different record of round {number}")
+                    rounds += 1
+                    pending = stored.fetchone()
+            last = step
+        if pending is not None:
+            raise diverged(pending[1], f"does not settle round {pending[0]} as recorded")
+        journal.events_written = count
+        return table, Recovery(count, rounds, last, tuple(publishes))
+
+    @property
+    def recovered(self) -> int:
+        """How many stored events the last rebuild replayed."""
+        return self.recovery.events
+
+    # -- the table's public view --------------------------------------------------------
+
+    @property
+    def state(self) -> TableState:
+        """The table's internal state (holds the hole card: never show it)."""
+        return self._live().state
+
+    def snapshot(self) -> dict[str, Any]:
+        """The public view (hole card hidden until the dealer's turn)."""
+        return self._live().snapshot()
+
+    @property
+    def round_in_progress(self) -> bool:
+        return self._live().round_in_progress
+
+    # -- recall and export ---------------------------------------------------------------
+
+    def last_rounds(self, n: int = 10) -> list[dict[str, Any]]:
+        """See :meth:`Journal.last_rounds`."""
+        return self.journal.last_rounds(n)
+
+    def round_record(self, number: int) -> dict[str, Any] | None:
+        """See :meth:`Journal.round_record`."""
+        return self.journal.round_record(number)
+
+    def round_script(self, number: int) -> str:
+        """See :meth:`Journal.round_script`."""
+        return self.journal.round_script(number)
+
+    def export_script(self) -> str:
+        """See :meth:`Journal.export_script`."""
+        return self.journal.export_script()
+
+    def close(self) -> None:
+        """Close the journal; safe to call twice."""
+        self.journal.close()
+
+    def __enter__(self) -> JournaledTable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,244 @@
+"""A deterministic table session for the journal tests, and the crash test's child process.
+
+:func:`session_events` plays ``rounds`` full rounds of a game from a seeded
+:class:`random.Random`: 3 to 7 players bet (main wager and side bets), a shuffled
+shoe deals, and a small basic-strategy-ish player splits pairs, doubles 10 and 11,
+surrenders 16 against a ten, takes insurance, even money, EZ Bust and Double Up.
+It drives a real :class:`~controller.table.Table` to know what the procedure expects,
+so the events are legal except for a few deliberate refused presses, late bets,
+unexpected cards, voided rounds and ticks, as a real dealer's session has.
+
+Run as a program (the crash test's child)::
+
+    python tests/_journal_feeder.py JOURNAL GAME SEED ROUNDS [PACE_MS]
+
+it opens ``JOURNAL`` (a :class:`~controller.journal.JournaledTable`, recovering what
+an earlier run journaled), prints ``repub KEY`` for the publish requests of the last
+recovered step (a crash may have lost them) and ``recovered K``, and feeds the rest
+of the session. For each event it prints ``pub KEY`` for each publish request and,
+once the step is journaled, ``ok J I`` (J events journaled so far, I events of the
+session handled), flushing after every journaled step. ``PACE_MS`` (default 0) is a
+pause after each event, as a dealer's pace has: the crash test's kill then lands at
+any point of an event (handling, the commit, printing) on fast and slow disks alike.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+if __name__ == "__main__":  # run as a script from anywhere: the repository on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from controller.games import load_game
+from controller.rules.cards import Card, Rank, Suit
+from controller.rules.hand import hand_total
+from controller.table import Table, TableSettings
+from controller.table import events as ev
+from controller.table.effects import Publish, Step
+from controller.table.state import Phase
+
+SETTINGS = TableSettings(spots=7)
+
+
+class _Dealer:
+    """Feeds events to a table and keeps them, with a clock and a shoe."""
+
+    def __init__(self, game: str, seed: int):
+        self.rules = load_game(game)
+        self.table = Table(self.rules, SETTINGS)
+        self.rng = random.Random(seed)
+        self.events: list[ev.Event] = []
+        self.clock = 1_770_000_000_000  # ms, a date in 2026
+        self.shoe: list[Card] = []
+        self.cut = 0
+
+    def feed(self, make, *args, **kwargs) -> Step:
+        rng = self.rng
+        self.clock += rng.randint(150, 4000)
+        if rng.random() < 0.08:  # an event the driver did not stamp
+            event = make(*args, **kwargs)
+        else:
+            event = make(*args, **kwargs, t=self.clock)
+        if rng.random() < 0.1:
+            self.events.append(ev.Tick(t=self.clock - 50))
+            self.table.handle(self.events[-1])
+        self.events.append(event)
+        return self.table.handle(event)
+
+    def shuffle(self, kind: str) -> None:
+        decks = self.rules.shoe.decks
+        self.shoe = [Card(rank, suit) for rank in Rank for suit in Suit] * decks
+        self.rng.shuffle(self.shoe)
+        self.cut = 52 if decks > 1 else 15
+        self.feed(ev.ShoeEvent, kind)
+        self.card()  # the burn card
+
+    def card(self) -> Step:
+        card = self.shoe.pop()
+        step = self.feed(ev.CardDrawn, card)
+        if len(self.shoe) == self.cut:
+            self.feed(ev.ShoeEvent, "cut_card")
+        return step
+
+
+def _play_round(d: _Dealer) -> None:
+    table, rng, rules = d.table, d.rng, d.rules
+    state = table.state
+    players = sorted(rng.sample(range(1, SETTINGS.spots + 1), rng.randint(3, 7)))
+    sides = [c for c in table.circles if c != "main"]
+    for spot in range(1, SETTINGS.spots + 1):
+        on = spot in players
+        if state.sensors.get((spot, "main"), False) != on:
+            d.feed(ev.BetSensor, spot, "main", on)
+        if on and rng.random() < 0.5:
+            d.feed(ev.WagerAmount, spot, "main", rng.choice((1000, 2500, 5000, 10000)))
+        for circle in sides:
+            want = on and rng.random() < 0.3
+            if state.sensors.get((spot, circle), False) != want:
+                d.feed(ev.BetSensor, spot, circle, want)
+    if rng.random() < 0.05:
+        d.feed(ev.Insurance, players[0])  # refused: no window open
+    while not d.feed(ev.Lockout).accepted:  # e.g. Blackjack Tie bonuses above the wager
+        for (spot, circle), on in sorted(state.sensors.items()):
+            if on and circle != "main":
+                d.feed(ev.BetSensor, spot, circle, False)
+                break
+    late = rng.random() < 0.05
+    void = rng.random() < 0.03
+    for _ in range(400):
+        phase = state.phase
+        rnd = state.round
+        if state.pending:
+            d.feed(ev.Burn)
+        elif phase is Phase.SETTLED:
+            break
+        elif phase is Phase.DEALING or phase is Phase.DEALER:
+            d.card()
+        elif phase is Phase.INSURANCE:
+            for spot in rnd.spots.values():
+                hand = spot.hands[0]
+                if spot.insurance or spot.even_money or rng.random() < 0.5:
+                    continue
+                if hand_total(hand.cards).total == 21 and rules.blackjack.even_money:
+                    d.feed(ev.EvenMoney, spot.number)
+                elif rules.insurance.offered:
+                    d.feed(ev.Insurance, spot.number)
+            d.feed(ev.Next) if rng.random() < 0.8 else d.card()
+        elif phase is Phase.EZ_BUST:
+            for spot in rnd.spots.values():
+                if not spot.ez_bust and rng.random() < 0.4:
+                    d.feed(ev.EzBust, spot.number, rng.choice((None, 500)))
+            d.feed(ev.Next) if rng.random() < 0.8 else d.card()
+        elif phase is Phase.PLAYERS:
+            if late:
+                late = False
+                empty = [s for s in range(1, SETTINGS.spots + 1) if s not in rnd.spots]
+                if empty:
+                    d.feed(ev.BetSensor, empty[0], "main", True)  # late bet: an alarm
+                    d.feed(ev.BetSensor, empty[0], "main", False)
+            if void:
+                d.feed(ev.SupervisorKey, True)
+                d.feed(ev.VoidRound, "dealer error")
+                d.feed(ev.SupervisorKey, False)
+                break
+            _player_acts(d)
+    else:  # pragma: no cover - a generator bug
+        raise AssertionError(f"round {state.round_number} did not settle: {table.snapshot()}")
+    if rng.random() < 0.04:
+        d.card()  # a card nobody expects: alarm, then the dealer burns it
+        d.feed(ev.Burn)
+    d.feed(ev.EndRound)
+    if len(d.shoe) <= d.cut:
+        d.shuffle("shuffle")
+
+
+def _player_acts(d: _Dealer) -> None:
+    rnd, rng, rules = d.table.state.round, d.rng, d.rules
+    spot_no, index = rnd.in_action
+    spot = rnd.spots[spot_no]
+    hand = spot.hands[index]
+    if len(hand.cards) < 2 or hand.double_down:
+        d.card()
+        return
+    up = rnd.dealer[0].value
+    count = hand_total(hand.cards)
+    first, second = hand.cards[0], hand.cards[-1]
+    tried: Step | None = None
+    if len(hand.cards) == 2 and first.value == second.value and first.value in (1, 8, 9, 2, 3):
+        tried = d.feed(ev.Split, spot_no)
+    elif len(hand.cards) == 2 and not count.soft and count.total in (10, 11) and up < 10:
+        tried = d.feed(ev.Double, spot_no)
+    elif count.total == 16 and up == 10 and rng.random() < 0.6:
+        tried = d.feed(ev.Surrender, spot_no)
+    elif rules.double_up.offered and count.total in (17, 18) and rng.random() < 0.3:
+        tried = d.feed(ev.DoubleUp, spot_no)
+    if tried is not None and tried.accepted:
+        return
+    stand_on = 18 if count.soft else (12 if 2 <= up <= 6 else 17)
+    if count.total < stand_on:
+        d.card()
+    else:
+        d.feed(ev.Next)
+
+
+def session_events(game: str, seed: int, rounds: int) -> list[ev.Event]:
+    """``rounds`` rounds of ``game`` at a 7-spot table, as the events a dealer's session
+    sends (starting with a new shoe)."""
+    d = _Dealer(game, seed)
+    d.shuffle("new_shoe")
+    for _ in range(rounds):
+        _play_round(d)
+    return d.events
+
+
+def consumed(events: list[ev.Event], game: str, journaled: int) -> int:
+    """How many of ``events`` a table has taken when ``journaled`` of them were journaled
+    (the ticks after the last one that changed nothing are not counted)."""
+    table = Table(load_game(game), SETTINGS)
+    if journaled == 0:
+        return 0
+    count = 0
+    for number, event in enumerate(events, 1):
+        count += table.handle(event).journal
+        if count == journaled:
+            return number
+    raise ValueError(f"the session journals only {count} events, not {journaled}")
+
+
+def main(argv: list[str]) -> int:
+    from controller.journal import JournaledTable
+
+    path, game, seed, rounds = argv[0], argv[1], int(argv[2]), int(argv[3])
+    pace = float(argv[4]) / 1000 if len(argv) > 4 else 0.0
+    events = session_events(game, seed, rounds)
+    out = sys.stdout
+    with JournaledTable(path, load_game(game), SETTINGS) as table:
+        journaled = table.recovered
+        last = table.recovery.last_step
+        for effect in last.effects if last is not None else ():
+            if isinstance(effect, Publish):  # the crash may have lost these: offer again
+                out.write(f"repub {effect.key}\n")
+        out.write(f"recovered {journaled}\n")
+        out.flush()
+        start = consumed(events, game, journaled)
+        for number, event in enumerate(events[start:], start + 1):
+            step = table.handle(event)
+            for effect in step.effects:
+                if isinstance(effect, Publish):
+                    out.write(f"pub {effect.key}\n")
+            if step.journal:
+                journaled += 1
+                out.write(f"ok {journaled} {number}\n")
+                out.flush()
+            if pace:
+                time.sleep(pace)
+    out.write("done\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
