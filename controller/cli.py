@@ -148,7 +148,13 @@ def _cmd_journal_export(args: argparse.Namespace) -> int:
     from controller.journal import Journal
 
     with Journal(args.journal) as journal:
-        for line in journal.script_lines():
+        if args.open_round:
+            print(
+                "table-controller: warning: the export includes the round in progress and its "
+                "hole card",
+                file=sys.stderr,
+            )
+        for line in journal.script_lines(open_round=args.open_round):
             sys.stdout.write(line + "\n")
     return 0
 
@@ -215,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print a journal as an event script (header and every event, for replay)",
     )
     export.add_argument("journal", help="the table's journal file (SQLite)")
+    export.add_argument(
+        "--open-round",
+        action="store_true",
+        help="include the events after the last settled round (the round in progress and its "
+        "hole card); default: stop at the last settled round",
+    )
     export.set_defaults(run=_cmd_journal_export)
     return parser
 

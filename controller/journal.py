@@ -326,8 +326,15 @@ class Journal:
             raise JournalError(_no_round(self, number))
         return round_script(record)
 
-    def script_lines(self) -> Iterator[str]:
-        """The whole journal as an event script, line by line: a header, then every event."""
+    def script_lines(self, *, open_round: bool = True) -> Iterator[str]:
+        """The whole journal as an event script, line by line: a header, then every event.
+
+        With ``open_round=False`` it stops at the event that settled the last round, so
+        the hole card of a round in progress stays in the controller.
+        """
+        last = None
+        if not open_round:
+            last = self._read("SELECT MAX(seq) FROM rounds")[0][0] or 0
         meta = self.meta()
         header = {
             "type": "header",
@@ -337,6 +344,8 @@ class Journal:
         }
         yield _dumps(header)
         for entry in self.entries():
+            if last is not None and entry.seq > last:
+                break
             yield _dumps(entry.event)
 
     def export_script(self) -> str:

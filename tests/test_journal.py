@@ -401,10 +401,34 @@ def test_journal_export_on_the_command_line_replays_to_the_recovered_table(tmp_p
     with JournaledTable(path, pa, SETTINGS) as table:
         _play_into_round(table, session_events("pa-standard", 11, 8), 6)
         snapshot = table.snapshot()
-    export = run_cli("journal-export", str(path))
+    export = run_cli("journal-export", str(path), "--open-round")
     assert export.returncode == 0, export.stderr
+    assert "hole card" in export.stderr
     script = tmp_path / "all.jsonl"
     script.write_text(export.stdout)
     result = run_cli("replay", str(script), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["final"] == snapshot
+
+
+def test_journal_export_by_default_stops_at_the_last_settled_round(tmp_path, pa):
+    """The hole card of the round in progress never leaves the controller by default."""
+    path = tmp_path / "t.journal"
+    with JournaledTable(path, pa, SETTINGS) as table:
+        _play_into_round(table, session_events("pa-standard", 11, 8), 6)
+        assert table.round_in_progress
+        settled = table.last_rounds(1)[0]
+        hole = table.state.round.dealer[1]
+    export = run_cli("journal-export", str(path))
+    assert export.returncode == 0, export.stderr
+    with Journal(path) as journal:
+        everything = list(journal.script_lines())
+        cut = list(journal.script_lines(open_round=False))
+    assert export.stdout.splitlines() == cut
+    assert len(cut) < len(everything)
+    result = parse_script(export.stdout)
+    assert replay(result, pa).table.state.round_number == settled["round"]
+    omitted = [json.loads(line) for line in everything[len(cut) :]]
+    assert {"type": "card", "card": str(hole), "source": "shoe"} in [
+        {k: v for k, v in e.items() if k != "t"} for e in omitted
+    ]
