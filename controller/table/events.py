@@ -33,7 +33,12 @@ SHOE_EVENTS = (
     "door_closed",
     "fault",
     "fault_cleared",
+    "offline",
+    "online",
+    "missed_frames",
 )
+"""``offline``/``online``: the shoe driver lost / regained the shoe (heartbeat timeout,
+unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -661,6 +661,23 @@ class Table(Procedure):
         elif kind == "fault_cleared" and state.shoe_fault:
             state.shoe_fault = ""
             self._prompt("shoe_ok", "Shoe fault cleared")
+        elif kind == "offline" and not state.shoe_fault:
+            state.shoe_fault = "offline"
+            self._alarm(
+                "shoe_offline",
+                f"The shoe is offline{detail}",
+                "Check the shoe's cable and power; deal no card until it is back online",
+            )
+        elif kind == "online" and state.shoe_fault == "offline":
+            state.shoe_fault = ""
+            self._prompt("shoe_ok", "Shoe back online")
+        elif kind == "missed_frames":
+            self._alarm(
+                "shoe_missed_frames",
+                f"The shoe skipped messages{detail}: a card may not have been read",
+                "Check every card on the layout against the display; burn, assign or call a "
+                "misdeal if one is missing",
+            )
 
     def _shuffled(self, kind: str) -> None:
         state = self.state
