@@ -32,6 +32,11 @@ if [ ! -x .venv/bin/python ]; then
     fi
 fi
 
+# pyzbar (the camera's barcode decoder) loads the system library libzbar.so.0
+if ! ldconfig -p 2>/dev/null | grep -q 'libzbar\.so\.0'; then
+    apt_install libzbar0
+fi
+
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
