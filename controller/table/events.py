@@ -117,7 +117,11 @@ class Next(Event):
 
 @dataclass(frozen=True, slots=True)
 class SpotAction(Event):
-    """Base of the per-spot console buttons; ``amount`` (cents) where one is keyed."""
+    """Base of the per-spot console buttons; ``amount`` (cents) where one is keyed.
+
+    For double, split, surrender and Double Up, ``spot`` 0 means the spot in action
+    (a console with one button per action); insurance, even money and EZ Bust name
+    their spot."""
 
     spot: int
     amount: int | None = None

@@ -38,7 +38,15 @@ from controller.rules.sidebets import (
 from controller.table import events as ev
 from controller.table.effects import Alarm, Effect, Light, Prompt, Publish, Record, Settled
 from controller.table.settings import TableSettings
-from controller.table.state import DEALER, HandInPlay, Phase, RoundState, SpotInPlay, TableState
+from controller.table.state import (
+    DEALER,
+    IN_ACTION,
+    HandInPlay,
+    Phase,
+    RoundState,
+    SpotInPlay,
+    TableState,
+)
 from controller.table.view import bet_name, settlement_prompt
 
 
@@ -433,7 +441,7 @@ class Procedure:
         rnd = self._round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
-        if event.spot != spot_no:
+        if event.spot not in (spot_no, IN_ACTION):
             raise ProcedureError(
                 f"{what} refused: spot {event.spot} is not in action; spot {spot_no} is"
             )

@@ -35,6 +35,10 @@ IN_PROGRESS = frozenset(
 DEALER = 0
 """The dealer's place in the deal order (spots are 1..7)."""
 
+IN_ACTION = 0
+"""As the ``spot`` of double, split, surrender and Double Up: the spot in action (a
+dealer console with one button for each action, not one per spot)."""
+
 
 @dataclass(slots=True)
 class HandInPlay:
