@@ -622,6 +622,11 @@ class Table(Procedure):
         kind = event.event
         detail = f" ({event.detail})" if event.detail else ""
         if kind in ("shuffle", "new_shoe"):
+            if state.phase is Phase.SETTLED:
+                # the round's cards are still on the layout: count afresh once they are cleared
+                state.shuffle_pending = True
+                self._prompt("shuffle_noted", "Shuffle noted: the count restarts at end round")
+                return
             if state.phase in IN_PROGRESS:
                 state.shuffle_pending = True
                 self._alarm(
@@ -681,8 +686,11 @@ class Table(Procedure):
 
     def _shuffled(self, kind: str) -> None:
         state = self.state
+        # a card still waiting for a decision was drawn before the shuffle: it stays counted
         state.seen = {}
-        state.dealt = 0
+        for card in state.pending:
+            state.seen[card] = state.seen.get(card, 0) + 1
+        state.dealt = len(state.pending)
         state.discarded = 0
         state.unconfirmed = []
         state.camera_ahead = []
