@@ -34,6 +34,7 @@ from controller.rules.pays import MeterShare, Odds, Pay, format_cents
 from controller.rules.profile import HouseRules
 from controller.rules.settlement import settle_offered_side_bet
 from controller.rules.sidebets import (
+    TITLES,
     BetResult,
     SideBetResult,
     blazing_7s,
@@ -46,14 +47,7 @@ from controller.rules.sidebets import (
 POINT_CARDS: tuple[Card, ...] = tuple(Card(Rank(points), Suit.SPADES) for points in range(1, 11))
 """One card per point value, ace (1) to ten-value (10), standing for every card of that value."""
 
-BET_TITLES = {
-    "lucky_ladies": "Lucky Ladies",
-    "twenty_one_plus_three_xtreme": "21+3 Xtreme",
-    "blazing_7s": "Blazing 7's",
-    "ez_bust": "EZ Bust",
-    "bonus_16": "16 Bonus",
-    "blackjack_tie": "Blackjack Tie",
-}
+BET_TITLES = TITLES
 
 NOT_CARD_DETERMINED = {
     "blackjack_tie": "the tie depends on how the player plays the hand (hit, stand, double, "

@@ -13,7 +13,11 @@ standard), 002 (online six-deck), 003 (Double Up Blackjack), 004 (Blackjack Tie)
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +93,21 @@ def no_peek() -> Callable[[str], HouseRules]:
         )
 
     return make
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``table-controller ARGS`` as a user would, in its own process."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        timeout=120,
+        check=False,
+    )

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from _journal_feeder import SETTINGS, session_events
+from conftest import run_cli
 
 from controller.errors import JournalError
 from controller.games import load_game
@@ -43,19 +42,6 @@ def journaled_session(path: Path, game: str, seed: int, rounds: int) -> Journale
     for event in session_events(game, seed, rounds):
         table.handle(event)
     return table
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "controller", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 # -- the file -------------------------------------------------------------------------

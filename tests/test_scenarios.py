@@ -9,13 +9,11 @@ also runs through the real command line, as a disputed round would be replayed.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from controller.games import load_game
 from controller.table.effects import Publish
@@ -103,16 +101,7 @@ def test_publish_keys_are_unique_and_contributions_once_per_wager(path: Path):
 
 def test_replay_on_the_command_line_prints_the_settlements():
     path = SCENARIOS / "24-lucky-ladies-queen-of-hearts-pair-with-dealer-blackjack.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "controller", "replay", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli("replay", str(path), "--json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     out = json.loads(done.stdout)
     assert out["game"] == "pa-standard"
@@ -135,15 +124,6 @@ def test_a_failed_expectation_fails_the_command_line(tmp_path: Path):
     wrong = source.read_text(encoding="utf-8").replace('"paid":1500', '"paid":1000', 1)
     path = tmp_path / "wrong.jsonl"
     path.write_text(wrong, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "controller", "replay", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli("replay", str(path))
     assert done.returncode == 1
     assert "FAILED line" in done.stdout

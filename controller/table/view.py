@@ -10,6 +10,7 @@ from typing import Any
 
 from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
+from controller.rules.sidebets import TITLES
 from controller.rules.sidebets.blackjack_tie import LABELS as TIE_LABELS
 from controller.table.effects import Settled
 from controller.table.state import IN_PROGRESS, TableState
@@ -19,12 +20,7 @@ BET_NAMES = {
     "double_down": "Double Down",
     "double_up": "Double Up",
     "insurance": "insurance",
-    "lucky_ladies": "Lucky Ladies",
-    "twenty_one_plus_three_xtreme": "21+3 Xtreme",
-    "blazing_7s": "Blazing 7's",
-    "ez_bust": "EZ Bust",
-    "bonus_16": "16 Bonus",
-    "blackjack_tie": "Blackjack Tie",
+    **TITLES,
 }
 HIDDEN = "back"
 

@@ -14,6 +14,16 @@ from controller.errors import CardError, WagerError
 from controller.rules.cards import Card
 from controller.rules.pays import Pay
 
+TITLES = {
+    "lucky_ladies": "Lucky Ladies",
+    "twenty_one_plus_three_xtreme": "21+3 Xtreme",
+    "blazing_7s": "Blazing 7's",
+    "ez_bust": "EZ Bust",
+    "bonus_16": "16 Bonus",
+    "blackjack_tie": "Blackjack Tie",
+}
+"""Each side bet's name as the rule cards and the dealer say it."""
+
 
 class BetResult(enum.Enum):
     """How a wager ends."""
