@@ -686,10 +686,9 @@ class Table(Procedure):
 
     def _shuffled(self, kind: str) -> None:
         state = self.state
-        # a card still waiting for a decision was drawn before the shuffle: it stays counted
+        # a card still waiting for a decision stays counted as dealt (it is out of the shoe),
+        # but not against the new shoe's copies: the dealer shuffles it back in or burns it
         state.seen = {}
-        for card in state.pending:
-            state.seen[card] = state.seen.get(card, 0) + 1
         state.dealt = len(state.pending)
         state.discarded = 0
         state.unconfirmed = []
