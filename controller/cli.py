@@ -13,6 +13,9 @@ Subcommands so far:
 - ``recall JOURNAL [--round N] [--last N] [--script] [--json]``: game recall
   from a table's journal; ``journal-export JOURNAL``: the journal as an event
   script (``docs/journal.md``).
+- ``shoe-watch URL [--count N] [--heartbeat-timeout-ms MS]``: a technician's
+  view of the card-reading shoe: one JSON line per decoded event and per
+  error (``hardware/shoe-protocol.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
@@ -159,6 +162,39 @@ def _cmd_journal_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_shoe_watch(args: argparse.Namespace) -> int:
+    import queue
+
+    from drivers.shoe import ShoeReader
+
+    lines: queue.Queue[tuple[bool, dict]] = queue.Queue()
+    count = 0
+    try:
+        with ShoeReader(
+            args.url,
+            lambda event: lines.put((True, event.to_dict())),
+            heartbeat_timeout_ms=args.heartbeat_timeout_ms,
+            baudrate=args.baud,
+            on_problem=lambda problem: lines.put((False, {"type": "error", **problem})),
+        ):
+            while args.count is None or count < args.count:
+                try:
+                    is_event, line = lines.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                print(json.dumps(line), flush=True)
+                count += is_event
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def _net_by_spot(settlements: list[dict]) -> dict[str, int]:
     nets: dict[str, int] = {}
     for line in settlements:
@@ -228,6 +264,25 @@ def build_parser() -> argparse.ArgumentParser:
         "hole card); default: stop at the last settled round",
     )
     export.set_defaults(run=_cmd_journal_export)
+
+    watch = commands.add_parser(
+        "shoe-watch",
+        help="print the card-reading shoe's events and errors as JSON lines (technician's tool)",
+    )
+    watch.add_argument(
+        "url", help="the shoe's port: /dev/serial/by-id/..., socket://HOST:PORT, spy://...?file="
+    )
+    watch.add_argument("--count", type=_positive_int, help="stop after N events (default: Ctrl-C)")
+    watch.add_argument(
+        "--heartbeat-timeout-ms",
+        type=_positive_int,
+        default=3000,
+        help="report the shoe offline after this long without a message (default 3000)",
+    )
+    watch.add_argument(
+        "--baud", type=_positive_int, default=115200, help="serial speed (default 115200)"
+    )
+    watch.set_defaults(run=_cmd_shoe_watch)
     return parser
 
 

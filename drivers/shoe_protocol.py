@@ -1,0 +1,356 @@
+"""The card-reading shoe's wire protocol: framing, messages and sequence checks. Pure.
+
+No serial port, no clock, no threads: bytes in, frames out (as Klipper's
+``msgproto`` does), so the parser can be fuzzed. ``hardware/shoe-protocol.md``
+is the specification; this module is its reference implementation, used by the
+reader (:mod:`drivers.shoe`) and the simulator (:mod:`drivers.shoe_sim`).
+
+A frame is one line of printable ASCII::
+
+    $0C,CARD,QH*8C07\\r\\n
+    ^ ^  ^    ^  ^
+    | |  |    |  CRC-16/CCITT-FALSE of "0C,CARD,QH", 4 upper-case hex digits
+    | |  |    payload (0-40 characters, no '$' or '*')
+    | |  message type
+    | sequence number, 2 upper-case hex digits
+    start character
+
+>>> encode_frame(12, "CARD", "QH")
+b'$0C,CARD,QH*8C07\\r\\n'
+>>> parser = FrameParser()
+>>> parser.feed(b"xx$0C,CARD,Q")
+[Discard(reason='garbage', data=b'xx')]
+>>> parser.feed(b"H*8C07\\r\\n")
+[Frame(seq=12, word='CARD', payload='QH')]
+>>> decode_message(Frame(12, "CARD", "QH"))
+Message(seq=12, kind='card', card=Card(rank=<Rank.QUEEN: 12>, suit=<Suit.HEARTS: 'H'>), text='')
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from dataclasses import dataclass
+
+from controller.errors import CardError, TableControllerError
+from controller.rules.cards import Card, parse_card
+from controller.table.events import CardDrawn, Event, ShoeEvent
+
+START = 0x24
+"""``$``: every frame starts with it, and it appears nowhere else in a frame."""
+MAX_PAYLOAD = 40
+MAX_WORD = 8
+MAX_FRAME = 1 + 2 + 1 + MAX_WORD + 1 + MAX_PAYLOAD + 1 + 4 + 2
+"""60 bytes: the longest frame, start character to line feed."""
+SEQ_MODULO = 256
+
+WORDS = ("CARD", "SHUF", "NEWSHOE", "CUT", "DOOR", "FAULT", "CLEAR", "HB", "VER")
+"""The message types (the frame's second field)."""
+
+_FRAME_RE = re.compile(
+    rb"\$([0-9A-F]{2}),([A-Z]{1,%d}),([\x20-\x23\x25-\x29\x2b-\x7e]{0,%d})\*([0-9A-F]{4})\r\n\Z"
+    % (MAX_WORD, MAX_PAYLOAD)
+)
+_PAYLOAD_RE = re.compile(rf"[\x20-\x23\x25-\x29\x2b-\x7e]{{0,{MAX_PAYLOAD}}}\Z")
+_WORD_RE = re.compile(rf"[A-Z]{{1,{MAX_WORD}}}\Z")
+
+
+class ShoeProtocolError(TableControllerError, ValueError):
+    """A message that breaks the shoe protocol (to encode, or received with a good checksum)."""
+
+
+def crc16(data: bytes) -> int:
+    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, no final xor).
+
+    >>> hex(crc16(b"123456789"))
+    '0x29b1'
+    """
+    return binascii.crc_hqx(data, 0xFFFF)
+
+
+# -- frames ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One intact frame: its sequence number, message type word and payload text."""
+
+    seq: int
+    word: str
+    payload: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """Bytes the parser threw away: ``garbage`` (not a frame) or ``bad_checksum``."""
+
+    reason: str
+    data: bytes
+
+
+def encode_frame(seq: int, word: str, payload: str = "", *, corrupt: bool = False) -> bytes:
+    """The bytes of one frame; ``corrupt`` gives it a wrong checksum (the simulator's fault)."""
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < SEQ_MODULO:
+        raise ShoeProtocolError(f"sequence number must be 0-255, got {seq!r}")
+    if not isinstance(word, str) or not _WORD_RE.match(word):
+        raise ShoeProtocolError(f"message type must be 1-{MAX_WORD} capital letters, got {word!r}")
+    if not isinstance(payload, str) or not _PAYLOAD_RE.match(payload):
+        raise ShoeProtocolError(
+            f"payload {payload!r} must be at most {MAX_PAYLOAD} printable ASCII characters "
+            "without '$' or '*'"
+        )
+    body = f"{seq:02X},{word},{payload}".encode("ascii")
+    check = crc16(body) ^ (0x5A5A if corrupt else 0)
+    return b"$" + body + b"*%04X\r\n" % check
+
+
+def check_frame(buf: bytes | bytearray) -> tuple[int, str]:
+    """Look at the start of ``buf``: what is there?
+
+    Returns ``(n, "frame")`` for an intact frame of ``n`` bytes, ``(0, "need_more")``
+    when the bytes so far may still become a frame, or ``(n, "garbage")`` /
+    ``(n, "bad_checksum")`` when the first ``n`` bytes must be discarded to
+    resynchronise (up to the next start character).
+
+    >>> check_frame(b"$0C,CARD,QH*8C07\\r\\n$01")
+    (18, 'frame')
+    >>> check_frame(b"$0C,CARD,QH*7C")
+    (0, 'need_more')
+    >>> check_frame(b"$0C,CA$0D")
+    (6, 'garbage')
+    >>> check_frame(b"$0C,CARD,QH*8C08\\r\\n")
+    (18, 'bad_checksum')
+    """
+    size = len(buf)
+    if not size:
+        return 0, "need_more"
+    if buf[0] != START:
+        start = buf.find(b"$")
+        return (size if start < 0 else start), "garbage"
+    limit = min(size, MAX_FRAME)
+    next_start = buf.find(b"$", 1, limit)
+    end = buf.find(b"\n", 1, limit)
+    if next_start >= 0 and (end < 0 or next_start < end):
+        return next_start, "garbage"  # a frame cut short by the next start character
+    if end < 0:
+        if size < MAX_FRAME:
+            return 0, "need_more"
+        return MAX_FRAME, "garbage"  # too long to be a frame
+    length = end + 1
+    match = _FRAME_RE.match(bytes(buf[:length]))
+    if match is None:
+        return length, "garbage"
+    if crc16(bytes(buf[1 : length - 7])) != int(match.group(4), 16):
+        return length, "bad_checksum"
+    return length, "frame"
+
+
+def parse_frame(raw: bytes) -> Frame:
+    """The fields of an intact frame (as :func:`check_frame` found it)."""
+    match = _FRAME_RE.match(raw)
+    if match is None:
+        raise ShoeProtocolError(f"not a frame: {raw!r}")
+    return Frame(int(match.group(1), 16), match.group(2).decode(), match.group(3).decode())
+
+
+class FrameParser:
+    """Incremental parser: feed it bytes as they arrive, get frames and discards back.
+
+    Bytes of a frame not yet complete stay in the buffer; consecutive garbage is
+    reported as one :class:`Discard`.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    @property
+    def pending(self) -> int:
+        """Bytes held waiting for the rest of a frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Frame | Discard]:
+        self._buf += data
+        out: list[Frame | Discard] = []
+        while self._buf:
+            n, what = check_frame(self._buf)
+            if what == "need_more":
+                break
+            chunk = bytes(self._buf[:n])
+            del self._buf[:n]
+            if what == "frame":
+                out.append(parse_frame(chunk))
+            elif out and isinstance(out[-1], Discard) and out[-1].reason == what == "garbage":
+                out[-1] = Discard("garbage", out[-1].data + chunk)
+            else:
+                out.append(Discard(what, chunk))
+        return out
+
+    def flush(self) -> Discard | None:
+        """Drop a partial frame (the link went down); returns it as garbage, if any."""
+        if not self._buf:
+            return None
+        chunk, self._buf = bytes(self._buf), bytearray()
+        return Discard("garbage", chunk)
+
+
+# -- messages --------------------------------------------------------------------------------
+
+KINDS = (
+    "card",
+    "shuffle_start",
+    "shuffle_end",
+    "new_shoe",
+    "cut_card",
+    "door_open",
+    "door_closed",
+    "fault",
+    "fault_cleared",
+    "heartbeat",
+    "version",
+    "unknown",
+)
+_FIXED = {
+    ("SHUF", "START"): "shuffle_start",
+    ("SHUF", "END"): "shuffle_end",
+    ("DOOR", "OPEN"): "door_open",
+    ("DOOR", "CLOSED"): "door_closed",
+    ("CUT", ""): "cut_card",
+    ("CLEAR", ""): "fault_cleared",
+    ("HB", ""): "heartbeat",
+}
+_WIRE = {kind: key for key, kind in _FIXED.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A decoded frame: ``kind`` is one of :data:`KINDS`; ``card`` for a card,
+    ``text`` for a fault, a firmware version, a new shoe's deck count or an unknown
+    message's type and payload."""
+
+    seq: int
+    kind: str
+    card: Card | None = None
+    text: str = ""
+
+
+def decode_message(frame: Frame) -> Message:
+    """What a frame says. A known type with a payload it cannot carry is a
+    :class:`ShoeProtocolError`; an unknown type decodes as ``unknown``."""
+    word, payload = frame.word, frame.payload
+    where = f"frame {frame.seq:02X} ({word},{payload})"
+    if word == "CARD":
+        try:
+            return Message(frame.seq, "card", card=parse_card(payload))
+        except CardError:
+            raise ShoeProtocolError(f"{where}: {payload!r} is not a card") from None
+    if word == "FAULT":
+        return Message(frame.seq, "fault", text=payload.strip() or "fault")
+    if word == "VER":
+        return Message(frame.seq, "version", text=payload.strip())
+    if word == "NEWSHOE":
+        return Message(frame.seq, "new_shoe", text=payload.strip())
+    kind = _FIXED.get((word, payload))
+    if kind is not None:
+        return Message(frame.seq, kind)
+    if word in WORDS:
+        allowed = [p or "(empty)" for w, p in _FIXED if w == word]
+        raise ShoeProtocolError(f"{where}: {word} carries {' or '.join(allowed)}")
+    return Message(frame.seq, "unknown", text=f"{word},{payload}")
+
+
+def encode_message(message: Message, *, corrupt: bool = False) -> bytes:
+    """The frame of a message (the simulator's side)."""
+    if message.kind == "card":
+        if not isinstance(message.card, Card):
+            raise ShoeProtocolError("a card message needs a card")
+        return encode_frame(message.seq, "CARD", str(message.card), corrupt=corrupt)
+    words = {"fault": "FAULT", "version": "VER", "new_shoe": "NEWSHOE"}
+    if message.kind in words:
+        return encode_frame(message.seq, words[message.kind], message.text, corrupt=corrupt)
+    if message.kind in _WIRE:
+        word, payload = _WIRE[message.kind]
+        return encode_frame(message.seq, word, payload, corrupt=corrupt)
+    raise ShoeProtocolError(f"unknown message kind {message.kind!r}; kinds: {', '.join(KINDS)}")
+
+
+def to_event(message: Message, t: int | None = None) -> Event | None:
+    """The table event a message becomes, or None (heartbeat, version, shuffle start).
+
+    >>> to_event(Message(3, "door_open"), t=500)
+    ShoeEvent(event='door_open', detail='', t=500)
+    """
+    kind = message.kind
+    if kind == "card":
+        assert message.card is not None
+        return CardDrawn(message.card, "shoe", t=t)
+    if kind == "shuffle_end":
+        return ShoeEvent("shuffle", t=t)
+    if kind == "new_shoe":
+        detail = f"{message.text} decks" if message.text.isdigit() else message.text
+        return ShoeEvent("new_shoe", detail, t=t)
+    if kind in ("cut_card", "door_open", "door_closed", "fault_cleared"):
+        return ShoeEvent(kind, t=t)
+    if kind == "fault":
+        return ShoeEvent("fault", message.text, t=t)
+    return None
+
+
+# -- sequence numbers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SeqVerdict:
+    """What the sequence number of a frame says: ``duplicate`` (ignore it),
+    ``missing`` (numbers never received before it), ``note`` (anything else odd)."""
+
+    duplicate: bool = False
+    missing: tuple[int, ...] = ()
+    note: str = ""
+
+
+def describe_missing(missing: tuple[int, ...]) -> str:
+    """``"missing frame 0C"``, ``"missing frames 0C, 0D"``, ``"missing frames 0C-1F (20)"``."""
+    names = [f"{n:02X}" for n in missing]
+    if len(names) == 1:
+        return f"missing frame {names[0]}"
+    if len(names) <= 6:
+        return f"missing frames {', '.join(names)}"
+    return f"missing frames {names[0]}-{names[-1]} ({len(names)})"
+
+
+class SequenceCheck:
+    """Follows the shoe's sequence numbers.
+
+    Every message but a heartbeat takes the next number (mod 256); a heartbeat
+    repeats the number of the last message sent, so a lost last card shows at
+    the next heartbeat. ``VER`` numbered 00 is the shoe's first frame after
+    power-up: a new count, not a gap. A frame with the previous message's number
+    and content is a duplicate.
+    """
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        self._previous: Frame | None = None
+
+    def check(self, frame: Frame) -> SeqVerdict:
+        last, seq = self.last, frame.seq
+        heartbeat = frame.word == "HB"
+        if not heartbeat and frame == self._previous:
+            return SeqVerdict(duplicate=True)
+        self.last = seq
+        if not heartbeat:
+            self._previous = frame
+        if last is None:
+            return SeqVerdict()
+        if frame.word == "VER" and seq == 0:
+            return SeqVerdict(note="" if last == SEQ_MODULO - 1 else "restart")
+        if heartbeat:  # repeats the last number sent: anything after ours was lost
+            gap, first = (seq - last) % SEQ_MODULO, (last + 1) % SEQ_MODULO
+        elif seq == last:
+            return SeqVerdict(
+                note=f"frame {seq:02X} came again with a different message: "
+                "the shoe restarted or 256 frames were lost"
+            )
+        else:
+            gap, first = (seq - last - 1) % SEQ_MODULO, (last + 1) % SEQ_MODULO
+        return SeqVerdict(missing=tuple((first + i) % SEQ_MODULO for i in range(gap)))

@@ -1,0 +1,333 @@
+"""The shoe's wire protocol: frames, messages and sequence numbers, with a fuzzed parser.
+
+What a dealer relies on: a card on the display is a card the shoe sent. Garbage on
+the line, a corrupted frame or a frame cut short never becomes a card, and every
+intact frame after them is still read.
+"""
+
+from __future__ import annotations
+
+import ast
+import binascii
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import drivers.shoe_protocol as proto
+from controller.rules.cards import ALL_CARDS, parse_card
+from controller.table.events import CardDrawn, ShoeEvent
+from drivers.shoe_protocol import (
+    MAX_FRAME,
+    Discard,
+    Frame,
+    FrameParser,
+    Message,
+    SequenceCheck,
+    ShoeProtocolError,
+    check_frame,
+    decode_message,
+    describe_missing,
+    encode_frame,
+    encode_message,
+    to_event,
+)
+
+
+def test_the_module_examples_hold():
+    assert doctest.testmod(proto).failed == 0
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_protocol_is_pure_and_only_the_reader_imports_serial():
+    drivers = Path(proto.__file__).parent
+    impure = {"os", "io", "sys", "time", "random", "socket", "threading", "select", "serial"}
+    assert imports_of(drivers / "shoe_protocol.py") & impure == set()
+    assert "serial" in imports_of(drivers / "shoe.py")
+    assert "serial" not in imports_of(drivers / "shoe_sim.py")
+
+
+def frames_of(data: bytes, chunk: int | None = None) -> list[Frame | Discard]:
+    parser = FrameParser()
+    if chunk is None:
+        return parser.feed(data)
+    out: list[Frame | Discard] = []
+    for i in range(0, len(data), chunk):
+        out += parser.feed(data[i : i + chunk])
+    return out
+
+
+# -- framing ---------------------------------------------------------------------------------
+
+
+def test_a_frame_is_one_printable_line_with_start_sequence_type_payload_and_crc():
+    raw = encode_frame(12, "CARD", "10D")
+    assert raw.startswith(b"$0C,CARD,10D*") and raw.endswith(b"\r\n")
+    assert int(raw[13:17], 16) == proto.crc16(b"0C,CARD,10D")
+    assert frames_of(raw) == [Frame(12, "CARD", "10D")]
+
+
+def test_every_card_round_trips_and_becomes_a_shoe_card_event():
+    for seq, card in enumerate(ALL_CARDS):
+        (frame,) = frames_of(encode_message(Message(seq, "card", card=card)))
+        message = decode_message(frame)
+        assert message == Message(seq, "card", card=card)
+        assert to_event(message, t=40) == CardDrawn(card, "shoe", t=40)
+
+
+@pytest.mark.parametrize(
+    ("message", "event"),
+    [
+        (Message(1, "shuffle_start"), None),
+        (Message(2, "shuffle_end"), ShoeEvent("shuffle", t=7)),
+        (Message(3, "new_shoe", text="6"), ShoeEvent("new_shoe", "6 decks", t=7)),
+        (Message(4, "cut_card"), ShoeEvent("cut_card", t=7)),
+        (Message(5, "door_open"), ShoeEvent("door_open", t=7)),
+        (Message(6, "door_closed"), ShoeEvent("door_closed", t=7)),
+        (Message(7, "fault", text="JAM feed roller"), ShoeEvent("fault", "JAM feed roller", t=7)),
+        (Message(8, "fault_cleared"), ShoeEvent("fault_cleared", t=7)),
+        (Message(9, "heartbeat"), None),
+        (Message(10, "version", text="SIM 1.0"), None),
+    ],
+    ids=lambda v: getattr(v, "kind", ""),
+)
+def test_every_message_type_round_trips_to_its_table_event(message, event):
+    (frame,) = frames_of(encode_message(message))
+    assert decode_message(frame) == message
+    assert to_event(decode_message(frame), t=7) == event
+
+
+def test_every_prefix_of_a_frame_needs_more_bytes():
+    raw = encode_frame(200, "FAULT", "JAM feed roller")
+    for n in range(1, len(raw)):
+        assert check_frame(raw[:n]) == (0, "need_more"), raw[:n]
+    assert check_frame(raw) == (len(raw), "frame")
+
+
+def test_garbage_before_a_frame_is_discarded_up_to_the_start_character():
+    raw = encode_frame(1, "CARD", "QH")
+    assert frames_of(b"\x00\xffnoise" + raw) == [
+        Discard("garbage", b"\x00\xffnoise"),
+        Frame(1, "CARD", "QH"),
+    ]
+
+
+def test_a_frame_cut_short_by_the_next_start_is_garbage_and_the_next_frame_survives():
+    raw = encode_frame(2, "CARD", "7D")
+    assert frames_of(raw[:9] + raw) == [Discard("garbage", raw[:9]), Frame(2, "CARD", "7D")]
+
+
+def test_a_wrong_checksum_is_reported_as_such_and_never_a_card():
+    bad = encode_frame(3, "CARD", "AS", corrupt=True)
+    good = encode_frame(4, "CARD", "KS")
+    assert frames_of(bad + good) == [Discard("bad_checksum", bad), Frame(4, "CARD", "KS")]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"$0c,CARD,QH*8C07\r\n",  # lower-case sequence number
+        b"$0C,card,QH*8C07\r\n",  # lower-case type
+        b"$0C,CARD,QH*8C07\n",  # no carriage return
+        b"$0C,CARD,QH*8c07\r\n",  # lower-case checksum
+        b"$0C,CARD,QH,8C07\r\n",  # no '*'
+        b"$0C,CARD,Q\x00*8C07\r\n",  # not printable
+    ],
+)
+def test_malformed_lines_are_garbage(raw):
+    n, what = check_frame(raw)
+    assert (n, what) == (len(raw), "garbage")
+
+
+def test_a_line_too_long_to_be_a_frame_is_garbage_without_waiting_for_its_end():
+    data = b"$0C,CARD," + b"A" * 100
+    n, what = check_frame(data)
+    assert (n, what) == (MAX_FRAME, "garbage")
+    assert frames_of(data + encode_frame(5, "CUT"))[-1] == Frame(5, "CUT", "")
+
+
+def test_a_partial_frame_is_held_then_flushed_as_garbage_when_the_link_drops():
+    parser = FrameParser()
+    assert parser.feed(b"$0C,CARD,Q") == []
+    assert parser.pending == 10
+    assert parser.flush() == Discard("garbage", b"$0C,CARD,Q")
+    assert parser.flush() is None
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ((256, "CARD", "QH"), "sequence number must be 0-255"),
+        ((1, "card", "QH"), "capital letters"),
+        ((1, "CARD", "Q$"), "without '$' or '*'"),
+        ((1, "FAULT", "x" * 41), "at most 40"),
+    ],
+)
+def test_encoding_an_impossible_frame_names_the_problem(args, problem):
+    with pytest.raises(ShoeProtocolError, match=re.escape(problem)):
+        encode_frame(*args)
+
+
+# -- messages --------------------------------------------------------------------------------
+
+
+def test_a_card_frame_with_no_card_in_it_is_a_protocol_error_naming_it():
+    with pytest.raises(ShoeProtocolError, match=r"frame 0C \(CARD,ZZ\): 'ZZ' is not a card"):
+        decode_message(Frame(12, "CARD", "ZZ"))
+
+
+def test_a_known_type_with_a_wrong_payload_says_what_it_carries():
+    with pytest.raises(ShoeProtocolError, match="DOOR carries OPEN or CLOSED"):
+        decode_message(Frame(1, "DOOR", "AJAR"))
+
+
+def test_an_unknown_type_decodes_as_unknown_for_newer_firmware():
+    assert decode_message(Frame(1, "TEMP", "41C")) == Message(1, "unknown", text="TEMP,41C")
+
+
+def test_ten_as_t_is_accepted_from_the_wire():
+    assert decode_message(Frame(1, "CARD", "TD")).card == parse_card("10D")
+
+
+# -- sequence numbers ------------------------------------------------------------------------
+
+
+def run_seq(*frames: Frame):
+    check = SequenceCheck()
+    return [check.check(f) for f in frames]
+
+
+def test_numbers_in_order_are_clean_across_the_wrap():
+    verdicts = run_seq(Frame(254, "CARD", "QH"), Frame(255, "CUT"), Frame(0, "CARD", "7D"))
+    assert all(not v.missing and not v.duplicate and not v.note for v in verdicts)
+
+
+def test_a_gap_names_every_missing_number():
+    *_, verdict = run_seq(Frame(254, "CARD", "QH"), Frame(2, "CARD", "7D"))
+    assert verdict.missing == (255, 0, 1)
+    assert describe_missing(verdict.missing) == "missing frames FF, 00, 01"
+
+
+def test_a_heartbeat_repeats_the_last_number_and_reveals_a_lost_last_card():
+    verdicts = run_seq(
+        Frame(5, "CARD", "QH"), Frame(5, "HB"), Frame(5, "HB"), Frame(6, "HB"), Frame(7, "CUT")
+    )
+    assert [v.missing for v in verdicts] == [(), (), (), (6,), ()]
+
+
+def test_a_frame_sent_twice_is_a_duplicate_but_a_new_message_is_not():
+    verdicts = run_seq(
+        Frame(5, "CARD", "QH"), Frame(5, "HB"), Frame(5, "CARD", "QH"), Frame(6, "CARD", "QH")
+    )
+    assert [v.duplicate for v in verdicts] == [False, False, True, False]
+    assert not verdicts[3].missing
+
+
+def test_a_restarted_shoe_numbers_from_00_with_its_version_and_that_is_no_gap():
+    *_, verdict = run_seq(Frame(40, "CARD", "QH"), Frame(0, "VER", "SIM 1.0"))
+    assert verdict.missing == () and verdict.note == "restart"
+
+
+def test_a_reused_number_with_other_content_is_flagged():
+    *_, verdict = run_seq(Frame(9, "CARD", "QH"), Frame(9, "CARD", "2C"))
+    assert not verdict.duplicate and "came again with a different message" in verdict.note
+
+
+def test_long_gaps_are_summarised():
+    assert describe_missing(tuple(range(12, 32))) == "missing frames 0C-1F (20)"
+    assert describe_missing((12,)) == "missing frame 0C"
+
+
+# -- fuzz ------------------------------------------------------------------------------------
+
+messages = st.one_of(
+    st.builds(lambda c: ("CARD", str(c)), st.sampled_from(ALL_CARDS)),
+    st.sampled_from(
+        [("HB", ""), ("CUT", ""), ("DOOR", "OPEN"), ("SHUF", "END"), ("CLEAR", ""), ("VER", "X 2")]
+    ),
+    st.builds(
+        lambda t: ("FAULT", t),
+        st.text(st.characters(min_codepoint=0x41, max_codepoint=0x5A), min_size=1, max_size=40),
+    ),
+)
+
+
+FRAME_TEXT = re.compile(rb"\$([0-9A-F]{2},[A-Z]{1,8},[ -#%-)+-~]{0,40})\*([0-9A-F]{4})\r\n")
+
+
+def holds_a_valid_frame(data: bytes) -> bool:
+    """The test's own oracle, independent of the parser: is there an intact frame in ``data``?
+    (Noise that happens to be a frame with a right checksum is not noise.)"""
+    return any(
+        binascii.crc_hqx(m.group(1), 0xFFFF) == int(m.group(2), 16)
+        for m in FRAME_TEXT.finditer(data)
+    )
+
+
+@st.composite
+def noise(draw, sent: bytes) -> bytes:
+    """Line noise: random bytes, a frame cut short, or a frame with one byte changed."""
+    kind = draw(st.sampled_from(["bytes", "cut", "flip"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=80))
+    if kind == "cut":
+        return sent[: draw(st.integers(1, len(sent) - 1))]
+    i = draw(st.integers(0, len(sent) - 1))
+    new = draw(st.integers(0, 255).filter(lambda b: b != sent[i]))
+    return sent[:i] + bytes([new]) + sent[i + 1 :]
+
+
+@st.composite
+def streams(draw):
+    """A line carrying intact frames with noise between them; the frames sent intact."""
+    items = draw(st.lists(st.tuples(st.integers(0, 255), messages), min_size=1, max_size=12))
+    data = b""
+    intact: list[Frame] = []
+    for seq, (word, payload) in items:
+        raw = encode_frame(seq, word, payload)
+        if draw(st.booleans()):
+            junk = draw(noise(raw))
+            assume(not holds_a_valid_frame(junk))
+            data += junk
+        data += raw
+        intact.append(Frame(seq, word, payload))
+    if draw(st.booleans()):
+        data += draw(st.binary(max_size=40))  # noise at the end, perhaps a partial frame
+    return data, intact
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.one_of(st.none(), st.integers(1, 23)))
+def test_fuzz_noise_never_makes_a_card_and_every_intact_frame_is_recovered(stream, chunk):
+    data, intact = stream
+    out = frames_of(data, chunk)
+    assert [x for x in out if isinstance(x, Frame)] == intact
+    sent_cards = [f.payload for f in intact if f.word == "CARD"]
+    read_cards = [x.payload for x in out if isinstance(x, Frame) and x.word == "CARD"]
+    assert read_cards == sent_cards
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.integers(1, 17))
+def test_fuzz_random_bytes_never_crash_and_are_all_accounted_for(data, chunk):
+    parser = FrameParser()
+    out = []
+    for i in range(0, len(data), chunk):
+        out += parser.feed(data[i : i + chunk])
+    discarded = sum(len(x.data) for x in out if isinstance(x, Discard))
+    framed = sum(len(encode_frame(x.seq, x.word, x.payload)) for x in out if isinstance(x, Frame))
+    assert discarded + framed + parser.pending == len(data)
+    assert parser.pending < MAX_FRAME
