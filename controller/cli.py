@@ -7,6 +7,7 @@ Subcommands so far:
 - ``profile-keys``: the reference of every house-rule profile key (Markdown),
   as kept in ``docs/profiles.md``;
 - ``games``: the profiles found and where;
+- ``camera-watch SOURCE [--count N]``: each card the camera reads, as a JSON line;
 - ``replay FILE [--game PROFILE] [--json]``: run an event script through the
   table state machine and print every effect and the final settlement
   (``docs/scenarios/README.md`` documents the format).
@@ -189,6 +190,30 @@ def _cmd_shoe_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_camera_watch(args: argparse.Namespace) -> int:
+    import queue
+
+    from drivers.camera import CameraReader
+
+    cards: queue.Queue[dict] = queue.Queue()
+    count = 0
+    try:
+        with CameraReader(args.source, lambda event: cards.put(event.to_dict())) as camera:
+            while args.count is None or count < args.count:
+                try:
+                    line = cards.get(timeout=0.2)
+                except queue.Empty:
+                    if camera.wait(0):  # a file or image folder has ended
+                        break
+                    continue
+                print(json.dumps(line), flush=True)
+                count += 1
+            print(json.dumps({"type": "health", **camera.health()}), file=sys.stderr)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
@@ -283,6 +308,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--baud", type=_positive_int, default=115200, help="serial speed (default 115200)"
     )
     watch.set_defaults(run=_cmd_shoe_watch)
+
+    cam = commands.add_parser(
+        "camera-watch",
+        help="print each card the camera reads as a JSON line (technician's tool)",
+    )
+    cam.add_argument(
+        "source", help="device index or /dev/videoN, a stream URL, a video file or image folder"
+    )
+    cam.add_argument("--count", type=_positive_int, help="stop after N cards (default: Ctrl-C)")
+    cam.set_defaults(run=_cmd_camera_watch)
     return parser
 
 

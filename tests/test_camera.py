@@ -16,6 +16,7 @@ table, the layout or a stray barcode is never a card.
 from __future__ import annotations
 
 import doctest
+import json
 import threading
 from pathlib import Path
 
@@ -456,3 +457,20 @@ def test_a_folder_replays_in_name_order(tmp_path):
 
 def test_doctests():
     assert doctest.testmod(drivers.camera, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_camera_watch_prints_each_card_once_as_json(tmp_path):
+    """The technician's tool: one JSON line per card passing, health on stderr."""
+    from conftest import run_cli
+
+    frames = [felt()] * 2 + [card_frame("QH")] * 4 + [felt()] * 6 + [card_frame("7D")] * 3
+    folder = write_frames(tmp_path / "frames", frames)
+    done = run_cli("camera-watch", str(folder))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(line["type"], line["card"], line["source"]) for line in lines] == [
+        ("card", "QH", "camera"),
+        ("card", "7D", "camera"),
+    ]
+    health = json.loads(done.stderr.strip().splitlines()[-1])
+    assert health["type"] == "health" and health["frames"] == len(frames)
