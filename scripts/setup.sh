@@ -37,6 +37,10 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libzbar\.so\.0'; then
     apt_install libzbar0
 fi
 
+# the tests start their own Mosquitto broker (tests/mqtt_broker.py); Debian's package also
+# starts a system broker on port 1883, which the tests leave alone
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || apt_install mosquitto
+
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
