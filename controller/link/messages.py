@@ -1,0 +1,287 @@
+"""The jackpot link's contract (v1), in code: topics, the envelope, schema checks, parsing.
+
+Pure: no MQTT client, no clock, no disk writes. The schemas are read once, lazily, from
+``docs/jackpot/schemas`` (the checkout an editable install points at); docs/jackpot/README.md
+and docs/jackpot/asyncapi.yaml are the same contract for people and tools.
+
+Topic layout (``{table}`` like ``hcm-bj-07``)::
+
+    bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm   table -> controller
+    bj/v1/table/{table}/status                                              table birth/death
+    bj/v1/jackpot/{table}/ack|resend|award                                  controller -> table
+    bj/v1/meters/{pool}                                                     controller -> signs
+    bj/v1/jackpot/status                                                    controller online
+
+>>> topic_for("hcm-bj-07", "contribution")
+'bj/v1/table/hcm-bj-07/contribution'
+>>> topic_for("hcm-bj-07", "ack")
+'bj/v1/jackpot/hcm-bj-07/ack'
+>>> meter_topic("blazing_7s")
+'bj/v1/meters/blazing_7s'
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.jsonschema
+
+from controller.errors import TableControllerError
+from controller.table.effects import Publish
+
+VERSION = 1
+PREFIX = f"bj/v{VERSION}"
+
+#: Sequenced, enveloped messages a table publishes (the outbox's kinds).
+TABLE_KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
+#: Messages the jackpot controller sends to one table.
+CONTROLLER_KINDS = ("ack", "resend", "award")
+#: Every kind with a topic per table: ``topic_for`` accepts these.
+PER_TABLE_KINDS = (*TABLE_KINDS, "status", *CONTROLLER_KINDS)
+#: Controller-wide kinds: ``meter`` on bj/v1/meters/{pool}, ``jackpot_status``.
+SIGN_KINDS = ("meter", "jackpot_status")
+ALL_KINDS = (*PER_TABLE_KINDS, *SIGN_KINDS)
+
+#: The schema file of each kind (in docs/jackpot/schemas).
+SCHEMA_FILES = {kind: f"{kind}.json" for kind in ALL_KINDS} | {"status": "table_status.json"}
+
+#: MQTT delivery of each kind: (QoS, retained). Everything is QoS 1; retained are the
+#: latest-state topics (table status, meters, the controller's status), never money streams.
+DELIVERY: dict[str, tuple[int, bool]] = {kind: (1, False) for kind in ALL_KINDS} | {
+    "status": (1, True),
+    "meter": (1, True),
+    "jackpot_status": (1, True),
+}
+
+JACKPOT_STATUS_TOPIC = f"{PREFIX}/jackpot/status"
+#: What the jackpot controller subscribes to (every table's streams and status).
+TABLE_STREAMS = f"{PREFIX}/table/+/+"
+
+TABLE_ID = re.compile(r"^[a-z]{2,8}(-[a-z0-9]{1,16}){1,3}$")
+POOL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_FRACTION = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
+
+
+class LinkMessageError(TableControllerError, ValueError):
+    """A jackpot link message that breaks the contract; the message names the field.
+
+    ``field`` is the dotted path of the offending field (``payload.stake``), or ``topic``,
+    ``json``, ``v``, ``table``, ``kind``; ``kind`` is the message kind when known.
+    """
+
+    def __init__(self, kind: str | None, field: str, problem: str):
+        self.kind = kind
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{kind or 'message'}: {field}: {problem}")
+
+
+def _check_table_id(table_id: str) -> None:
+    if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
+        raise LinkMessageError(
+            None, "table", f"{table_id!r} is not a table id like 'hcm-bj-07' ({TABLE_ID.pattern})"
+        )
+
+
+def topic_for(table_id: str, kind: str) -> str:
+    """The topic a per-table message of ``kind`` travels on."""
+    _check_table_id(table_id)
+    if kind in TABLE_KINDS or kind == "status":
+        return f"{PREFIX}/table/{table_id}/{kind}"
+    if kind in CONTROLLER_KINDS:
+        return f"{PREFIX}/jackpot/{table_id}/{kind}"
+    raise LinkMessageError(
+        kind, "kind", f"no per-table topic for {kind!r}; use one of {', '.join(PER_TABLE_KINDS)}"
+    )
+
+
+def meter_topic(pool: str) -> str:
+    """The retained topic of one pool's meter."""
+    if not isinstance(pool, str) or not POOL.match(pool):
+        raise LinkMessageError("meter", "pool", f"{pool!r} is not a pool name ({POOL.pattern})")
+    return f"{PREFIX}/meters/{pool}"
+
+
+def envelope(table_id: str, boot: int, seq: int, publish: Publish, sent_t: int) -> dict[str, Any]:
+    """Wrap one table ``Publish`` effect for the wire (the outbox stores exactly this).
+
+    The payload is copied, never shared with the effect. The result is checked against the
+    kind's schema, so nothing malformed reaches the outbox.
+    """
+    if publish.topic not in TABLE_KINDS:
+        raise LinkMessageError(
+            publish.topic,
+            "kind",
+            f"a table publishes only {', '.join(TABLE_KINDS)}, not {publish.topic!r}",
+        )
+    message = {
+        "v": VERSION,
+        "table": table_id,
+        "boot": boot,
+        "seq": seq,
+        "key": publish.key,
+        "kind": publish.topic,
+        "sent_t": sent_t,
+        "payload": json.loads(json.dumps(publish.payload)),
+    }
+    validate(publish.topic, message)
+    return message
+
+
+# -- schemas -------------------------------------------------------------------------------
+
+
+def schema_dir() -> Any:
+    """The directory of the v1 schemas (a ``Traversable``): docs/jackpot/schemas beside
+    the ``controller`` package, as in a checkout or an editable install."""
+    root = importlib.resources.files("controller").joinpath("..", "docs", "jackpot", "schemas")
+    if not root.joinpath("envelope.json").is_file():
+        raise TableControllerError(
+            f"jackpot link schemas not found at {root}: run from a checkout or an editable "
+            "install (pip install -e .), which keeps docs/jackpot/schemas beside controller/"
+        )
+    return root
+
+
+def _is_exact_integer(checker: Any, instance: Any) -> bool:
+    """JSON Schema counts 5.0 as an integer; money here is exact: only a JSON integer is."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", _is_exact_integer
+    ),
+)
+
+
+@functools.cache
+def _validators() -> dict[str, jsonschema.protocols.Validator]:
+    root = schema_dir()
+    schemas = {
+        entry.name: json.loads(entry.read_text(encoding="utf-8"))
+        for entry in root.iterdir()
+        if entry.name.endswith(".json")
+    }
+    registry: referencing.Registry = referencing.Registry().with_resources(
+        (name, referencing.jsonschema.DRAFT202012.create_resource(schema))
+        for name, schema in schemas.items()
+    )
+    out = {}
+    for kind, name in SCHEMA_FILES.items():
+        schema = schemas[name]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        out[kind] = _Validator(schema, registry=registry)
+    return out
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        missing = re.match(r"'([^']+)'", error.message)
+        if missing:
+            parts.append(missing.group(1))
+    elif error.validator == "additionalProperties":
+        extra = re.findall(r"'([^']+)'", error.message)
+        if extra:
+            parts.append(extra[0])
+    return ".".join(parts) or "message"
+
+
+def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """The most specific cause: inside allOf/if-then, the error about the field itself."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def validate(kind: str, message: Any) -> None:
+    """Check ``message`` against the schema of ``kind``; raise LinkMessageError naming the
+    field and what is wrong (the first problem, deepest field first)."""
+    validators = _validators()
+    if kind not in validators:
+        raise LinkMessageError(
+            kind, "kind", f"unknown message kind {kind!r}; known: {', '.join(ALL_KINDS)}"
+        )
+    errors = list(validators[kind].iter_errors(message))
+    if errors:
+        error = _deepest(
+            max(errors, key=lambda e: (len(e.absolute_path), e.validator != "required"))
+        )
+        raise LinkMessageError(kind, _path(error), error.message)
+    if kind == "meter":
+        num, den = (int(n) for n in _FRACTION.match(message["fraction"]).groups())
+        if num >= den:
+            raise LinkMessageError(
+                kind, "fraction", f"{message['fraction']!r} is not a proper fraction of a cent"
+            )
+
+
+# -- parsing what arrives --------------------------------------------------------------------
+
+
+def _route(topic: str) -> tuple[str, str | None, str | None]:
+    """(kind, table_id, pool) of a topic, or LinkMessageError naming the topic."""
+    levels = topic.split("/")
+    if levels[:2] != ["bj", f"v{VERSION}"]:
+        found = "/".join(levels[:2])
+        raise LinkMessageError(
+            None, "topic", f"{topic!r} is not a {PREFIX}/... topic (found {found!r})"
+        )
+    rest = levels[2:]
+    if rest == ["jackpot", "status"]:
+        return "jackpot_status", None, None
+    if len(rest) == 2 and rest[0] == "meters":
+        meter_topic(rest[1])
+        return "meter", None, rest[1]
+    if len(rest) == 3 and rest[0] in ("table", "jackpot"):
+        side, table_id, kind = rest
+        kinds = (*TABLE_KINDS, "status") if side == "table" else CONTROLLER_KINDS
+        if kind in kinds:
+            _check_table_id(table_id)
+            return kind, table_id, None
+    raise LinkMessageError(None, "topic", f"{topic!r} is not a jackpot link topic")
+
+
+def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str, Any]]:
+    """Check one received MQTT message: ``(kind, table_id, message)``.
+
+    ``table_id`` is None on controller-wide topics (meters, jackpot status). Refused with
+    LinkMessageError: a topic outside the layout, bytes that are not a UTF-8 JSON object, a
+    version other than 1, a message whose ``table`` (or ``pool``, or ``kind``) is not the
+    topic's (a table publishing as another), anything its schema refuses.
+    """
+    kind, table_id, pool = _route(topic)
+    try:
+        message = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LinkMessageError(kind, "json", f"not UTF-8 JSON ({exc})") from None
+    if not isinstance(message, dict):
+        raise LinkMessageError(kind, "json", f"a message is a JSON object, not {message!r:.40}")
+    if message.get("v") != VERSION:
+        raise LinkMessageError(
+            kind, "v", f"version {message.get('v')!r} on a v{VERSION} topic; expected {VERSION}"
+        )
+    if table_id is not None and message.get("table") != table_id:
+        raise LinkMessageError(
+            kind,
+            "table",
+            f"message says table {message.get('table')!r} on {table_id!r}'s topic {topic!r}",
+        )
+    if pool is not None and message.get("pool") != pool:
+        raise LinkMessageError(
+            kind, "pool", f"message says pool {message.get('pool')!r} on {pool!r}'s topic"
+        )
+    if kind in TABLE_KINDS and message.get("kind") != kind:
+        raise LinkMessageError(
+            kind, "kind", f"message says kind {message.get('kind')!r} on a {kind!r} topic"
+        )
+    validate(kind, message)
+    return kind, table_id, message

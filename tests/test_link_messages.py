@@ -1,0 +1,477 @@
+"""The jackpot link contract (v1): real messages against the schemas, forgeries refused.
+
+Every scenario script with a progressive wager or a hit claim is replayed; each Publish effect
+the table emits is wrapped in the envelope and checked against docs/jackpot/schemas, and parsed
+back from its topic as the jackpot controller would. Malformed and forged messages are refused
+with the field named. docs/jackpot/asyncapi.yaml is parsed (a tiny parser for the plain YAML
+subset it keeps to: PyYAML is not a dependency) and checked against the code: every channel,
+every schema file, every QoS and retained flag.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.errors import TableControllerError
+from controller.games import load_game
+from controller.link import messages
+from controller.link.messages import (
+    LinkMessageError,
+    envelope,
+    meter_topic,
+    parse_message,
+    topic_for,
+    validate,
+)
+from controller.table.effects import Publish
+from controller.table.script import parse_script, replay
+
+ROOT = Path(__file__).resolve().parent.parent
+JACKPOT = ROOT / "docs" / "jackpot"
+SCENARIOS = sorted((ROOT / "docs" / "scenarios").glob("*.jsonl"))
+TABLE = "hcm-bj-07"
+
+
+def _publishes(path: Path) -> list[Publish]:
+    script = parse_script(path.read_text(encoding="utf-8"), str(path))
+    result = replay(script, load_game(script.header["game"]))
+    assert not result.failures, result.failures
+    return [e for _, step in result.steps for e in step.effects if isinstance(e, Publish)]
+
+
+@pytest.fixture(scope="module")
+def real_publishes() -> dict[str, list[Publish]]:
+    return {path.stem: _publishes(path) for path in SCENARIOS}
+
+
+def _wire(table: str, boot: int, publishes: list[Publish]) -> list[tuple[str, bytes]]:
+    out = []
+    for seq, publish in enumerate(publishes, start=1):
+        message = envelope(table, boot, seq, publish, 1_700_000_000_000 + seq)
+        out.append((topic_for(table, publish.topic), json.dumps(message).encode()))
+    return out
+
+
+# -- real messages -------------------------------------------------------------------------
+
+
+def test_every_publish_of_every_scenario_validates_and_parses_back(real_publishes):
+    kinds: dict[str, int] = {}
+    for name, publishes in real_publishes.items():
+        for topic, data in _wire(TABLE, 3, publishes):
+            kind, table, message = parse_message(topic, data)
+            assert table == TABLE, name
+            assert message["kind"] == kind
+            kinds[kind] = kinds.get(kind, 0) + 1
+    # the scenarios exercise every kind a table emits today (award_confirm is not emitted yet)
+    assert {"contribution", "round_result", "hit_claim"} <= set(kinds), kinds
+    assert kinds["round_result"] >= 40
+
+
+def test_blazing_7s_scenario_contributions_and_hit_claim(real_publishes):
+    name = next(n for n in real_publishes if n.startswith("27-blazing-7s"))
+    wire = _wire("hcm-bj-12", 1, real_publishes[name])
+    parsed = [parse_message(topic, data) for topic, data in wire]
+    contributions = [m for k, _, m in parsed if k == "contribution"]
+    claims = [m for k, _, m in parsed if k == "hit_claim"]
+    assert len(contributions) == 6  # two rounds, three Blazing 7's wagers each
+    assert all(m["payload"]["stake"] == 500 and m["payload"]["mystery"] for m in contributions)
+    assert claims[0]["payload"]["meter"] == "100% of meter"
+    assert claims[0]["payload"]["cards"] == ["7D", "7D"]
+    assert claims[0]["key"] == "round-1/spot-1/blazing_7s/claim"
+    assert [m["seq"] for _, _, m in parsed] == list(range(1, len(parsed) + 1))
+    assert len({m["key"] for _, _, m in parsed}) == len(parsed)  # keys unique per table
+
+
+def test_envelope_copies_the_payload():
+    publish = Publish("contribution", "k", _contribution_payload())
+    message = envelope(TABLE, 1, 1, publish, 0)
+    message["payload"]["stake"] = 1
+    assert publish.payload["stake"] == 500
+
+
+def test_envelope_refuses_a_kind_a_table_does_not_publish():
+    with pytest.raises(LinkMessageError, match="kind"):
+        envelope(TABLE, 1, 1, Publish("ack", "k", {}), 0)
+
+
+# -- malformed and forged ------------------------------------------------------------------
+
+
+def _contribution_payload() -> dict[str, Any]:
+    return {
+        "round": 4,
+        "game": "pa-standard",
+        "spot": 2,
+        "wager": "blazing_7s",
+        "pool": "blazing_7s",
+        "stake": 500,
+        "mystery": True,
+    }
+
+
+def _good() -> dict[str, Any]:
+    publish = Publish(
+        "contribution", "round-4/spot-2/blazing_7s/contribution", _contribution_payload()
+    )
+    return envelope(TABLE, 2, 17, publish, 1_700_000_000_000)
+
+
+def _bytes(message: Any) -> bytes:
+    return json.dumps(message).encode()
+
+
+CONTRIBUTION_TOPIC = f"bj/v1/table/{TABLE}/contribution"
+
+
+def _set(message: dict, path: str, value: Any) -> dict:
+    out = copy.deepcopy(message)
+    *parents, last = path.split(".")
+    target = out
+    for part in parents:
+        target = target[part]
+    if value is _DELETE:
+        del target[last]
+    else:
+        target[last] = value
+    return out
+
+
+_DELETE = object()
+
+MALFORMED = [
+    ("payload.stake", 500.0, "payload.stake", "integer"),  # cents are exact integers
+    ("payload.stake", "500", "payload.stake", "integer"),
+    ("payload.stake", 0, "payload.stake", "minimum"),
+    ("payload.stake", True, "payload.stake", "integer"),
+    ("payload.pool", _DELETE, "payload.pool", "required"),
+    ("payload.trigger", 61234, "payload.trigger", "not allowed"),
+    ("payload.pool", "blazing/7s", "payload.pool", "match"),
+    ("seq", 0, "seq", "minimum"),
+    ("boot", -1, "boot", "minimum"),
+    ("key", "", "key", "match"),
+    ("sent_t", 1.5, "sent_t", "integer"),
+    ("extra", 1, "extra", "not allowed"),
+    ("payload.mystery", "yes", "payload.mystery", "boolean"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field", "words"), MALFORMED)
+def test_malformed_contribution_is_refused_naming_the_field(path, value, field, words):
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(CONTRIBUTION_TOPIC, _bytes(_set(_good(), path, value)))
+    assert caught.value.field == field, str(caught.value)
+    assert caught.value.kind == "contribution"
+    assert words in str(caught.value)
+    assert isinstance(caught.value, TableControllerError) and isinstance(caught.value, ValueError)
+
+
+def test_a_table_publishing_as_another_is_refused():
+    forged = _bytes(_good())  # says hcm-bj-07
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message("bj/v1/table/hcm-bj-08/contribution", forged)
+    assert caught.value.field == "table"
+    assert "hcm-bj-07" in str(caught.value) and "hcm-bj-08" in str(caught.value)
+
+
+def test_a_message_on_another_kinds_topic_is_refused():
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(f"bj/v1/table/{TABLE}/hit_claim", _bytes(_good()))
+    assert caught.value.field == "kind"
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (b"{not json", "json"),
+        (b"\xff\xfe", "json"),
+        (b"[1, 2]", "json"),
+        (_bytes(_set(_good(), "v", 2)), "v"),
+        (_bytes(_set(_good(), "v", _DELETE)), "v"),
+        (_bytes(_set(_good(), "v", "1")), "v"),
+    ],
+)
+def test_bad_json_and_wrong_version_are_refused(data, field):
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(CONTRIBUTION_TOPIC, data)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "bj/v2/table/hcm-bj-07/contribution",
+        "bj/v1/table/hcm-bj-07/ack",  # controller kinds travel on bj/v1/jackpot/...
+        "bj/v1/jackpot/hcm-bj-07/contribution",
+        "bj/v1/table/HCM-BJ-07/contribution",
+        "bj/v1/table/hcm-bj-07/contribution/extra",
+        "bj/v1/meters/Blazing 7s",
+        "other/topic",
+    ],
+)
+def test_topics_outside_the_layout_are_refused(topic):
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(topic, _bytes(_good()))
+    assert caught.value.field in ("topic", "table", "pool")
+
+
+def test_topic_for_refuses_bad_table_ids_and_kinds():
+    for bad in ("hcm/bj/07", "hcm-bj-+", "hcm-bj-#", "", "x"):
+        with pytest.raises(LinkMessageError, match="table"):
+            topic_for(bad, "contribution")
+    with pytest.raises(LinkMessageError, match="kind"):
+        topic_for(TABLE, "meter")
+    with pytest.raises(LinkMessageError, match="pool"):
+        meter_topic("a/b")
+
+
+def test_a_hit_claim_needs_exactly_the_first_two_cards():
+    payload = {
+        "round": 9,
+        "game": "pa-standard",
+        "spot": 1,
+        "wager": "blazing_7s",
+        "pool": "blazing_7s",
+        "stake": 500,
+        "line": "Three 7's - Diamonds",
+        "meter": "100% of meter",
+        "cards": ["7D", "7D"],
+        "up_card": "7D",
+    }
+    good = envelope(TABLE, 1, 5, Publish("hit_claim", "round-9/claim", payload), 0)
+    validate("hit_claim", good)
+    for cards, words in ((["7D"], "short"), (["7D", "7D", "7D"], "long"), (["7X", "7D"], "match")):
+        with pytest.raises(LinkMessageError) as caught:
+            validate("hit_claim", _set(good, "payload.cards", cards))
+        assert caught.value.field.startswith("payload.cards"), str(caught.value)
+        assert words in str(caught.value)
+
+
+# -- controller -> table and signs --------------------------------------------------------
+
+
+def test_controller_messages():
+    ack = {"v": 1, "table": TABLE, "seq": 41, "sent_t": 5}
+    assert parse_message(topic_for(TABLE, "ack"), _bytes(ack))[:2] == ("ack", TABLE)
+    resend = {"v": 1, "table": TABLE, "from": 42, "sent_t": 5}
+    assert parse_message(topic_for(TABLE, "resend"), _bytes(resend))[0] == "resend"
+    award = {
+        "v": 1,
+        "table": TABLE,
+        "award_id": f"{TABLE}/57",
+        "state": "offered",
+        "claim_seq": 57,
+        "claim_key": "round-9/spot-1/blazing_7s/claim",
+        "round": 9,
+        "spot": 1,
+        "pool": "blazing_7s",
+        "meter": "100% of meter",
+        "amount": 1_234_567,
+        "order": 1,
+        "sent_t": 5,
+    }
+    validate("award", award)
+    refused = {k: v for k, v in award.items() if k != "order"} | {"state": "refused"}
+    with pytest.raises(LinkMessageError):
+        validate("award", refused | {"amount": 1_234_567, "reason": "not three 7's"})
+    validate("award", refused | {"amount": 0, "reason": "the cards are not three 7's"})
+    with pytest.raises(LinkMessageError) as caught:
+        validate("award", refused | {"amount": 0})
+    assert caught.value.field == "reason"
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(topic_for("hcm-bj-08", "award"), _bytes(award))
+    assert caught.value.field == "table"
+
+
+def test_table_status_birth_and_will():
+    birth = {"v": 1, "table": TABLE, "boot": 8, "state": "online", "sent_t": 1}
+    assert parse_message(topic_for(TABLE, "status"), _bytes(birth))[0] == "status"
+    will = birth | {"state": "offline", "clean": False}
+    validate("status", will)
+    with pytest.raises(LinkMessageError):
+        validate("status", birth | {"state": "offline"})  # offline says whether clean
+
+
+def test_meters_for_signs_carry_an_exact_fraction_and_never_a_trigger():
+    meter = {"v": 1, "pool": "mystery", "amount": 61_234, "fraction": "1/3", "seq": 9, "sent_t": 1}
+    kind, table, parsed = parse_message(meter_topic("mystery"), _bytes(meter))
+    assert (kind, table, parsed["fraction"]) == ("meter", None, "1/3")
+    validate("meter", meter | {"must_hit_by": 100_000})
+    for bad, field in (
+        ({"fraction": "3/3"}, "fraction"),
+        ({"fraction": "0.33"}, "fraction"),
+        ({"amount": 612.34}, "amount"),
+        ({"trigger": 75_000}, "trigger"),
+        ({"must_hit_by": 0}, "must_hit_by"),
+    ):
+        with pytest.raises(LinkMessageError) as caught:
+            validate("meter", meter | bad)
+        assert caught.value.field == field, str(caught.value)
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(meter_topic("blazing_7s"), _bytes(meter))
+    assert caught.value.field == "pool"
+    status = {"v": 1, "state": "offline", "boot": 3, "sent_t": 0}
+    assert parse_message(messages.JACKPOT_STATUS_TOPIC, _bytes(status))[0] == "jackpot_status"
+
+
+def test_no_schema_has_a_field_for_the_mystery_trigger():
+    for path in (JACKPOT / "schemas").glob("*.json"):
+        assert "trigger" not in re.sub(r'"description": "[^"]*"', "", path.read_text()), path.name
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(LinkMessageError, match="unknown message kind"):
+        validate("jackpot", {})
+
+
+# -- the AsyncAPI document agrees with the code --------------------------------------------
+
+
+def _scalar(text: str) -> Any:
+    if text.startswith("'"):
+        assert text.endswith("'") and len(text) > 1, text
+        return text[1:-1].replace("''", "'")
+    if text.startswith('"'):
+        return json.loads(text)
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    assert not text.startswith(("[", "{", "|", ">", "&", "*", "!")), f"outside the subset: {text}"
+    return text
+
+
+def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[Any, int]:
+    """Parse the block at ``indent`` starting at line ``i``: a mapping or a list."""
+    if lines[i][1].startswith("- "):
+        items = []
+        while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
+            rest = lines[i][1][2:]
+            if re.match(r"^[^'\"]*?: |^[^'\"]*:$", rest):  # "- key: value": a mapping item
+                lines[i] = (indent + 2, rest)
+                value, i = _block(lines, i, indent + 2)
+            else:
+                value, i = _scalar(rest), i + 1
+            items.append(value)
+        return items, i
+    mapping: dict[str, Any] = {}
+    while i < len(lines) and lines[i][0] == indent:
+        key, sep, rest = lines[i][1].partition(":")
+        assert sep and not key.startswith("- "), f"line {lines[i]}: not a mapping entry"
+        key = _scalar(key.strip())
+        assert key not in mapping, f"duplicate key {key}"
+        rest = rest.strip()
+        if rest:
+            mapping[key], i = _scalar(rest), i + 1
+        else:
+            i += 1
+            nxt = lines[i][0] if i < len(lines) else -1
+            assert nxt > indent or (nxt == indent and lines[i][1].startswith("- ")), key
+            mapping[key], i = _block(lines, i, nxt)
+    return mapping, i
+
+
+def load_plain_yaml(text: str) -> Any:
+    lines = []
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        assert "\t" not in raw, "tabs"
+        lines.append((len(raw) - len(raw.lstrip(" ")), stripped))
+    doc, end = _block(lines, 0, 0)
+    assert end == len(lines), f"unparsed from {lines[end]}"
+    return doc
+
+
+def test_the_tiny_yaml_parser():
+    text = "a: 1\nb:\n  c: 'it''s'\n  d:\n    - x\n    - $ref: '#/y'\n      e: true\n# c\n"
+    assert load_plain_yaml(text) == {
+        "a": 1,
+        "b": {"c": "it's", "d": ["x", {"$ref": "#/y", "e": True}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def asyncapi() -> dict[str, Any]:
+    return load_plain_yaml((JACKPOT / "asyncapi.yaml").read_text(encoding="utf-8"))
+
+
+def _resolve(doc: dict[str, Any], ref: str) -> Any:
+    assert ref.startswith("#/"), ref
+    node: Any = doc
+    for part in ref[2:].split("/"):
+        assert part in node, f"{ref}: no {part!r}"
+        node = node[part]
+    return node
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["$ref"]] if "$ref" in node else []
+        return own + [r for v in node.values() for r in _refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+def test_asyncapi_is_3_0_and_every_reference_resolves(asyncapi):
+    assert asyncapi["asyncapi"] == "3.0.0"
+    assert asyncapi["servers"]["property"]["protocolVersion"] == "5"
+    files = set()
+    for ref in _refs(asyncapi):
+        if ref.startswith("#/"):
+            _resolve(asyncapi, ref)
+        else:
+            assert (JACKPOT / ref).is_file(), f"{ref} does not exist"
+            files.add((JACKPOT / ref).resolve())
+    schemas = {p.resolve() for p in (JACKPOT / "schemas").glob("*.json")}
+    used_indirectly = {
+        (JACKPOT / "schemas" / n).resolve() for n in ("common.json", "envelope.json")
+    }
+    assert files | used_indirectly == schemas  # no schema left out of the document
+
+
+def _address(kind: str) -> str:
+    if kind == "meter":
+        return "bj/v1/meters/{pool}"
+    if kind == "jackpot_status":
+        return messages.JACKPOT_STATUS_TOPIC
+    return topic_for("hcm-bj-07", kind).replace("hcm-bj-07", "{table_id}")
+
+
+def test_every_kind_has_its_channel_message_schema_and_delivery(asyncapi):
+    channels = asyncapi["channels"]
+    by_address = {c["address"]: (name, c) for name, c in channels.items()}
+    assert len(by_address) == len(channels) == len(messages.ALL_KINDS)
+    for kind in messages.ALL_KINDS:
+        address = _address(kind)
+        assert address in by_address, f"{kind}: no channel {address}"
+        name, channel = by_address[address]
+        for param in re.findall(r"{(\w+)}", address):
+            assert param in channel["parameters"], f"{name}: parameter {param}"
+        assert list(channel["messages"]) == [kind]
+        message = _resolve(asyncapi, channel["messages"][kind]["$ref"])
+        assert message["payload"]["schema"]["$ref"] == f"./schemas/{messages.SCHEMA_FILES[kind]}"
+        ops = [
+            op
+            for op in asyncapi["operations"].values()
+            if op["channel"]["$ref"] == f"#/channels/{name}"
+        ]
+        assert {op["action"] for op in ops} == {"send", "receive"}, name
+        qos, retain = messages.DELIVERY[kind]
+        for op in ops:
+            assert op["bindings"]["mqtt"]["qos"] == qos, name
+            assert op["bindings"]["mqtt"]["retain"] is retain, name
+
+
+def test_schemas_load_from_outside_the_checkout_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert messages.schema_dir().joinpath("envelope.json").is_file()
+    validate("contribution", _good())
