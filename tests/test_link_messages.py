@@ -212,6 +212,7 @@ def test_bad_json_and_wrong_version_are_refused(data, field):
         "bj/v1/table/HCM-BJ-07/contribution",
         "bj/v1/table/hcm-bj-07/contribution/extra",
         "bj/v1/meters/Blazing 7s",
+        "bj/v1/table/jackpot-controller/contribution",
         "other/topic",
     ],
 )
@@ -222,7 +223,7 @@ def test_topics_outside_the_layout_are_refused(topic):
 
 
 def test_topic_for_refuses_bad_table_ids_and_kinds():
-    for bad in ("hcm/bj/07", "hcm-bj-+", "hcm-bj-#", "", "x"):
+    for bad in ("hcm/bj/07", "hcm-bj-+", "hcm-bj-#", "", "x", "jackpot-controller", "sign-lobby"):
         with pytest.raises(LinkMessageError, match="table"):
             topic_for(bad, "contribution")
     with pytest.raises(LinkMessageError, match="kind"):

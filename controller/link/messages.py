@@ -64,6 +64,9 @@ JACKPOT_STATUS_TOPIC = f"{PREFIX}/jackpot/status"
 TABLE_STREAMS = f"{PREFIX}/table/+/+"
 
 TABLE_ID = re.compile(r"^[a-z]{2,8}(-[a-z0-9]{1,16}){1,3}$")
+#: First segments a table id may not have: the broker users of the controller, signs and
+#: bridges (config/mosquitto/acl) are never tables, even where their names fit TABLE_ID.
+RESERVED_PREFIXES = frozenset({"jackpot", "sign", "signs", "bridge"})
 POOL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _FRACTION = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
 
@@ -86,6 +89,10 @@ def _check_table_id(table_id: str) -> None:
     if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
         raise LinkMessageError(
             None, "table", f"{table_id!r} is not a table id like 'hcm-bj-07' ({TABLE_ID.pattern})"
+        )
+    if table_id.split("-", 1)[0] in RESERVED_PREFIXES:
+        raise LinkMessageError(
+            None, "table", f"{table_id!r} is a broker user of the controller, a sign or a bridge"
         )
 
 
