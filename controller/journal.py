@@ -9,7 +9,11 @@ user_version``. Three tables:
 - ``events``: every event the table journaled (``Step.journal``), refused ones
   included, numbered ``seq`` 1, 2, 3 ... with the round it belongs to;
 - ``rounds``: each settled or voided round's recall record (``Record("round")``),
-  pointing at the event that settled it. Nothing is ever pruned.
+  pointing at the event that settled it. Nothing is ever pruned;
+- ``outbox`` and ``link`` (schema version 2, :mod:`controller.outbox`): the
+  messages for the jackpot controller that each event made, written in the same
+  transaction as the event, until the jackpot controller acknowledges them; and
+  the boot counter, incremented each time a writer opens the journal.
 
 :class:`JournaledTable` puts a :class:`~controller.table.Table` behind the
 journal: :meth:`JournaledTable.handle` commits the event (and any round record
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from controller import __version__
+from controller import __version__, outbox
 from controller.errors import EventError, JournalError
 from controller.rules.profile import HouseRules
 from controller.table.effects import Publish, Record, Step
@@ -47,8 +51,9 @@ from controller.table.script import SCRIPT_VERSION, round_script
 from controller.table.settings import TableSettings
 from controller.table.state import TableState
 
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the journals this code writes and reads."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the journals this code writes and reads. Version 1 (no
+outbox) is still read, and migrated when a table controller opens it to write."""
 
 FORMAT = "table-controller journal"
 
@@ -125,6 +130,7 @@ class Journal:
             self._db = _connect(self.path, create=self.writer, busy_timeout_ms=busy_timeout_ms)
             self._prepare(game, settings or TableSettings())
             self.events_written = self._count()
+            self.boot = self._next_boot() if self.writer else None
         except BaseException:
             self.close()
             raise
@@ -179,8 +185,9 @@ class Journal:
                 f"controller; this one ({__version__}) reads version {SCHEMA_VERSION}: "
                 "update the software"
             )
-        meta = self.meta() if {"meta", "events", "rounds"} <= tables else {}
-        if version != SCHEMA_VERSION or meta.get("format") != FORMAT:
+        needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
+        meta = self.meta() if needed <= tables else {}
+        if version not in (1, SCHEMA_VERSION) or meta.get("format") != FORMAT:
             raise JournalError(f"{self.path} is not a table-controller journal: check the path")
         if game is None:
             return
@@ -199,6 +206,8 @@ class Journal:
                 "for this game and settings (keep the old one for recall), or configure the "
                 "table as the journal says"
             )
+        if version == 1:
+            self._migrate_from_1()
 
     def _create(self, game: str, settings: TableSettings) -> None:
         db = self.db
@@ -212,6 +221,7 @@ class Journal:
             db.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA:
                 db.execute(statement)
+            outbox.create(db)
             db.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [(key, _dumps(value)) for key, value in meta.items()],
@@ -221,6 +231,58 @@ class Journal:
         except sqlite3.Error as exc:
             _rollback(db)
             raise JournalError(f"cannot create journal {self.path}: {exc}; {_WHAT_TO_DO}") from None
+
+    def _migrate_from_1(self) -> None:
+        """Version 1 to 2: add the outbox, empty. The events already journaled predate
+        the jackpot link: their publish requests are not put in it (``since_event``)."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            (events,) = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+            outbox.create(db, since_event=events)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(db)
+            raise JournalError(
+                f"cannot migrate journal {self.path} to schema version {SCHEMA_VERSION}: {exc}; "
+                f"nothing changed; {_WHAT_TO_DO}"
+            ) from None
+
+    def _next_boot(self) -> int:
+        try:
+            return outbox.next_boot(self.db)
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"journal {self.path}: cannot record the boot counter: {exc}; {_WHAT_TO_DO}"
+            ) from None
+
+    def outbox_since(self) -> int | None:
+        """Events up to this ``seq`` predate the outbox (a migrated journal), else 0;
+        None for a version 1 journal opened to read."""
+        try:
+            row = self.db.execute("SELECT since_event FROM link WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return int(row[0])
+
+    def outbox_rows(self) -> tuple[int, int, list[outbox.OutboxRow]]:
+        """``(written, acked, pending rows)`` of the outbox, read in one snapshot."""
+        db = self.db
+        try:
+            db.execute("BEGIN")
+            try:
+                written, acked = db.execute(
+                    "SELECT written, acked FROM link WHERE id = 1"
+                ).fetchone()
+                rows = db.execute(
+                    "SELECT seq, event, kind, key, payload FROM outbox ORDER BY seq"
+                ).fetchall()
+            finally:
+                db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read the outbox of {self.path}: {exc}") from None
+        return int(written), int(acked), [outbox.row(r) for r in rows]
 
     def meta(self) -> dict[str, Any]:
         """The ``meta`` rows: ``format``, ``game``, ``table`` (settings dict), ``software``."""
@@ -252,9 +314,11 @@ class Journal:
         round_number: int,
         accepted: bool,
         records: Sequence[dict[str, Any]] = (),
+        publishes: Sequence[Publish] = (),
     ) -> int:
-        """Store one event and the round records it produced, in one transaction, and
-        return its ``seq``; raises :class:`JournalError` with nothing stored."""
+        """Store one event, the round records and the outbox messages (``publishes``)
+        it produced, in one transaction, and return its ``seq``; raises
+        :class:`JournalError` with nothing stored."""
         seq = self.events_written + 1
         db = self.db
         try:
@@ -265,6 +329,7 @@ class Journal:
                 (seq, round_number, _dumps(event), int(accepted)),
             )
             db.executemany("INSERT INTO rounds (round, seq, record) VALUES (?, ?, ?)", rows)
+            outbox.insert_rows(db, seq, publishes)
             db.execute("COMMIT")
         except (sqlite3.Error, OSError, TypeError, ValueError, KeyError) as exc:
             _rollback(db)
@@ -478,9 +543,10 @@ class JournaledTable:
             return step
         entry = event.to_dict()
         records = [e.data for e in step.effects if isinstance(e, Record) and e.record == "round"]
+        publishes = [e for e in step.effects if isinstance(e, Publish)]
         seq = self.journal.events_written + 1
         try:
-            self.journal.append(entry, round_number, step.accepted, records)
+            self.journal.append(entry, round_number, step.accepted, records, publishes)
         except JournalError as exc:
             try:
                 self._rebuild()
@@ -524,6 +590,8 @@ class JournaledTable:
         except sqlite3.Error as exc:
             raise JournalError(f"cannot read journal {path}: {exc}") from None
         publishes: list[Publish] = []
+        since = journal.outbox_since() or 0
+        outboxed: list[tuple[int, Publish]] = []  # what the outbox got, in its order
         last: Step | None = None
         count = rounds = 0
 
@@ -550,6 +618,8 @@ class JournaledTable:
             for effect in step.effects:
                 if isinstance(effect, Publish):
                     publishes.append(effect)
+                    if entry.seq > since:
+                        outboxed.append((entry.seq, effect))
                 elif isinstance(effect, Record) and effect.record == "round":
                     number = effect.data["round"]
                     if pending is None or pending[1] != entry.seq or pending[0] != number:
@@ -561,8 +631,37 @@ class JournaledTable:
             last = step
         if pending is not None:
             raise diverged(pending[1], f"does not settle round {pending[0]} as recorded")
+        self._check_outbox(outboxed)
         journal.events_written = count
         return table, Recovery(count, rounds, last, tuple(publishes))
+
+    def _check_outbox(self, outboxed: list[tuple[int, Publish]]) -> None:
+        """The outbox is what the replayed events wrote: as many messages, and each one
+        still pending equal to the publish request it was written for. Recovery never
+        writes it (its rows were committed with their events)."""
+        path = self.journal.path
+        written, acked, rows = self.journal.outbox_rows()
+
+        def damaged(what: str) -> JournalError:
+            return JournalError(
+                f"journal {path}: the outbox {what}: the file was altered or the software "
+                "changed; keep it for the investigation and call a technician (do not delete "
+                "the outbox: the jackpot controller has not acknowledged its messages)"
+            )
+
+        if written != len(outboxed):
+            raise damaged(f"holds {written} messages but the journal's events made {len(outboxed)}")
+        if [row.seq for row in rows] != list(range(acked + 1, written + 1)):
+            raise damaged(f"does not hold exactly messages {acked + 1} to {written}")
+        for row in rows:
+            event, publish = outboxed[row.seq - 1]
+            if (row.event, row.kind, row.key, row.payload) != (
+                event,
+                publish.topic,
+                publish.key,
+                json.loads(_dumps(publish.payload)),
+            ):
+                raise damaged(f"message {row.seq} ({row.key}) is not what event {event} made")
 
     @property
     def recovered(self) -> int:
