@@ -1,0 +1,376 @@
+"""Jackpot pools: config (``config/jackpot.example.toml``) and exact meter arithmetic.
+
+Pure: no disk writes beyond reading the config text it is given, no clock, no randomness
+(the Must-Hit-By trigger is drawn by a function the caller passes in). Money is integer
+cents; a meter and a contribution are exact :class:`~fractions.Fraction` s of a cent.
+
+>>> parse_money("$0.75")
+Fraction(75, 1)
+>>> parse_rate("1.5%", "contribution", _Where("x", "pools.mystery"))
+Fraction(3, 200)
+>>> split_meter(Fraction(2501, 2))
+(1250, Fraction(1, 2))
+>>> share_award(Fraction(100_001, 3), Fraction(10))
+3333
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from controller.errors import ProfileError
+from controller.link.messages import POOL, RESERVED_PREFIXES, TABLE_ID, VERSION
+from controller.rules.schema import Where
+
+_MONEY = re.compile(r"^\s*\$?\s*(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*$")
+_PERCENT = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*%\s*$")
+_SHARE = re.compile(r"^(\d+)(?:\.(\d+))?% of meter$")
+_PROPERTY = re.compile(r"^[a-z]{2,8}$")
+
+
+class JackpotConfigError(ProfileError):
+    """A jackpot config with a wrong key or value; the message names file, section and key."""
+
+
+class _Where(Where):
+    """Where a config value came from; errors are JackpotConfigError."""
+
+    def error(self, key_name: str | None, problem: str) -> JackpotConfigError:
+        return JackpotConfigError(self.source, self.section, key_name, problem)
+
+    def child(self, name: str) -> _Where:
+        return _Where(self.source, f"{self.section}.{name}" if self.section else name)
+
+
+def _decimal(whole: str, frac: str | None) -> Fraction:
+    value = Fraction(int(whole.replace(",", "")))
+    if frac:
+        value += Fraction(int(frac), 10 ** len(frac))
+    return value
+
+
+def parse_money(text: Any) -> Fraction:
+    """``"$0.75"`` -> 75 cents, ``"$0.075"`` -> 15/2 cents; an int is taken as cents."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return Fraction(text)
+    if isinstance(text, str) and (match := _MONEY.match(text)):
+        return _decimal(match[1], match[2]) * 100
+    raise ValueError(f"cannot read amount {text!r}: write dollars like '$5' or '$0.75'")
+
+
+def parse_share(text: str) -> Fraction:
+    """``"10% of meter"`` -> 10 (percent)."""
+    match = _SHARE.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ValueError(f"{text!r} is not a meter share like '100% of meter'")
+    return _decimal(match[1], match[2])
+
+
+def parse_rate(text: Any, key: str, where: Where, per: Fraction = Fraction(500)) -> Fraction:
+    """A contribution as an exact fraction of the stake: ``"1.5%"``, or ``"$0.75"`` per
+    ``per`` cents of stake (a $5 wager by default)."""
+    if isinstance(text, str) and (match := _PERCENT.match(text)):
+        rate = _decimal(match[1], match[2]) / 100
+    else:
+        try:
+            rate = parse_money(text) / per
+        except ValueError as exc:
+            raise where.error(key, f"{exc}, or a percentage of the stake like '1.5%'") from None
+    if not 0 < rate < 1:
+        raise where.error(key, f"{text!r} must be more than nothing and less than the stake")
+    return rate
+
+
+@dataclass(frozen=True)
+class ProgressivePool:
+    """A linked progressive meter (Blazing 7's): paid as shares of the meter.
+
+    A ``100% of meter`` line pays the whole cents the meter holds and resets it to
+    ``reset`` (the fraction of a cent stays); any other line pays its share and leaves the
+    rest.
+    """
+
+    name: str
+    rate: Fraction  # of the stake
+    seed: int
+    reset: int
+    lines: tuple[str, ...]
+    wagers: tuple[str, ...]
+
+    kind = "progressive"
+
+
+@dataclass(frozen=True)
+class MysteryPool:
+    """The Must-Hit-By Mystery meter, fed by the progressive wagers with ``mystery: true``."""
+
+    name: str
+    rate: Fraction  # of the stake of an eligible progressive wager
+    seed: int
+    must_hit_from: int
+    must_hit_by: int
+    wagers: tuple[str, ...]
+
+    kind = "mystery"
+
+    def __repr__(self) -> str:
+        return (
+            f"MysteryPool(name={self.name!r}, rate={self.rate!r}, seed={self.seed}, "
+            f"must_hit_from={self.must_hit_from}, must_hit_by={self.must_hit_by})"
+        )
+
+
+Pool = ProgressivePool | MysteryPool
+
+
+@dataclass(frozen=True)
+class Property:
+    """One casino on the link: its id is the table id's first segment (``hcm``)."""
+
+    id: str
+    name: str
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JackpotConfig:
+    source: str
+    pools: Mapping[str, Pool]
+    properties: Mapping[str, Property]
+
+    @property
+    def tables(self) -> frozenset[str]:
+        return frozenset(t for p in self.properties.values() for t in p.tables)
+
+    def progressive_for(self, wager: str) -> ProgressivePool | None:
+        for pool in self.pools.values():
+            if isinstance(pool, ProgressivePool) and wager in pool.wagers:
+                return pool
+        return None
+
+    def mystery_for(self, wager: str) -> MysteryPool | None:
+        for pool in self.pools.values():
+            if isinstance(pool, MysteryPool) and wager in pool.wagers:
+                return pool
+        return None
+
+
+# -- reading the config ----------------------------------------------------------------------
+
+_POOL_KEYS = {
+    "progressive": {"kind", "contribution", "per", "seed", "reset", "lines", "wagers"},
+    "mystery": {"kind", "contribution", "per", "seed", "must_hit_from", "must_hit_by", "wagers"},
+}
+
+
+def _table(raw: Any, where: Where) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise where.error(None, f"must be a table of keys, got {type(raw).__name__}")
+    return raw
+
+
+def _cents(raw: dict, key: str, where: Where, default: Any = None) -> int:
+    if key not in raw and default is None:
+        raise where.error(key, "missing; write dollars like '$250'")
+    try:
+        value = parse_money(raw.get(key, default))
+    except ValueError as exc:
+        raise where.error(key, str(exc)) from None
+    if value.denominator != 1 or value < 0:
+        raise where.error(key, f"{raw.get(key)!r} must be whole cents, not negative")
+    return int(value)
+
+
+def _names(raw: dict, key: str, where: Where, default: tuple[str, ...]) -> tuple[str, ...]:
+    value = raw.get(key, list(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
+        raise where.error(key, f"must be a non-empty list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _read_pool(name: str, raw: Any, where: Where) -> Pool:
+    raw = _table(raw, where)
+    if not POOL.match(name):
+        raise where.error(None, f"pool name {name!r} does not fit {POOL.pattern}")
+    kind = raw.get("kind")
+    if kind not in _POOL_KEYS:
+        raise where.error("kind", f"{kind!r}; allowed: {', '.join(_POOL_KEYS)}")
+    unknown = sorted(set(raw) - _POOL_KEYS[kind])
+    if unknown:
+        allowed = ", ".join(sorted(_POOL_KEYS[kind]))
+        raise where.error(unknown[0], f"unknown key; allowed keys here: {allowed}")
+    per = Fraction(_cents(raw, "per", where, "$5"))
+    if per == 0:
+        raise where.error("per", "must be more than $0")
+    if "contribution" not in raw:
+        raise where.error("contribution", "missing; write '$0.75' (per wager) or '1.5%'")
+    rate = parse_rate(raw["contribution"], "contribution", where, per)
+    seed = _cents(raw, "seed", where)
+    wagers = _names(raw, "wagers", where, ("blazing_7s",))
+    if kind == "progressive":
+        reset = _cents(raw, "reset", where, seed)
+        lines = _names(raw, "lines", where, ("100% of meter", "10% of meter"))
+        for line in lines:
+            try:
+                share = parse_share(line)
+            except ValueError as exc:
+                raise where.error("lines", str(exc)) from None
+            if not 0 < share <= 100:
+                raise where.error("lines", f"{line!r}: a share is more than 0% and up to 100%")
+        if seed == 0 and reset == 0:
+            raise where.error("seed", "a progressive meter starts above $0")
+        return ProgressivePool(name, rate, seed, reset, lines, wagers)
+    low = _cents(raw, "must_hit_from", where)
+    high = _cents(raw, "must_hit_by", where)
+    if not 0 < low <= high:
+        raise where.error("must_hit_by", f"the range {low}..{high} cents is empty")
+    if seed > low:
+        raise where.error("seed", f"the seed {seed} is above must_hit_from {low}")
+    return MysteryPool(name, rate, seed, low, high, wagers)
+
+
+def _read_property(pid: str, raw: Any, where: Where, seen: set[str]) -> Property:
+    raw = _table(raw, where)
+    if not _PROPERTY.match(pid) or pid in RESERVED_PREFIXES:
+        raise where.error(None, f"property id {pid!r} must be 2-8 lower-case letters")
+    unknown = sorted(set(raw) - {"name", "tables"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: name, tables")
+    name = raw.get("name", pid)
+    if not isinstance(name, str):
+        raise where.error("name", "must be a string")
+    tables = _names(raw, "tables", where, ())
+    for table in tables:
+        if not TABLE_ID.match(table) or table.split("-", 1)[0] != pid:
+            raise where.error("tables", f"{table!r} is not a table id like '{pid}-bj-07'")
+        if table in seen:
+            raise where.error("tables", f"{table!r} is listed twice")
+        seen.add(table)
+    return Property(pid, name, tables)
+
+
+def parse_config(text: str, source: str) -> JackpotConfig:
+    """Read the jackpot controller's TOML; errors name ``source``, the section and the key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
+    top = _Where(source, "")
+    unknown = sorted(set(data) - {"pools", "properties"})
+    if unknown:
+        raise top.error(unknown[0], "unknown section; allowed: pools, properties")
+    pools_raw = _table(data.get("pools", {}), top.child("pools"))
+    props_raw = _table(data.get("properties", {}), top.child("properties"))
+    if not pools_raw:
+        raise top.error("pools", "no pools configured")
+    if not props_raw:
+        raise top.error("properties", "no properties configured")
+    pools = {n: _read_pool(n, r, top.child("pools").child(n)) for n, r in pools_raw.items()}
+    for kind in ("progressive", "mystery"):
+        fed: dict[str, str] = {}
+        for pool in pools.values():
+            if pool.kind == kind:
+                for wager in pool.wagers:
+                    if wager in fed:
+                        raise (
+                            top.child("pools")
+                            .child(pool.name)
+                            .error("wagers", f"{wager!r} already feeds {kind} pool {fed[wager]!r}")
+                        )
+                    fed[wager] = pool.name
+    seen: set[str] = set()
+    properties = {
+        p: _read_property(p, r, top.child("properties").child(p), seen)
+        for p, r in props_raw.items()
+    }
+    return JackpotConfig(source, pools, properties)
+
+
+def load_config(path: Any) -> JackpotConfig:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JackpotConfigError(str(path), "", None, f"cannot read the file: {exc}") from None
+    return parse_config(text, str(path))
+
+
+# -- meter arithmetic ------------------------------------------------------------------------
+
+
+def contribution(pool: Pool, stake: int) -> Fraction:
+    """What ``stake`` cents of wager add to ``pool``, exactly."""
+    return pool.rate * stake
+
+
+def split_meter(meter: Fraction) -> tuple[int, Fraction]:
+    """Whole cents and the fraction of a cent left."""
+    whole = math.floor(meter)
+    return whole, meter - whole
+
+
+def share_award(meter: Fraction, percent: Fraction) -> int:
+    """``percent`` of the meter, floored to whole cents (the rest stays on the meter)."""
+    return math.floor(meter * percent / 100)
+
+
+@dataclass(frozen=True)
+class MysteryStep:
+    """One eligible contribution on the Must-Hit-By meter.
+
+    Hit: the meter reached the trigger; ``award`` is the trigger (the meter is capped there,
+    never above ``must_hit_by``) and ``meter`` is the seed plus the contribution's excess.
+    """
+
+    meter: Fraction
+    hit: bool
+    award: int = 0
+    excess: Fraction = Fraction(0)
+
+    def __repr__(self) -> str:  # a hit reveals nothing before it happens
+        return f"MysteryStep(hit={self.hit})"
+
+
+def mystery_step(pool: MysteryPool, meter: Fraction, added: Fraction, trigger: int) -> MysteryStep:
+    """Add ``added`` to the mystery meter whose hidden trigger is ``trigger`` cents."""
+    reached = meter + added
+    if reached < trigger:
+        return MysteryStep(reached, False)
+    excess = reached - trigger
+    return MysteryStep(pool.seed + excess, True, trigger, excess)
+
+
+def draw_trigger(pool: MysteryPool, randbelow: Callable[[int], int]) -> int:
+    """A trigger uniform over [must_hit_from, must_hit_by] in whole cents."""
+    return pool.must_hit_from + randbelow(pool.must_hit_by - pool.must_hit_from + 1)
+
+
+@dataclass(frozen=True)
+class MeterReading:
+    """What a sign shows: whole cents, the exact fraction left, a sequence per pool."""
+
+    pool: str
+    amount: int
+    fraction: Fraction
+    seq: int
+    must_hit_by: int | None = None
+
+    def message(self, sent_t: int) -> dict[str, Any]:
+        """The retained ``meter`` message (docs/jackpot/schemas/meter.json)."""
+        out = {
+            "v": VERSION,
+            "pool": self.pool,
+            "amount": self.amount,
+            "fraction": f"{self.fraction.numerator}/{self.fraction.denominator}",
+            "seq": self.seq,
+            "sent_t": sent_t,
+        }
+        if self.must_hit_by is not None:
+            out["must_hit_by"] = self.must_hit_by
+        return out
