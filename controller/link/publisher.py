@@ -1,0 +1,406 @@
+"""The table's side of the jackpot link: the outbox, published over MQTT 5 (docs/outbox.md).
+
+:class:`TablePublisher` runs one thread that owns the paho-mqtt client (paho's callbacks run
+inside ``client.loop()`` on that thread, so nothing is shared but :meth:`health`'s snapshot
+and the alarms). It:
+
+- connects with MQTT 5, ``clean_start=False``, a session expiry, client id = table id, and
+  reconnects with jittered exponential backoff;
+- sets the death message (retained ``status`` offline, ``clean: false``, this boot) as the
+  will before each connect, and publishes the birth (retained ``status`` online, this boot)
+  after each CONNACK, so a late will from an earlier boot is recognised by its ``boot``;
+- subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack`` and ``/resend``;
+- publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope, at most
+  ``window`` rows beyond the last application ack; after each (re)connect it starts again
+  from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``);
+- on an ack: ``Outbox.acknowledge(seq)``; on a resend: rewinds to ``from``;
+- raises alarms (``alarms`` list, ``on_alarm`` callback, counted in ``health()``) for a
+  PUBACK or SUBACK failure reason code (the row stays pending; the stream pauses and retries
+  from the last ack after a backoff), a refused or malformed ack/resend (nothing changes),
+  and a row that fails the schema or exceeds the size limit (never sent, and the stream stops
+  there rather than skip a sequence number).
+
+paho keeps nothing on disk: the outbox is emptied only by the controller's application ack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from controller.errors import JournalError, TableControllerError
+from controller.link.messages import (
+    VERSION,
+    LinkMessageError,
+    envelope,
+    parse_message,
+    topic_for,
+    validate,
+)
+from controller.outbox import Outbox, OutboxError
+from controller.table.effects import Publish
+
+SESSION_EXPIRY_S = 86_400
+#: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
+#: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
+MAX_PAYLOAD = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class Alarm:
+    """Something a technician must look at. ``kind``: ``puback``, ``suback``, ``invalid``,
+    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_malformed``, ``connect``."""
+
+    kind: str
+    detail: str
+    seq: int | None = None
+    reason_code: int | None = None
+    t: float = 0.0
+
+
+@dataclass
+class _Health:
+    connected: bool = False
+    depth: int = 0
+    last_ack: int = 0
+    last_ack_t: float | None = None
+    next_seq: int = 1
+    stopped_at: int | None = None
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+class TablePublisher:
+    """Publishes the outbox of the journal at ``outbox_path`` for table ``table_id``.
+
+    ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter.
+    The thread starts at once; :meth:`close` stops it (safe twice).
+    """
+
+    def __init__(
+        self,
+        outbox_path: str | PathLike[str],
+        table_id: str,
+        host: str,
+        port: int,
+        username: str,
+        password: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+        window: int = 100,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        session_expiry: int = SESSION_EXPIRY_S,
+        max_payload: int = MAX_PAYLOAD,
+        keepalive: int = 30,
+        connack_timeout: float = 5.0,
+        on_alarm: Callable[[Alarm], None] | None = None,
+    ) -> None:
+        topic_for(table_id, "status")  # refuses a bad table id now
+        self.table_id = table_id
+        self.host, self.port = host, port
+        self.clock = clock
+        self.rng = rng or random.SystemRandom()
+        self.window = window
+        self.backoff = backoff
+        self.session_expiry = session_expiry
+        self.max_payload = max_payload
+        self.keepalive = keepalive
+        self.connack_timeout = connack_timeout
+        self._connack_deadline = 0.0
+        self.on_alarm = on_alarm
+        self.alarms: list[Alarm] = []
+        self._lock = threading.Lock()
+        self._health = _Health()
+        self._stop = threading.Event()
+        self._closed = False
+        # Opened here to fail fast on a bad path; used only by the thread afterwards
+        # (sqlite3 checks the thread: the thread reopens it).
+        probe = Outbox(outbox_path)
+        try:
+            self.boot = probe.boot
+            self._health.depth = probe.depth()
+            self._health.last_ack = probe.last_acknowledged()
+        finally:
+            probe.close()
+        if self.boot < 1:
+            raise TableControllerError(
+                f"outbox {outbox_path}: boot counter is 0; start the table controller first"
+            )
+        self._outbox_path = outbox_path
+        self._client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=table_id, protocol=mqtt.MQTTv5
+        )
+        self._client.username_pw_set(username, password)
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self._client.on_publish = self._on_publish
+        self._client.on_subscribe = self._on_subscribe
+        self._client.on_message = self._on_message
+        self._client.message_callback_add(topic_for(table_id, "ack"), self._on_ack)
+        self._client.message_callback_add(topic_for(table_id, "resend"), self._on_resend)
+        # the thread's state
+        self._outbox: Outbox | None = None
+        self._inflight: dict[int, int] = {}  # mid -> seq (0 for status)
+        self._next_seq = 1
+        self._pause_until = 0.0
+        self._failures = 0
+        self._stopped_at: int | None = None
+        self._thread = threading.Thread(target=self._run, name=f"link-{table_id}", daemon=True)
+        self._thread.start()
+
+    # -- any thread ------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """``connected``, ``depth``, ``last_ack``, ``last_ack_age_s`` (None before the first
+        ack of this run), ``next_seq``, ``stopped_at`` (a row that cannot be sent), ``errors``
+        by kind."""
+        with self._lock:
+            h = self._health
+            age = None if h.last_ack_t is None else max(0.0, time.monotonic() - h.last_ack_t)
+            return {
+                "connected": h.connected,
+                "depth": h.depth,
+                "last_ack": h.last_ack,
+                "last_ack_age_s": age,
+                "next_seq": h.next_seq,
+                "stopped_at": h.stopped_at,
+                "errors": dict(h.errors),
+            }
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Publish the offline status (clean), disconnect, stop the thread. Safe twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._thread.join(timeout + 2.0)
+
+    def __enter__(self) -> TablePublisher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _alarm(self, kind: str, detail: str, seq: int | None = None, rc: int | None = None):
+        alarm = Alarm(kind, detail, seq, rc, self.clock())
+        with self._lock:
+            self.alarms.append(alarm)
+            self._health.errors[kind] += 1
+        if self.on_alarm is not None:
+            with contextlib.suppress(Exception):  # an alarm sink must not stop the link
+                self.on_alarm(alarm)
+
+    def _set(self, **values: Any) -> None:
+        with self._lock:
+            for name, value in values.items():
+                setattr(self._health, name, value)
+
+    def _status(self, state: str, clean: bool | None = None) -> tuple[str, bytes]:
+        message: dict[str, Any] = {
+            "v": VERSION,
+            "table": self.table_id,
+            "boot": self.boot,
+            "state": state,
+            "sent_t": int(self.clock() * 1000),
+        }
+        if clean is not None:
+            message["clean"] = clean
+        validate("status", message)
+        return topic_for(self.table_id, "status"), json.dumps(message).encode()
+
+    def _delay(self) -> float:
+        base, cap = self.backoff
+        ceiling = min(cap, base * 2 ** min(self._failures, 20))
+        self._failures += 1
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+    def _connect(self) -> bool:
+        topic, will = self._status("offline", clean=False)
+        self._client.will_set(topic, will, qos=1, retain=True)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = self.session_expiry
+        try:
+            self._client.connect(
+                self.host, self.port, self.keepalive, clean_start=False, properties=props
+            )
+        except OSError:
+            self._set(connected=False)
+            with self._lock:
+                self._health.errors["connect"] += 1
+            self._stop.wait(self._delay())
+            return False
+        self._connack_deadline = time.monotonic() + self.connack_timeout
+        return True
+
+    def _run(self) -> None:
+        self._outbox = Outbox(self._outbox_path)
+        socket_up = False
+        try:
+            while not self._stop.is_set():
+                if not socket_up:
+                    socket_up = self._connect()
+                    continue
+                rc = self._client.loop(timeout=0.05)
+                if not self._health.connected and time.monotonic() > self._connack_deadline:
+                    with self._lock:  # a socket without a CONNACK: drop it and try again
+                        self._health.errors["connack_timeout"] += 1
+                    self._client.disconnect()
+                    rc = mqtt.MQTT_ERR_NO_CONN
+                if rc != mqtt.MQTT_ERR_SUCCESS:
+                    socket_up = False
+                    self._set(connected=False)
+                    self._stop.wait(self._delay())
+                    continue
+                if self._health.connected:
+                    self._pump()
+            if socket_up and self._health.connected:
+                self._say_goodbye()
+        finally:
+            with contextlib.suppress(Exception):
+                self._client.disconnect()
+            self._set(connected=False)
+            self._outbox.close()
+
+    def _say_goodbye(self, timeout: float = 3.0) -> None:
+        topic, payload = self._status("offline", clean=True)
+        info = self._client.publish(topic, payload, qos=1, retain=True)
+        self._inflight[info.mid] = 0
+        deadline = time.monotonic() + timeout
+        while info.mid in self._inflight and time.monotonic() < deadline:
+            if self._client.loop(timeout=0.05) != mqtt.MQTT_ERR_SUCCESS:
+                break
+        self._client.disconnect()
+        self._client.loop(timeout=0.05)
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            self._alarm(
+                "connect", f"CONNACK {reason_code.value} {reason_code}", None, reason_code.value
+            )
+            return
+        self._failures = 0
+        self._inflight.clear()
+        self._next_seq = self._outbox.last_acknowledged() + 1
+        self._pause_until = 0.0
+        client.subscribe(
+            [(topic_for(self.table_id, "ack"), 1), (topic_for(self.table_id, "resend"), 1)]
+        )
+        topic, payload = self._status("online")
+        info = client.publish(topic, payload, qos=1, retain=True)
+        self._inflight[info.mid] = 0
+        self._set(connected=True, next_seq=self._next_seq)
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        self._set(connected=False)
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        for code in reason_codes:
+            if code.is_failure:
+                self._alarm("suback", f"SUBACK {code.value} {code}", None, code.value)
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        seq = self._inflight.pop(mid, None)
+        if reason_code.is_failure:  # 16 "no matching subscribers" is a success
+            self._alarm(
+                "puback",
+                f"PUBACK {reason_code.value} {reason_code} for "
+                + (f"seq {seq}" if seq else "the status"),
+                seq or None,
+                reason_code.value,
+            )
+            if seq:  # the row stays pending; retry from the last ack after a backoff
+                self._inflight.clear()
+                self._next_seq = self._outbox.last_acknowledged() + 1
+                self._pause_until = time.monotonic() + self._delay()
+
+    def _on_message(self, client, userdata, message) -> None:
+        with self._lock:
+            self._health.errors["unexpected_message"] += 1
+
+    def _parse(self, message, kind: str) -> dict[str, Any] | None:
+        try:
+            got, table_id, body = parse_message(message.topic, message.payload)
+        except LinkMessageError as exc:
+            self._alarm(f"{kind}_malformed", str(exc))
+            return None
+        if got != kind or table_id != self.table_id:
+            self._alarm(f"{kind}_malformed", f"{kind} for {table_id!r} on {message.topic}")
+            return None
+        return body
+
+    def _on_ack(self, client, userdata, message) -> None:
+        body = self._parse(message, "ack")
+        if body is None:
+            return
+        try:
+            self._outbox.acknowledge(body["seq"])
+        except (OutboxError, JournalError) as exc:
+            self._alarm("ack_refused", str(exc), body["seq"])
+            return
+        self._failures = 0
+        if body["seq"] >= self._next_seq:
+            self._next_seq = body["seq"] + 1
+        self._set(last_ack=body["seq"], last_ack_t=time.monotonic())
+
+    def _on_resend(self, client, userdata, message) -> None:
+        body = self._parse(message, "resend")
+        if body is not None:
+            self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
+            self._pause_until = 0.0
+
+    def _pump(self) -> None:
+        outbox = self._outbox
+        acked = outbox.last_acknowledged()
+        self._set(depth=outbox.depth(), last_ack=acked, next_seq=self._next_seq)
+        if self._stopped_at is not None or time.monotonic() < self._pause_until:
+            return
+        room = acked + self.window - self._next_seq + 1
+        if room <= 0:
+            return
+        expected = max(self._next_seq, acked + 1)
+        for row in outbox.resend_from(expected, room):
+            if row.seq != expected:
+                break  # a hole cannot be: the outbox's recovery check refuses one
+            expected += 1
+            try:
+                message = envelope(
+                    self.table_id,
+                    self.boot,
+                    row.seq,
+                    Publish(topic=row.kind, key=row.key, payload=row.payload),
+                    int(self.clock() * 1000),
+                )
+                data = json.dumps(message, separators=(",", ":")).encode()
+            except LinkMessageError as exc:
+                self._stop_stream(row.seq, "invalid", f"seq {row.seq} fails the schema: {exc}")
+                return
+            if len(data) > self.max_payload:
+                self._stop_stream(
+                    row.seq, "too_large", f"seq {row.seq} is {len(data)} bytes > {self.max_payload}"
+                )
+                return
+            info = self._client.publish(topic_for(self.table_id, row.kind), data, qos=1)
+            if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                return  # connection lost: the loop reconnects and starts from the last ack
+            self._inflight[info.mid] = row.seq
+            self._next_seq = row.seq + 1
+
+    def _stop_stream(self, seq: int, kind: str, detail: str) -> None:
+        self._stopped_at = seq
+        self._set(stopped_at=seq)
+        self._alarm(kind, detail + "; not sent, the stream stops here (call a technician)", seq)

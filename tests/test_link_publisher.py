@@ -1,0 +1,380 @@
+"""The table's link publisher against a real Mosquitto and a real SQLite outbox (issue #5).
+
+The "controller" here is a plain paho-mqtt client logged in as ``jackpot-controller``,
+subscribed to ``bj/v1/table/+/#``: it checks every message with ``parse_message``, keeps
+what arrived, and (unless told not to) acknowledges in order, as the jackpot controller will.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+from _journal_feeder import SETTINGS, session_events
+from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
+from paho.mqtt.enums import CallbackAPIVersion
+
+from controller.journal import JournaledTable
+from controller.link.messages import TABLE_KINDS, parse_message
+from controller.link.publisher import TablePublisher
+from controller.outbox import Outbox
+
+T7, T8 = TABLES
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class FakeController:
+    """Receives table streams; acknowledges in order when ``acking``."""
+
+    def __init__(self, broker, acking: bool = True, applied: dict | None = None):  # noqa: F811
+        self.acking = acking
+        self.received: list[tuple[str, int, str]] = []  # (table, seq, key)
+        self.applied: dict[str, int] = dict(applied or {})  # its ledger, kept across restarts
+        self.status: list[dict] = []
+        self.refused: list[str] = []
+        self._lock = threading.Lock()
+        self._subscribed: queue.Queue[bool] = queue.Queue()
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id="fake-controller", protocol=mqtt.MQTTv5
+        )
+        self.client.username_pw_set(CONTROLLER, broker.passwords[CONTROLLER])
+        self.client.on_connect = lambda c, u, f, rc, p: c.subscribe("bj/v1/table/+/#", qos=1)
+        self.client.on_subscribe = lambda c, u, mid, rcs, p: self._subscribed.put(True)
+        self.client.on_message = self._on_message
+        self.client.connect(broker.host, broker.port, 30)
+        self.client.loop_start()
+        self._subscribed.get(timeout=5)
+
+    def _on_message(self, client, userdata, msg) -> None:
+        try:
+            kind, table, message = parse_message(msg.topic, msg.payload)
+        except ValueError as exc:
+            with self._lock:
+                self.refused.append(str(exc))
+            return
+        with self._lock:
+            if kind == "status":
+                self.status.append(message)
+                return
+            assert kind in TABLE_KINDS
+            self.received.append((table, message["seq"], message["key"]))
+            if message["seq"] == self.applied.get(table, 0) + 1:
+                self.applied[table] = message["seq"]
+            if self.acking:
+                self.ack(table, self.applied.get(table, 0))
+
+    def ack(self, table: str, seq: int) -> None:
+        self.send(table, "ack", {"v": 1, "table": table, "seq": seq, "sent_t": 0})
+
+    def send(self, table: str, kind: str, body: dict | bytes) -> None:
+        payload = body if isinstance(body, bytes) else json.dumps(body)
+        self.client.publish(f"bj/v1/jackpot/{table}/{kind}", payload, qos=1)
+
+    def seqs(self, table: str = T7) -> list[int]:
+        with self._lock:
+            return [s for t, s, _ in self.received if t == table]
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def fill(path: Path, pa, rounds: int = 6, seed: int = 3) -> list[str]:
+    """Journal ``rounds`` rounds; return the keys written to the outbox, in order."""
+    with JournaledTable(path, pa, SETTINGS) as table:
+        for event in session_events("pa-standard", seed, rounds):
+            table.handle(event)
+    box = Outbox(path)
+    try:
+        return [row.key for row in box.pending()]
+    finally:
+        box.close()
+
+
+def outbox_state(path: Path) -> tuple[int, int, int]:
+    box = Outbox(path)
+    try:
+        return box.last_written(), box.last_acknowledged(), box.depth()
+    finally:
+        box.close()
+
+
+def publisher(broker, path, table_id=T7, user=T7, **kwargs) -> TablePublisher:  # noqa: F811
+    kwargs.setdefault("backoff", (0.05, 0.5))
+    kwargs.setdefault("rng", random.Random(1))
+    return TablePublisher(
+        path, table_id, broker.host, broker.port, user, broker.passwords[user], **kwargs
+    )
+
+
+@pytest.fixture
+def controller(broker):  # noqa: F811
+    c = FakeController(broker)
+    yield c
+    c.close()
+
+
+def test_every_row_arrives_once_in_order_and_is_deleted_only_after_the_ack(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa)
+    assert len(keys) >= 10
+    controller.acking = False
+    pub = publisher(broker, path, window=4)
+    try:
+        # without acks: the window (4) is sent, nothing is deleted
+        wait_for(lambda: len(controller.seqs()) == 4, what="the first window")
+        time.sleep(0.3)
+        assert controller.seqs() == [1, 2, 3, 4]
+        assert outbox_state(path) == (len(keys), 0, len(keys))
+        # the controller acks what it applied: the rest flows, each once, in order
+        controller.acking = True
+        controller.ack(T7, 4)
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the outbox to empty")
+        assert controller.seqs() == list(range(1, len(keys) + 1))
+        assert [k for _, _, k in controller.received] == keys
+        health = pub.health()
+        assert health["connected"] and health["depth"] == 0
+        assert health["last_ack"] == len(keys) and health["last_ack_age_s"] < 5
+        assert health["errors"] == {} and pub.alarms == []
+        # rows journaled while the publisher runs go out too
+        more = fill(path, pa, rounds=3, seed=11)
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the new rows")
+        assert controller.seqs() == list(range(1, len(keys) + len(more) + 1))
+    finally:
+        pub.close()
+        pub.close()  # safe twice
+    online = [s for s in controller.status if s["state"] == "online"]
+    assert online and online[0]["boot"] == 1  # the first JournaledTable was boot 1
+    wait_for(lambda: controller.status[-1]["state"] == "offline", what="the clean offline")
+    assert controller.status[-1]["clean"] is True and controller.refused == []
+
+
+def test_rows_written_while_the_broker_is_down_go_out_after_reconnect(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+):
+    path = tmp_path / "t.journal"
+    first = fill(path, pa, rounds=2)
+    ctl = FakeController(broker)
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the first rows")
+        ctl.close()
+        broker.kill()
+        wait_for(lambda: not pub.health()["connected"], what="the publisher to see it")
+        more = fill(path, pa, rounds=3, seed=5)
+        assert outbox_state(path)[2] == len(more)
+        time.sleep(0.3)
+        broker.start()
+        ctl = FakeController(broker, applied={T7: len(first)})
+        wait_for(lambda: outbox_state(path)[2] == 0, timeout=15, what="delivery after restart")
+        total = len(first) + len(more)
+        assert sorted(set(ctl.seqs())) == list(range(len(first) + 1, total + 1))
+        assert pub.health()["errors"].get("connect", 0) >= 1
+    finally:
+        pub.close()
+        ctl.close()
+
+
+def test_unacked_rows_stay_and_are_sent_again_after_a_restart(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    controller.acking = False
+    pub = publisher(broker, path)
+    wait_for(lambda: len(controller.seqs()) == len(keys), what="everything once")
+    pub.close()
+    assert outbox_state(path) == (len(keys), 0, len(keys))
+    controller.acking = True
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the acks")
+    finally:
+        pub.close()
+    # at least once: every seq twice here; the controller applied each once
+    assert sorted(controller.seqs()) == sorted(list(range(1, len(keys) + 1)) * 2)
+    assert controller.applied[T7] == len(keys)
+
+
+def test_a_resend_request_republishes_from_n(tmp_path, pa, broker, controller):  # noqa: F811
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    controller.acking = False
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: len(controller.seqs()) == len(keys), what="everything once")
+        controller.ack(T7, 2)
+        wait_for(lambda: outbox_state(path)[1] == 2, what="ack 2")
+        controller.send(T7, "resend", {"v": 1, "table": T7, "from": 4, "sent_t": 0})
+        n = len(keys)
+        wait_for(lambda: len(controller.seqs()) == 2 * n - 3, what="the resend")
+        time.sleep(0.3)
+        assert controller.seqs() == list(range(1, n + 1)) + list(range(4, n + 1))
+        # a resend from before the ack starts at the first pending row
+        controller.send(T7, "resend", {"v": 1, "table": T7, "from": 1, "sent_t": 0})
+        wait_for(lambda: len(controller.seqs()) == 3 * n - 5, what="the second resend")
+        assert controller.seqs()[2 * n - 3 :] == list(range(3, n + 1))
+    finally:
+        pub.close()
+
+
+def test_forged_and_malformed_acks_change_nothing(tmp_path, pa, broker, controller):  # noqa: F811
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    controller.acking = False
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: len(controller.seqs()) == len(keys), what="everything once")
+        controller.send(T7, "ack", {"v": 1, "table": T8, "seq": 3, "sent_t": 0})  # other table
+        controller.send(T7, "ack", {"v": 1, "table": T7, "seq": "3", "sent_t": 0})  # schema
+        controller.send(T7, "ack", b"not json")
+        controller.send(T7, "ack", {"v": 1, "table": T7, "seq": len(keys) + 5, "sent_t": 0})
+        controller.send(T7, "resend", {"v": 1, "table": T7, "from": 0, "sent_t": 0})
+        wait_for(lambda: len(pub.alarms) == 5, what="five alarms")
+        time.sleep(0.2)
+        assert outbox_state(path) == (len(keys), 0, len(keys))
+        errors = pub.health()["errors"]
+        assert errors == {"ack_malformed": 3, "ack_refused": 1, "resend_malformed": 1}
+        assert controller.seqs() == list(range(1, len(keys) + 1))  # nothing re-sent
+        controller.ack(T7, 2)  # a true ack still works
+        wait_for(lambda: outbox_state(path)[1] == 2, what="the true ack")
+    finally:
+        pub.close()
+
+
+def test_a_publish_the_acl_denies_is_an_alarm_with_reason_135(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=2)
+    seen = []
+    pub = publisher(broker, path, table_id=T8, user=T7, on_alarm=seen.append)
+    try:
+        wait_for(lambda: any(a.seq == 1 for a in pub.alarms), what="the alarm for seq 1")
+        alarm = next(a for a in pub.alarms if a.seq == 1)
+        assert (alarm.kind, alarm.reason_code) == ("puback", 135)
+        status = [a for a in pub.alarms if a.seq is None]
+        assert status and status[0].reason_code == 135  # the birth was refused too
+        assert seen[: len(pub.alarms)] == pub.alarms[: len(seen)]
+        assert pub.health()["errors"]["puback"] >= 2
+    finally:
+        pub.close()
+    assert outbox_state(path) == (len(keys), 0, len(keys))
+    assert controller.received == [] and controller.status == []
+
+
+def test_an_oversized_row_stops_the_stream_and_is_never_sent(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    box = Outbox(path)
+    sizes = [len(json.dumps(r.payload)) for r in box.pending()]
+    box.close()
+    limit = sizes[0] + 400  # the first row fits, find the first that does not
+    too_big = next(i for i, s in enumerate(sizes, 1) if s + 300 > limit)
+    pub = publisher(broker, path, max_payload=limit)
+    try:
+        wait_for(lambda: pub.health()["stopped_at"] == too_big, what="the stop")
+        time.sleep(0.3)
+        assert controller.seqs() == list(range(1, too_big))
+        assert pub.alarms[0].kind == "too_large" and pub.alarms[0].seq == too_big
+        assert outbox_state(path)[2] == len(keys) - too_big + 1
+    finally:
+        pub.close()
+
+
+CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from controller.link.publisher import TablePublisher
+pub = TablePublisher(sys.argv[2], sys.argv[3], "127.0.0.1", int(sys.argv[4]), sys.argv[3],
+                     sys.argv[5], backoff=(0.05, 0.5))
+while not pub.health()["connected"]:
+    time.sleep(0.02)
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_publisher_leaves_the_retained_will_with_its_boot(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    path = tmp_path / "t.journal"
+    fill(path, pa, rounds=1)
+    fill(path, pa, rounds=1, seed=9)  # a second start: boot 2
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(ROOT),
+            str(path),
+            T7,
+            str(broker.port),
+            broker.passwords[T7],
+        ],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert child.stdout.readline().strip() == b"up"
+        wait_for(lambda: any(s["state"] == "online" for s in controller.status), what="birth")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(5)
+        wait_for(lambda: controller.status[-1]["state"] == "offline", what="the will")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    online = [s for s in controller.status if s["state"] == "online"][-1]
+    will = controller.status[-1]
+    assert (will["boot"], will["clean"]) == (online["boot"], False) and will["boot"] == 2
+    sub = broker.client(CONTROLLER, client_id="late-reader")  # a newcomer sees it retained
+    try:
+        assert sub.subscribe(f"bj/v1/table/{T7}/status").value == 1
+        msg = sub.get()
+        assert msg is not None and msg.retain
+        assert json.loads(msg.payload)["state"] == "offline"
+    finally:
+        sub.close()
