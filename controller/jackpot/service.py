@@ -1,0 +1,526 @@
+"""The jackpot controller's MQTT side: table streams in, ledger, acks/awards/meters out.
+
+:class:`JackpotService` runs one thread that owns the paho-mqtt client and the
+:class:`~controller.jackpot.ledger.Ledger` (paho's callbacks run inside ``client.loop()`` on
+that thread; other threads only read :meth:`JackpotService.health`). It:
+
+- connects with MQTT 5, client id ``jackpot-controller``, ``clean_start=False`` and a session
+  expiry, so the broker keeps the subscription and queues table messages while it is down;
+  reconnects with jittered exponential backoff;
+- sets its retained ``bj/v1/jackpot/status`` offline as the will and publishes online after
+  each CONNACK (``boot``: a counter kept in the ledger file's ``meta`` table);
+- subscribes in ``on_connect`` to ``bj/v1/table/+/#`` (QoS 1);
+- for each table message: ``parse_message`` (refused: counted and logged, nothing applied),
+  then ``Ledger.apply`` (one transaction), and only after the commit publishes the
+  application ack, a resend request on a gap, or the award; then acknowledges the MQTT
+  message (``manual_ack``: the PUBACK goes to the broker only once the ledger has the message,
+  so a crash before the commit makes the broker redeliver it from the persistent session);
+- on a table's birth republishes its latest ack and its offered awards (and, for a birth
+  delivered retained, asks for a resend from the ack + 1: the table was up before this
+  subscription, so its stream may have gone to no one); a will (or any
+  status) from a boot older than the table's latest is logged and ignored;
+- publishes each pool's meter retained on ``bj/v1/meters/{pool}``, coalesced to at most
+  ``meter_rate`` messages per second per pool (the latest value always goes out).
+
+The Must-Hit-By Mystery trigger never leaves the ledger: nothing here reads it.
+See docs/jackpot/controller.md ("Service").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import random
+import secrets
+import signal
+import sqlite3
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from controller.errors import TableControllerError
+from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
+from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
+from controller.link.messages import (
+    JACKPOT_STATUS_TOPIC,
+    TABLE_KINDS,
+    VERSION,
+    LinkMessageError,
+    meter_topic,
+    parse_message,
+    topic_for,
+    validate,
+)
+
+log = logging.getLogger("controller.jackpot.service")
+
+CLIENT_ID = "jackpot-controller"
+SUBSCRIPTION = "bj/v1/table/+/#"
+SESSION_EXPIRY_S = 86_400
+BOOT_KEY = "controller_boot"
+
+
+def bump_boot(ledger_path: str | PathLike[str]) -> int:
+    """Add one to the controller's boot counter in the ledger file's ``meta`` table."""
+    db = sqlite3.connect(ledger_path, isolation_level=None, timeout=30)
+    try:
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT value FROM meta WHERE key=?", (BOOT_KEY,)).fetchone()
+        boot = (int(row[0]) if row else 0) + 1
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (BOOT_KEY, str(boot)))
+        db.execute("COMMIT")
+        return boot
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{ledger_path}: cannot keep the boot counter: {exc}") from None
+    finally:
+        db.close()
+
+
+class JackpotService:
+    """The jackpot controller on ``host:port`` for ``config``, its ledger at ``ledger_path``.
+
+    ``clock()`` gives wall time in seconds (``sent_t``); ``randbelow`` draws mystery triggers
+    (tests inject one); ``rng`` draws the reconnect jitter. The thread starts at once;
+    :meth:`close` publishes offline, disconnects and stops it (safe twice).
+    """
+
+    def __init__(
+        self,
+        config: JackpotConfig,
+        ledger_path: str | PathLike[str],
+        host: str,
+        port: int,
+        username: str,
+        password: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        client_id: str = CLIENT_ID,
+        meter_rate: float = 4.0,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        session_expiry: int = SESSION_EXPIRY_S,
+        keepalive: int = 30,
+        resend_interval: float = 1.0,
+        randbelow: Callable[[int], int] = secrets.randbelow,
+        rng: random.Random | None = None,
+    ) -> None:
+        if meter_rate <= 0:
+            raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
+        self.config = config
+        self.ledger_path = Path(ledger_path)
+        self.host, self.port = host, port
+        self.clock = clock
+        self.meter_interval = 1.0 / meter_rate
+        self.backoff = backoff
+        self.session_expiry = session_expiry
+        self.keepalive = keepalive
+        self.resend_interval = resend_interval
+        self.rng = rng or random.SystemRandom()
+        self._randbelow = randbelow
+        # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
+        Ledger(self.ledger_path, config, randbelow=randbelow).close()
+        self.boot = bump_boot(self.ledger_path)
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._connected = False
+        self._online = threading.Event()
+        self._stop = threading.Event()
+        self._closed = False
+        self._client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            protocol=mqtt.MQTTv5,
+            manual_ack=True,
+        )
+        self._client.username_pw_set(username, password)
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self._client.on_subscribe = self._on_subscribe
+        self._client.on_publish = self._on_publish
+        self._client.on_message = self._on_message
+        # the thread's state
+        self._ledger: Ledger | None = None
+        self._boots: dict[str, int] = {}  # table -> latest boot seen
+        self._resent: dict[str, tuple[int, float]] = {}  # table -> (from, when)
+        self._dirty: set[str] = set()
+        self._meter_sent: dict[str, float] = {}
+        self._inflight: dict[int, str] = {}  # mid -> topic
+        self._failures = 0
+        self._drop = False
+        self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
+        self._thread.start()
+
+    # -- any thread ------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """``connected``, ``boot`` and ``counts``: applied, refused, duplicate, gap, resend,
+        ack, award, meter, malformed, unknown_table, stale_status, puback, ledger_error..."""
+        with self._lock:
+            return {"connected": self._connected, "boot": self.boot, "counts": dict(self._counts)}
+
+    def wait_online(self, timeout: float = 10.0) -> bool:
+        """True once connected and subscribed."""
+        return self._online.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Publish the offline status, disconnect, stop the thread. Safe twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._thread.join(timeout + 2.0)
+
+    def __enter__(self) -> JackpotService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _count(self, what: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[what] += n
+
+    def _status(self, state: str) -> bytes:
+        message = {"v": VERSION, "state": state, "boot": self.boot, "sent_t": self._ms()}
+        validate("jackpot_status", message)
+        return json.dumps(message).encode()
+
+    def _ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _delay(self) -> float:
+        base, cap = self.backoff
+        ceiling = min(cap, base * 2 ** min(self._failures, 20))
+        self._failures += 1
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+    def _connect(self) -> bool:
+        self._client.will_set(JACKPOT_STATUS_TOPIC, self._status("offline"), qos=1, retain=True)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = self.session_expiry
+        try:
+            self._client.connect(
+                self.host, self.port, self.keepalive, clean_start=False, properties=props
+            )
+        except OSError as exc:
+            self._count("connect")
+            log.warning("cannot reach the broker at %s:%s: %s", self.host, self.port, exc)
+            self._stop.wait(self._delay())
+            return False
+        return True
+
+    def _load_boots(self) -> None:
+        db = sqlite3.connect(self.ledger_path, timeout=30)
+        try:
+            rows = db.execute("SELECT table_id, MAX(boot) FROM applied GROUP BY table_id")
+            self._boots = {table: boot for table, boot in rows}
+        finally:
+            db.close()
+
+    def _run(self) -> None:
+        self._ledger = Ledger(self.ledger_path, self.config, randbelow=self._randbelow)
+        self._load_boots()
+        socket_up = False
+        try:
+            while not self._stop.is_set():
+                if not socket_up:
+                    socket_up = self._connect()
+                    continue
+                rc = self._client.loop(timeout=0.05)
+                if self._drop:  # the ledger failed: unacked messages come back on reconnect
+                    self._drop = False
+                    self._client.disconnect()
+                    rc = mqtt.MQTT_ERR_NO_CONN
+                if rc != mqtt.MQTT_ERR_SUCCESS:
+                    socket_up = False
+                    self._set_connected(False)
+                    self._stop.wait(self._delay())
+                    continue
+                if self._connected:
+                    self._flush_meters()
+            if socket_up and self._connected:
+                self._say_goodbye()
+        except Exception:
+            log.exception("jackpot controller thread failed")
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                self._client.disconnect()
+            self._set_connected(False)
+            self._ledger.close()
+
+    def _set_connected(self, value: bool) -> None:
+        with self._lock:
+            self._connected = value
+        if not value:
+            self._online.clear()
+
+    def _say_goodbye(self, timeout: float = 3.0) -> None:
+        self._flush_meters(force=True)
+        info = self._client.publish(JACKPOT_STATUS_TOPIC, self._status("offline"), 1, True)
+        self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
+        deadline = time.monotonic() + timeout
+        while self._inflight and time.monotonic() < deadline:
+            if self._client.loop(timeout=0.05) != mqtt.MQTT_ERR_SUCCESS:
+                break
+        self._client.disconnect()
+        self._client.loop(timeout=0.05)
+        log.info("jackpot controller offline (boot %d)", self.boot)
+
+    def _publish(self, topic: str, message: dict[str, Any], retain: bool = False) -> None:
+        info = self._client.publish(topic, json.dumps(message, separators=(",", ":")), 1, retain)
+        if info.rc == mqtt.MQTT_ERR_SUCCESS:
+            self._inflight[info.mid] = topic
+        else:  # the connection is gone: what the table needs is sent again on its birth
+            self._count("not_sent")
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            self._count("connect")
+            log.error("broker refused the connection: CONNACK %s", reason_code)
+            return
+        self._failures = 0
+        self._inflight.clear()
+        client.subscribe(SUBSCRIPTION, qos=1)
+        info = client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), qos=1, retain=True)
+        self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
+        self._dirty.update(self.config.pools)  # the meters as they are, for any sign
+        self._meter_sent.clear()
+        self._set_connected(True)
+        log.info(
+            "jackpot controller online (boot %d, session %s)",
+            self.boot,
+            "resumed" if flags.session_present else "new",
+        )
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        self._set_connected(False)
+        if reason_code.is_failure:
+            log.warning("disconnected: %s", reason_code)
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        failed = [code for code in reason_codes if code.is_failure]
+        if failed:
+            self._count("suback")
+            log.error("subscription to %s refused: SUBACK %s", SUBSCRIPTION, failed[0])
+            return
+        self._online.set()
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        topic = self._inflight.pop(mid, "?")
+        if reason_code.is_failure:  # 16 "no matching subscribers" is a success
+            self._count("puback")
+            log.error("publish to %s refused: PUBACK %s %s", topic, reason_code.value, reason_code)
+
+    def _on_message(self, client, userdata, message) -> None:
+        try:
+            self._handle(message.topic, message.payload, bool(message.retain))
+        except Exception:
+            # The ledger could not take it (disk, lock...): no PUBACK; drop the connection so
+            # the broker redelivers from the persistent session after a backoff.
+            self._count("ledger_error")
+            log.exception("could not handle a message on %s; reconnecting", message.topic)
+            self._drop = True
+            return
+        client.ack(message.mid, message.qos)
+
+    # -- handling --------------------------------------------------------------------------
+
+    def _handle(self, topic: str, payload: bytes, retained: bool = False) -> None:
+        try:
+            kind, table, body = parse_message(topic, payload)
+        except LinkMessageError as exc:
+            self._count("malformed")
+            log.warning("refused a message on %s: %s", topic, exc)
+            return
+        if table not in self.config.tables:
+            self._count("unknown_table")
+            log.warning("refused a %s from table %r: not in the config", kind, table)
+            return
+        if kind == "status":
+            self._on_status(table, body, retained)
+        elif kind in TABLE_KINDS:
+            self._on_table_message(table, body)
+        else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
+            self._count("malformed")
+            log.warning("ignored a %s message on %s", kind, topic)
+
+    def _on_table_message(self, table: str, body: dict[str, Any]) -> None:
+        if body["boot"] > self._boots.get(table, 0):
+            self._boots[table] = body["boot"]
+        result = self._ledger.apply(body)  # committed when it returns
+        status = result.status
+        self._count(status.name.lower())
+        if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
+            log.warning(
+                "refused %s seq %s of %s: %s", body["kind"], body["seq"], table, result.reason
+            )
+            return
+        if status is Status.GAP:
+            self._ask_resend(table, result.resend_from)
+            return
+        if status is Status.REFUSED:
+            log.warning(
+                "ALARM refused %s seq %d of %s: %s", body["kind"], body["seq"], table, result.reason
+            )
+        self._send_ack(table, result.ack)
+        for award in result.awards:
+            self._send_award(award)
+        self._dirty.update(result.meters)
+
+    def _ask_resend(self, table: str, start: int) -> None:
+        last = self._resent.get(table)
+        now = time.monotonic()
+        if last is not None and last[0] == start and now - last[1] < self.resend_interval:
+            return  # already asked: the rest of the window after a gap needs no more asking
+        self._resent[table] = (start, now)
+        self._count("resend")
+        log.info("gap in %s's stream: resend from %d", table, start)
+        message = {"v": VERSION, "table": table, "from": start, "sent_t": self._ms()}
+        self._publish(topic_for(table, "resend"), message)
+
+    def _send_ack(self, table: str, seq: int) -> None:
+        self._count("ack")
+        message = {"v": VERSION, "table": table, "seq": seq, "sent_t": self._ms()}
+        self._publish(topic_for(table, "ack"), message)
+
+    def _send_award(self, award: Award) -> None:
+        message = award.message(self._ms())
+        validate("award", message)
+        self._count("award")
+        log.info(
+            "award %s %s: %s %s %d cents",
+            award.award_id,
+            award.state,
+            award.pool,
+            award.meter,
+            award.amount,
+        )
+        self._publish(topic_for(award.table, "award"), message)
+
+    def _on_status(self, table: str, body: dict[str, Any], retained: bool) -> None:
+        boot, state, latest = body["boot"], body["state"], self._boots.get(table, 0)
+        if boot < latest:
+            self._count("stale_status")
+            log.info("ignored %s's %s from boot %d (table at boot %d)", table, state, boot, latest)
+            return
+        self._boots[table] = boot
+        if state == "offline":
+            self._count("table_offline")
+            how = "clean shutdown" if body.get("clean") else "connection lost (will)"
+            log.warning("table %s offline (boot %d): %s", table, boot, how)
+            return
+        self._count("table_online")
+        log.info("table %s online (boot %d)", table, boot)
+        acked = self._ledger.ack(table)
+        if acked > 0:
+            self._send_ack(table, acked)
+        if retained:
+            # The table was online before this subscription: what it sent while no session
+            # of ours existed (a first start, an expired session) is lost; ask for it.
+            self._resent.pop(table, None)
+            self._ask_resend(table, acked + 1)
+        for award in self._ledger.awards(table):
+            if award.state == "offered":
+                self._send_award(award)
+
+    def _flush_meters(self, force: bool = False) -> None:
+        if not self._dirty:
+            return
+        now = time.monotonic()
+        due = [
+            pool
+            for pool in self._dirty
+            if force or now - self._meter_sent.get(pool, float("-inf")) >= self.meter_interval
+        ]
+        if not due:
+            return
+        readings = self._ledger.meters()
+        for pool in due:
+            self._dirty.discard(pool)
+            if pool not in readings:
+                continue
+            self._meter_sent[pool] = now
+            self._count("meter")
+            self._publish(meter_topic(pool), readings[pool].message(self._ms()), retain=True)
+
+
+# -- the console script ------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jackpot-controller",
+        description="The central jackpot controller: table streams in, ledger, meters out.",
+    )
+    p.add_argument("--config", required=True, help="pools and tables (jackpot.example.toml)")
+    p.add_argument("--ledger", required=True, help="the SQLite ledger file (created if absent)")
+    p.add_argument("--host", default="127.0.0.1", help="the broker (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=1883, help="the broker's port (default 1883)")
+    p.add_argument("--username", default=CLIENT_ID, help=f"broker user (default {CLIENT_ID})")
+    p.add_argument("--password-file", required=True, help="a file holding the broker password")
+    p.add_argument("--meter-rate", type=float, default=4.0, help="meter messages/s per pool")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(args.config)
+    except JackpotConfigError as exc:
+        parser.exit(2, f"jackpot-controller: bad config: {exc}\n")
+    try:
+        password = Path(args.password_file).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.exit(2, f"jackpot-controller: cannot read --password-file: {exc}\n")
+    if not password:
+        parser.exit(2, f"jackpot-controller: --password-file {args.password_file} is empty\n")
+    ledger = Path(args.ledger)
+    if not ledger.parent.is_dir():
+        parser.exit(2, f"jackpot-controller: --ledger: no directory {ledger.parent}\n")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        service = JackpotService(
+            config,
+            ledger,
+            args.host,
+            args.port,
+            args.username,
+            password,
+            meter_rate=args.meter_rate,
+        )
+    except (TableControllerError, ValueError) as exc:
+        parser.exit(2, f"jackpot-controller: {exc}\n")
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""The jackpot controller service end to end: a real Mosquitto (tests/mqtt_broker.py), real
+SQLite ledgers and outboxes, real table publishers, and a service child process killed -9.
+
+Table outboxes are filled by a ``JournaledTable`` playing Blazing 7's sessions
+(tests/_journal_feeder.session_events), published by a real ``TablePublisher``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from _journal_feeder import SETTINGS, session_events
+from mqtt_broker import CONTROLLER, SIGN, TABLES, broker  # noqa: F401
+
+from controller.jackpot.ledger import Ledger
+from controller.jackpot.pools import contribution, load_config
+from controller.jackpot.service import JackpotService, main
+from controller.journal import JournaledTable
+from controller.link.messages import envelope, parse_message, topic_for
+from controller.link.publisher import TablePublisher
+from controller.outbox import Outbox
+from controller.table.effects import Publish
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "config" / "jackpot.example.toml"
+CONFIG = load_config(EXAMPLE)
+T7, T8 = TABLES
+TRIGGER_OFFSET = 61_357  # trigger = $250 + 613.57 = 86357 cents: must never be published
+
+
+def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def fixed(offset: int):
+    return lambda n: offset
+
+
+def fill(path: Path, pa, rounds: int, seed: int = 3) -> list:
+    """Journal ``rounds`` rounds; return the outbox rows (kind, key, payload) in order."""
+    with JournaledTable(path, pa, SETTINGS) as table:
+        for event in session_events("pa-standard", seed, rounds):
+            table.handle(event)
+    box = Outbox(path)
+    try:
+        return box.pending()
+    finally:
+        box.close()
+
+
+def depth(path: Path) -> int:
+    box = Outbox(path)
+    try:
+        return box.depth()
+    finally:
+        box.close()
+
+
+def acked(path: Path) -> int:
+    box = Outbox(path)
+    try:
+        return box.last_acknowledged()
+    finally:
+        box.close()
+
+
+def expected_contributions(rows) -> dict[str, Fraction]:
+    """Per pool, what the table's contributions should add, computed from the table's rows."""
+    out: dict[str, Fraction] = {}
+    for row in rows:
+        if row.kind != "contribution":
+            continue
+        p = row.payload
+        pools = [CONFIG.progressive_for(p["wager"])]
+        if p["mystery"]:
+            pools.append(CONFIG.mystery_for(p["wager"]))
+        for pool in pools:
+            out[pool.name] = out.get(pool.name, Fraction(0)) + contribution(pool, p["stake"])
+    return out
+
+
+def service(broker, ledger: Path, **kwargs) -> JackpotService:  # noqa: F811
+    kwargs.setdefault("backoff", (0.05, 0.5))
+    kwargs.setdefault("randbelow", fixed(TRIGGER_OFFSET))
+    svc = JackpotService(
+        CONFIG,
+        ledger,
+        broker.host,
+        broker.port,
+        CONTROLLER,
+        broker.passwords[CONTROLLER],
+        **kwargs,
+    )
+    assert svc.wait_online(10), "the service did not come online"
+    return svc
+
+
+def publisher(broker, path: Path, **kwargs) -> TablePublisher:  # noqa: F811
+    kwargs.setdefault("backoff", (0.05, 0.5))
+    return TablePublisher(path, T7, broker.host, broker.port, T7, broker.passwords[T7], **kwargs)
+
+
+def trigger(ledger: Path) -> int:
+    db = sqlite3.connect(ledger)
+    try:
+        return db.execute("SELECT trigger_cents FROM mystery").fetchone()[0]
+    finally:
+        db.close()
+
+
+def check_ledger(ledger: Path, rows) -> None:
+    """Every (table, seq) applied once, in order; contributions = the table's; meter = sum."""
+    with Ledger(ledger, CONFIG) as led:
+        applied = [(t, s) for t, s, *_ in led.applied()]
+        assert applied == [(T7, n) for n in range(1, len(rows) + 1)]
+        assert all(outcome == "applied" for *_, outcome, _ in led.applied())
+        for pool, total in expected_contributions(rows).items():
+            moves = led.totals(pool)
+            assert moves["contribution"] == total, pool
+            assert led.meter(pool) == sum(moves.values()), pool
+
+
+def test_a_table_stream_is_applied_once_acked_and_metered(tmp_path, pa, broker, caplog):  # noqa: F811
+    caplog.set_level("DEBUG")
+    box, ledger = tmp_path / "t.journal", tmp_path / "ledger.db"
+    rows = fill(box, pa, rounds=12)
+    assert sum(r.kind == "contribution" for r in rows) >= 10
+    table = broker.client(T7, client_id="t7-reader")  # what the table is told
+    assert table.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
+    meters = broker.client(SIGN, client_id="sign-live")
+    assert meters.subscribe("bj/v1/meters/#").value == 1
+    svc = service(broker, ledger, meter_rate=2)
+    pub = publisher(broker, box, window=5)
+    try:
+        wait_for(lambda: depth(box) == 0, what="the outbox to drain")
+        assert acked(box) == len(rows)
+        time.sleep(0.8)  # the coalesced meters go out
+        counts = svc.health()["counts"]
+        assert counts["applied"] == len(rows)
+        assert counts.get("malformed", 0) == counts.get("gap", 0) == 0
+    finally:
+        pub.close()
+        svc.close()
+        svc.close()  # safe twice
+    check_ledger(ledger, rows)
+    with Ledger(ledger, CONFIG) as led:
+        final = {p: r.message(0) for p, r in led.meters().items()}
+    # coalesced: fewer meter messages than contributions, the last one is the final value
+    live = [m for m in meters.drain(0.5) if not m.retain]
+    contributions = sum(r.kind == "contribution" for r in rows)
+    assert 1 <= len([m for m in live if m.topic.endswith("blazing_7s")]) < contributions
+    last = {}
+    for m in live:
+        _, _, body = parse_message(m.topic, m.payload)
+        last[body["pool"]] = body
+    for pool, body in last.items():
+        assert (body["amount"], body["fraction"], body["seq"]) == (
+            final[pool]["amount"],
+            final[pool]["fraction"],
+            final[pool]["seq"],
+        )
+    # a late sign sees the meters retained, and the controller's status offline
+    sign = broker.client(SIGN, client_id="sign-late")
+    try:
+        assert sign.subscribe("bj/v1/meters/#").value == 1
+        assert sign.subscribe("bj/v1/jackpot/status").value == 1
+        got = sign.drain(0.5)
+    finally:
+        sign.close()
+    assert all(m.retain for m in got)
+    seen = {}
+    for m in got:
+        kind, _, body = parse_message(m.topic, m.payload)
+        seen[body.get("pool", kind)] = body
+    assert seen["jackpot_status"]["state"] == "offline"
+    assert seen["jackpot_status"]["boot"] == 1
+    assert seen["blazing_7s"]["amount"] == final["blazing_7s"]["amount"]
+    assert seen["mystery"]["must_hit_by"] == 100_000
+    # every ack the table got is valid and in order; the trigger is nowhere
+    acks = []
+    for m in table.drain(0.3):
+        kind, _, body = parse_message(m.topic, m.payload)
+        if kind == "ack":
+            acks.append(body["seq"])
+    assert acks == sorted(acks) and acks[-1] == len(rows)
+    secret = str(trigger(ledger))
+    assert secret == str(25_000 + TRIGGER_OFFSET)
+    published = [m.payload.decode() for m in (*live, *got)]
+    assert not any(secret in text for text in published)
+    assert secret not in caplog.text
+    table.close()
+    meters.close()
+
+
+def contribution_message(seq: int, boot: int = 1, table: str = T7, spot: int = 1) -> bytes:
+    payload = {"round": seq, "game": "pa-standard", "spot": spot, "wager": "blazing_7s",
+               "pool": "blazing_7s", "stake": 500, "mystery": True}  # fmt: skip
+    publish = Publish(topic="contribution", key=f"round-{seq}/spot-{spot}/c", payload=payload)
+    message = envelope(T7, boot, seq, publish, 1_770_000_000_000 + seq)
+    message["table"] = table
+    return json.dumps(message).encode()
+
+
+def next_of(client, kind: str, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = client.get(0.2)
+        if m is not None and m.topic.endswith("/" + kind):
+            return parse_message(m.topic, m.payload)[2]
+    raise AssertionError(f"no {kind}")
+
+
+def test_gap_resend_forgeries_and_stale_wills(tmp_path, broker):  # noqa: F811
+    ledger = tmp_path / "ledger.db"
+    svc = service(broker, ledger)
+    table = broker.client(T7, client_id="raw-table")
+    try:
+        assert table.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
+        topic = topic_for(T7, "contribution")
+        assert table.publish(topic, contribution_message(1)).value in (0, 16)
+        assert next_of(table, "ack")["seq"] == 1
+        # seq 3 before 2: nothing applied, resend from 2
+        table.publish(topic, contribution_message(3))
+        assert next_of(table, "resend")["from"] == 2
+        table.publish(topic, contribution_message(2))
+        assert next_of(table, "ack")["seq"] == 2
+        table.publish(topic, contribution_message(3))
+        assert next_of(table, "ack")["seq"] == 3
+        # a replay of 2: nothing applied, the latest ack again
+        table.publish(topic, contribution_message(2))
+        assert next_of(table, "ack")["seq"] == 3
+        # publishing on another table's topic: the broker refuses it (135)
+        forged = contribution_message(4, table=T8)
+        assert table.publish(topic_for(T8, "contribution"), forged).value == 135
+        # another table in the envelope on its own topic: the service refuses it
+        table.publish(topic, forged)
+        table.publish(topic, b"{not json")
+        wait_for(lambda: svc.health()["counts"].get("malformed") == 2, what="two refusals")
+        # a birth from boot 2: the latest ack again; then a late will of boot 1 is ignored
+        status = topic_for(T7, "status")
+        birth = {"v": 1, "table": T7, "boot": 2, "state": "online", "sent_t": 1}
+        table.publish(status, json.dumps(birth), retain=True)
+        assert next_of(table, "ack")["seq"] == 3
+        will = {"v": 1, "table": T7, "boot": 1, "state": "offline", "clean": False, "sent_t": 0}
+        table.publish(status, json.dumps(will), retain=True)
+        wait_for(lambda: svc.health()["counts"].get("stale_status") == 1, what="stale will")
+        counts = svc.health()["counts"]
+        assert counts.get("table_offline", 0) == 0 and counts["table_online"] == 1
+        assert (counts["applied"], counts["duplicate"], counts["gap"]) == (3, 1, 1)
+    finally:
+        table.close()
+        svc.close()
+    with Ledger(ledger, CONFIG) as led:
+        assert [s for _, s, *_ in led.applied()] == [1, 2, 3]
+        assert led.totals("blazing_7s")["contribution"] == 3 * Fraction(75)
+
+
+def test_a_mystery_hit_is_offered_and_offered_again_on_birth(tmp_path, broker):  # noqa: F811
+    draws = iter([0, TRIGGER_OFFSET])  # first trigger = the seed: the first contribution hits
+    ledger = tmp_path / "ledger.db"
+    svc = service(broker, ledger, randbelow=lambda n: next(draws))
+    table = broker.client(T7, client_id="raw-table")
+    try:
+        assert table.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
+        table.publish(topic_for(T7, "contribution"), contribution_message(1))
+        award = next_of(table, "award")
+        assert (award["state"], award["pool"], award["amount"]) == ("offered", "mystery", 25_000)
+        assert award["award_id"] == f"{T7}/1" and award["order"] == 1
+        birth = {"v": 1, "table": T7, "boot": 1, "state": "online", "sent_t": 1}
+        table.publish(topic_for(T7, "status"), json.dumps(birth), retain=True)
+        assert next_of(table, "award")["award_id"] == f"{T7}/1"
+    finally:
+        table.close()
+        svc.close()
+
+
+def test_main_refuses_bad_arguments_clearly(tmp_path, capsys):
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[pools.x]\nkind = 'progressive'\nbogus = 1\n")
+    base = ["--ledger", str(tmp_path / "l.db"), "--port", "1"]
+    cases = [
+        (["--config", str(bad), "--password-file", str(pw)], "bad config"),
+        (["--config", str(tmp_path / "none.toml"), "--password-file", str(pw)], "bad config"),
+        (["--config", str(EXAMPLE), "--password-file", str(tmp_path / "nope")], "password-file"),
+    ]
+    for args, words in cases:
+        with pytest.raises(SystemExit) as exit_:
+            main([*args, *base])
+        assert exit_.value.code == 2
+        assert words in capsys.readouterr().err
+    assert not (tmp_path / "l.db").exists()
+
+
+CHILD = [sys.executable, "-c", "import sys; from controller.jackpot.service import main; "
+         "sys.exit(main(sys.argv[1:]))"]  # fmt: skip
+
+
+def start_child(broker, ledger: Path, pw: Path) -> subprocess.Popen:  # noqa: F811
+    args = ["--config", str(EXAMPLE), "--ledger", str(ledger), "--host", broker.host]
+    args += ["--port", str(broker.port), "--password-file", str(pw), "--log-level", "WARNING"]
+    return subprocess.Popen(
+        [*CHILD, *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def controller_status(broker) -> dict | None:  # noqa: F811
+    sign = broker.client(SIGN, client_id=f"sign-{time.monotonic_ns()}")
+    try:
+        sign.subscribe("bj/v1/jackpot/status")
+        m = sign.get(0.5)
+        return None if m is None else json.loads(m.payload)
+    finally:
+        sign.close()
+
+
+def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, broker):  # noqa: F811
+    box, ledger, pw = tmp_path / "t.journal", tmp_path / "ledger.db", tmp_path / "pw"
+    pw.write_text(broker.passwords[CONTROLLER] + "\n")
+    rows = fill(box, pa, rounds=60)
+    n = len(rows)
+    child = start_child(broker, ledger, pw)
+    pub = publisher(broker, box, window=3)
+    try:
+        wait_for(lambda: acked(box) >= n // 4, what="a quarter applied")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(5)
+        killed_at = acked(box)
+        assert killed_at < n, "the stream finished before the kill"
+        wait_for(lambda: (controller_status(broker) or {}).get("state") == "offline", what="will")
+        child.stderr.close()
+        child = start_child(broker, ledger, pw)
+        wait_for(lambda: depth(box) == 0, timeout=30, what="the rest after the restart")
+        status = controller_status(broker)
+        assert (status["state"], status["boot"]) == ("online", 2)
+    finally:
+        pub.close()
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)  # a clean stop: offline, disconnect, exit 0
+            assert child.wait(10) == 0
+        err = child.stderr.read().decode()
+        child.stderr.close()
+    assert "Traceback" not in err
+    status = controller_status(broker)
+    assert (status["state"], status["boot"]) == ("offline", 2)
+    check_ledger(ledger, rows)
