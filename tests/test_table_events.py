@@ -54,6 +54,9 @@ EXAMPLES: list[ev.Event] = [
     ev.ShoeEvent("fault", "jam at the gate"),
     ev.Tick(t=1000),
     ev.Tick(),
+    ev.JackpotAward("hcm-bj-07/12", 4, 3, "blazing_7s", 1234567, "100% of meter"),
+    ev.JackpotAward("hcm-bj-07/13", 5, 1, "mystery", 0, "100% of meter", "refused", t=3),
+    ev.ConfirmAward("hcm-bj-07/12", t=8),
 ]
 
 

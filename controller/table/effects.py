@@ -105,8 +105,8 @@ class Settled(Effect):
 
 @dataclass(frozen=True, slots=True)
 class Publish(Effect):
-    """A message for the jackpot controller: ``contribution``, ``round_result`` or
-    ``hit_claim``; ``key`` is unique per table and message (deduplication)."""
+    """A message for the jackpot controller: ``contribution``, ``round_result``,
+    ``hit_claim`` or ``award_confirm``; ``key`` is unique per table and message (deduplication)."""
 
     KIND: ClassVar[str] = "publish"
     topic: str

@@ -39,6 +39,8 @@ SHOE_EVENTS = (
 )
 """``offline``/``online``: the shoe driver lost / regained the shoe (heartbeat timeout,
 unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing."""
+AWARD_STATES = ("offered", "committed", "refused")
+"""A jackpot award's ``state`` as the controller sends it (docs/jackpot/schemas/award.json)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,33 @@ class Tick(Event):
     t: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class JackpotAward(Event):
+    """The jackpot link: the controller's award for a verified hit claim or a Must-Hit-By
+    Mystery hit (docs/jackpot/schemas/award.json). ``line`` is the meter share
+    (``100% of meter``), ``amount`` the cents to hand pay, ``state`` one of
+    :data:`AWARD_STATES`; ``round`` is the table's round the hit belongs to."""
+
+    TYPE: ClassVar[str] = "jackpot_award"
+    award_id: str
+    round: int
+    spot: int
+    pool: str
+    amount: int
+    line: str
+    state: str = "offered"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmAward(Event):
+    """The dealer hand paid the pending award ``award_id`` (supervisor key on)."""
+
+    TYPE: ClassVar[str] = "confirm_award"
+    award_id: str
+    t: int | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -257,6 +286,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Assign,
         ShoeEvent,
         Tick,
+        JackpotAward,
+        ConfirmAward,
     )
 }
 
@@ -316,4 +347,6 @@ def parse_event(obj: Any) -> Event:
         raise EventError(f"'card' event: source must be one of {', '.join(CARD_SOURCES)}")
     if isinstance(event, ShoeEvent) and event.event not in SHOE_EVENTS:
         raise EventError(f"'shoe' event: event must be one of {', '.join(SHOE_EVENTS)}")
+    if isinstance(event, JackpotAward) and event.state not in AWARD_STATES:
+        raise EventError(f"'jackpot_award' event: state must be one of {', '.join(AWARD_STATES)}")
     return event

@@ -51,7 +51,7 @@ from controller.table.state import (
     SpotInPlay,
     TableState,
 )
-from controller.table.view import bet_name, snapshot
+from controller.table.view import bet_name, pool_name, snapshot
 
 REFUSALS = (ProcedureError, RuleViolation, WagerError)
 
@@ -113,6 +113,8 @@ class Table(Procedure):
             Assign: self._on_assign,
             ShoeEvent: self._on_shoe,
             Tick: lambda event: None,
+            ev.JackpotAward: self._on_award,
+            ev.ConfirmAward: self._on_confirm_award,
         }
 
     # -- the one entry point ----------------------------------------------------
@@ -614,6 +616,85 @@ class Table(Procedure):
         if self.state.supervisor_key != event.on:
             self.state.supervisor_key = event.on
             self._prompt("supervisor_key", f"Supervisor key {'on' if event.on else 'off'}")
+
+    # -- the jackpot link ------------------------------------------------------------------
+
+    def _on_award(self, event: ev.JackpotAward) -> None:
+        # Any phase, between rounds too; never refused: the controller verified the hit, so
+        # even an award for a spot or pool this table does not know is shown to the dealer.
+        state, award_id = self.state, event.award_id
+        closed = state.awards_closed.get(award_id)
+        what = f"spot {event.spot} wins {pool_name(event.pool)} {event.line}"
+        if event.state == "offered":
+            if award_id in state.awards or closed is not None:
+                return  # the controller repeats an award until the confirm is applied
+            state.awards[award_id] = event
+            self._prompt(
+                "jackpot_award",
+                f"Jackpot: {what}: {format_cents(event.amount)} hand pay; call the supervisor",
+                event.spot,
+            )
+        elif event.state == "committed":
+            if closed in ("committed", "refused"):
+                return
+            state.awards.pop(award_id, None)
+            state.awards_closed[award_id] = "committed"
+            self._prompt(
+                "jackpot_committed",
+                f"Jackpot award {award_id} committed: {what}, "
+                f"{format_cents(event.amount)} hand paid",
+                event.spot,
+            )
+        else:
+            if closed is not None:
+                return
+            state.awards.pop(award_id, None)
+            state.awards_closed[award_id] = "refused"
+            self._prompt(
+                "jackpot_refused",
+                f"Jackpot claim refused by the jackpot controller: spot {event.spot} "
+                f"{pool_name(event.pool)} {event.line}: no hand pay; call the supervisor",
+                event.spot,
+            )
+
+    def _on_confirm_award(self, event: ev.ConfirmAward) -> None:
+        state = self.state
+        if not state.supervisor_key:
+            raise ProcedureError("confirm award refused: turn the supervisor key first")
+        award = state.awards.get(event.award_id)
+        if award is None:
+            pending = ", ".join(state.awards) or "none"
+            raise ProcedureError(
+                f"confirm award refused: no award {event.award_id} waits for a hand pay "
+                f"(pending: {pending})"
+            )
+        if state.now is None:
+            raise ProcedureError(
+                "confirm award refused: the confirmation carries no time (t); the console "
+                "must stamp it"
+            )
+        del state.awards[award.award_id]
+        state.awards_closed[award.award_id] = "confirmed"
+        self._out.append(
+            Publish(
+                "award_confirm",
+                f"award/{award.award_id}/confirm",
+                {
+                    "award_id": award.award_id,
+                    "round": award.round,
+                    "spot": award.spot,
+                    "pool": award.pool,
+                    "amount": award.amount,
+                    "confirmed_t": state.now,
+                },
+            )
+        )
+        self._prompt(
+            "jackpot_confirmed",
+            f"Jackpot award {award.award_id} confirmed: spot {award.spot} hand paid "
+            f"{format_cents(award.amount)}; sent to the jackpot controller",
+            award.spot,
+        )
 
     # -- the shoe ----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
 from controller.table.effects import Effect
-from controller.table.events import Event
+from controller.table.events import Event, JackpotAward
 
 
 class Phase(enum.Enum):
@@ -105,7 +105,10 @@ class TableState:
     shuffle (shoe integrity), ``dealt`` all of them and ``discarded`` those burned,
     voided or cleared with a finished round, so ``dealt == discarded + pending +
     cards on the layout``; ``pending`` holds cards waiting for the dealer's
-    decision; ``log``/``round_effects`` collect the round for game recall."""
+    decision; ``log``/``round_effects`` collect the round for game recall.
+    ``awards`` are the jackpot awards offered and not yet confirmed (arrival order);
+    ``awards_closed`` remembers what became of the others (``confirmed``, ``committed``,
+    ``refused``), so an award the controller repeats is not shown twice."""
 
     round_number: int = 1
     phase: Phase = Phase.BETTING
@@ -125,6 +128,8 @@ class TableState:
     door_open: bool = False
     shoe_fault: str = ""
     supervisor_key: bool = False
+    awards: dict[str, JackpotAward] = field(default_factory=dict)
+    awards_closed: dict[str, str] = field(default_factory=dict)
     lights: dict[str, str] = field(default_factory=dict)
     carried: list[Event] = field(default_factory=list)
     log: list[Event] = field(default_factory=list)

@@ -23,6 +23,8 @@ BET_NAMES = {
     **TITLES,
 }
 HIDDEN = "back"
+POOL_NAMES = {**TITLES, "mystery": "Must-Hit-By Mystery"}
+"""Jackpot pools as the dealer and the signs say them (a pool not listed shows its name)."""
 
 
 TIE_BONUS_NAMES = {"left_side": "LS", "right_side": "RS", "tie_blackjack": "Blackjack"}
@@ -37,6 +39,11 @@ def bet_name(wager: str) -> str:
             return wager
         return f"Blackjack Tie {TIE_BONUS_NAMES.get(bonus, bonus.removeprefix('tie_'))}"
     return BET_NAMES.get(wager, wager)
+
+
+def pool_name(pool: str) -> str:
+    """``blazing_7s`` -> ``Blazing 7's``; ``mystery`` -> ``Must-Hit-By Mystery``."""
+    return POOL_NAMES.get(pool, pool)
 
 
 def settlement_prompt(line: Settled) -> str:
@@ -88,6 +95,17 @@ def snapshot(state: TableState, game: str) -> dict[str, Any]:
         "pending_cards": len(state.pending),
         "supervisor_key": state.supervisor_key,
         "lights": dict(sorted(state.lights.items())),
+        "awards": [
+            {
+                "award_id": a.award_id,
+                "round": a.round,
+                "spot": a.spot,
+                "pool": a.pool,
+                "line": a.line,
+                "amount": a.amount,
+            }
+            for a in state.awards.values()
+        ],
     }
     if rnd is None:
         return out
