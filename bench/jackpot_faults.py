@@ -1,0 +1,435 @@
+"""A randomized fault run of the jackpot link; prints ``sent=N applied=N lost=N duplicated=N``.
+
+Real processes: a Mosquitto (tests/mqtt_broker.py, persistence on), a TCP proxy in front of it
+(tests/tcp_proxy.py), the jackpot controller as a child process, and one child process per
+table that plays a seeded Blazing 7's session into its journal (``JournaledTable``, whose
+outbox rows are written in the journal's transactions) while its ``TablePublisher`` sends
+them through the proxy. At random moments (seeded): ``kill -9`` the broker (restarted on the
+same port from what it had saved), the controller, a table process (restarted: it recovers
+its journal and goes on), a cut of every connection, or a network outage (the proxy refuses
+connections for a while). Once quiet, :meth:`FaultRun.check` compares the tables' journals
+(every publish their steps made, replayed from the journal) with the ledger.
+
+    .venv/bin/python bench/jackpot_faults.py [--quick] [--seed N] [--faults N] [--rounds N]
+
+Exit 1 if anything was lost or counted twice, or an invariant failed. The test
+tests/test_jackpot_faults.py runs the same machinery at CI size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+for _p in (str(ROOT), str(TESTS)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from _journal_feeder import SETTINGS, consumed, session_events  # noqa: E402
+from mqtt_broker import CONTROLLER, TABLES, MosquittoBroker  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
+
+from controller.errors import JournalError  # noqa: E402
+from controller.games import load_game  # noqa: E402
+from controller.jackpot.ledger import Ledger  # noqa: E402
+from controller.jackpot.pools import contribution, load_config  # noqa: E402
+from controller.journal import Journal, JournaledTable  # noqa: E402
+from controller.outbox import Outbox  # noqa: E402
+from controller.table import Table  # noqa: E402
+from controller.table.effects import Publish  # noqa: E402
+
+GAME = "pa-standard"
+EXAMPLE = ROOT / "config" / "jackpot.example.toml"
+FAULTS = ("broker", "service", "table", "cut", "outage")
+BACKOFF = (0.05, 0.5)
+
+
+# -- the child processes ----------------------------------------------------------------------
+
+
+def _stop_on_sigterm() -> threading.Event:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    return stop
+
+
+def table_child(journal: str, table: str, port: int, pwfile: str, seed: int, rounds: int,
+                pace_ms: float) -> int:  # fmt: skip
+    """Play the session into ``journal`` (recovering what an earlier run journaled) while a
+    TablePublisher sends the outbox; write ``journal.done`` when fed; stop on SIGTERM."""
+    from controller.link.publisher import TablePublisher
+
+    stop = _stop_on_sigterm()
+    password = Path(pwfile).read_text(encoding="utf-8").strip()
+    events = session_events(GAME, seed, rounds)
+    with JournaledTable(journal, load_game(GAME), SETTINGS) as t:
+        start = consumed(events, GAME, t.recovered)
+        pub = TablePublisher(journal, table, "127.0.0.1", port, table, password,
+                             backoff=BACKOFF, window=20)  # fmt: skip
+        try:
+            for event in events[start:]:
+                if stop.is_set():
+                    return 0
+                t.handle(event)
+                if pace_ms:
+                    time.sleep(pace_ms / 1000)
+            Path(journal + ".done").write_text("done\n", encoding="utf-8")
+            while not stop.wait(0.2):
+                pass
+        finally:
+            pub.close()
+    return 0
+
+
+def service_child(config: str, ledger: str, port: int, pwfile: str) -> int:
+    """The jackpot controller (as ``jackpot-controller`` runs it, with a short backoff)."""
+    from controller.jackpot.service import JackpotService
+
+    stop = _stop_on_sigterm()
+    password = Path(pwfile).read_text(encoding="utf-8").strip()
+    svc = JackpotService(load_config(config), ledger, "127.0.0.1", port, CONTROLLER, password,
+                         backoff=BACKOFF, meter_rate=4)  # fmt: skip
+    try:
+        while not stop.wait(0.2):
+            pass
+    finally:
+        svc.close()
+    return 0
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    sent: int = 0
+    applied: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"sent={self.sent} applied={self.applied} lost={self.lost} duplicated={self.duplicated}"
+        )
+
+
+def write_config(path: Path, tables: tuple[str, ...]) -> Path:
+    """The example config with the test broker's tables all listed under their property."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    extra = [t for t in tables if f'"{t}"' not in text]
+    if extra:
+        listed = ", ".join(f'"{t}"' for t in extra)
+        text = text.replace('"hcm-bj-07"]', f'"hcm-bj-07", {listed}]', 1)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class FaultRun:
+    """Broker + proxy + controller child + table children under ``workdir``."""
+
+    def __init__(self, workdir: Path, seed: int, *, tables: int = 2, rounds: int = 20,
+                 pace_ms: float = 10, log=None) -> None:  # fmt: skip
+        self.workdir = workdir
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.tables = TABLES[:tables]
+        self.rounds = rounds
+        self.pace_ms = pace_ms
+        self.log = log or (lambda text: None)
+        self.config_path = write_config(workdir / "jackpot.toml", self.tables)
+        self.config = load_config(self.config_path)
+        self.ledger = workdir / "ledger.db"
+        self.broker = MosquittoBroker(workdir / "broker")
+        self.proxy: TcpProxy | None = None
+        self.service: subprocess.Popen | None = None
+        self.children: dict[str, subprocess.Popen] = {}
+        self.faults: dict[str, int] = {}
+        self.triggers: dict[tuple[str, int], int] = {}  # (pool, cycle) -> trigger, via SQL
+        self.problems: list[str] = []
+
+    # processes
+    def journal(self, table: str) -> Path:
+        return self.workdir / f"{table}.journal"
+
+    def _pwfile(self, user: str) -> Path:
+        path = self.workdir / f"{user}.pw"
+        path.write_text(self.broker.passwords[user] + "\n", encoding="utf-8")
+        path.chmod(0o600)
+        return path
+
+    def _spawn(self, *args: object) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), *map(str, args)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.workdir / "children.log", "ab"),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+    def _start_service(self) -> None:
+        pw = self._pwfile(CONTROLLER)
+        self.service = self._spawn("--child-service", self.config_path, self.ledger,
+                                   self.proxy.port, pw)  # fmt: skip
+
+    def _start_table(self, table: str, index: int) -> None:
+        pw = self._pwfile(table)
+        self.children[table] = self._spawn(
+            "--child-table", self.journal(table), table, self.proxy.port, pw,
+            self.seed * 100 + index, self.rounds, self.pace_ms,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        self.broker.start()
+        self.proxy = TcpProxy(self.broker.host, self.broker.port)
+        self._start_service()
+        for i, table in enumerate(self.tables):
+            self._start_table(table, i)
+
+    def close(self) -> None:
+        for proc in [self.service, *self.children.values()]:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in [self.service, *self.children.values()]:
+            if proc is not None:
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        if self.proxy is not None:
+            self.proxy.close()
+        self.broker.kill()
+
+    # faults
+    def read_triggers(self) -> None:
+        """Record (pool, cycle) -> trigger by direct SQL; a cycle's trigger must never change."""
+        if not self.ledger.exists():
+            return
+        db = sqlite3.connect(self.ledger, timeout=30)
+        try:
+            rows = db.execute("SELECT pool, trigger_cents, cycle FROM mystery").fetchall()
+        finally:
+            db.close()
+        for pool, trigger, cycle in rows:
+            seen = self.triggers.setdefault((pool, cycle), trigger)
+            if seen != trigger:
+                self.problems.append(f"{pool} cycle {cycle}: trigger changed")
+
+    def fault(self, kind: str) -> None:
+        rng = self.rng
+        self.faults[kind] = self.faults.get(kind, 0) + 1
+        self.log(f"fault {kind}")
+        if kind == "broker":
+            self.broker.kill()
+            time.sleep(rng.uniform(0, 0.5))
+            self.broker.start()
+        elif kind == "service":
+            self.service.kill()
+            self.service.wait()
+            self.read_triggers()
+            time.sleep(rng.uniform(0, 0.3))
+            self._start_service()
+            self.read_triggers()
+        elif kind == "table":
+            index = rng.randrange(len(self.tables))
+            table = self.tables[index]
+            self.children[table].kill()
+            self.children[table].wait()
+            time.sleep(rng.uniform(0, 0.3))
+            self._start_table(table, index)
+        elif kind == "cut":
+            self.proxy.cut()
+        elif kind == "outage":
+            self.proxy.refuse()
+            time.sleep(rng.uniform(0.1, 1.0))
+            self.proxy.resume()
+        else:
+            raise ValueError(kind)
+
+    def run_faults(self, count: int, gap: tuple[float, float] = (0.2, 1.0)) -> None:
+        for _ in range(count):
+            time.sleep(self.rng.uniform(*gap))
+            self.fault(self.rng.choice(FAULTS))
+
+    def _state(self, table: str) -> tuple[bool, int, int, int]:
+        """(fed, outbox depth, last written, last acknowledged); (False, -1, -1, -1) if the
+        journal is not there yet (the table process is starting)."""
+        try:
+            box = Outbox(self.journal(table))
+        except JournalError:
+            return (False, -1, -1, -1)
+        try:
+            return (
+                Path(str(self.journal(table)) + ".done").exists(),
+                box.depth(),
+                box.last_written(),
+                box.last_acknowledged(),
+            )
+        finally:
+            box.close()
+
+    def quiesce(self, timeout: float = 60.0) -> bool:
+        """Wait until every table has fed its session and its outbox is acknowledged."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc in [self.service, *self.children.values()]:
+                if proc.poll() is not None:
+                    self.problems.append(
+                        f"a child exited by itself: {proc.args[2]} {proc.returncode}"
+                    )
+                    return False
+            states = [self._state(t) for t in self.tables]
+            if all(
+                done and depth == 0 and written == acked for done, depth, written, acked in states
+            ):
+                return True
+            time.sleep(0.1)
+        self.problems.append(f"not quiet after {timeout}s: {self.states()}")
+        return False
+
+    def states(self) -> dict[str, tuple]:
+        return {t: self._state(t) for t in self.tables}
+
+    # the check
+    def publishes(self, table: str) -> list[Publish]:
+        """Every publish the table's journaled steps made, in outbox order."""
+        out: list[Publish] = []
+        t = Table(load_game(GAME), SETTINGS)
+        journal = Journal(self.journal(table))
+        try:
+            for event in journal.events():
+                out += [e for e in t.handle(event).effects if isinstance(e, Publish)]
+        finally:
+            journal.close()
+        return out
+
+    def expected(self, publishes: list[Publish]) -> dict[str, Fraction]:
+        out: dict[str, Fraction] = {}
+        for p in publishes:
+            if p.topic != "contribution":
+                continue
+            body = p.payload
+            pools = [self.config.progressive_for(body["wager"])]
+            if body["mystery"]:
+                pools.append(self.config.mystery_for(body["wager"]))
+            for pool in pools:
+                out[pool.name] = out.get(pool.name, Fraction(0)) + contribution(pool, body["stake"])
+        return out
+
+    def check(self) -> Figures:
+        """Journals vs ledger: sent, applied, lost, duplicated; problems for the rest."""
+        fig = Figures(faults=dict(self.faults), problems=self.problems)
+        self.read_triggers()
+        with Ledger(self.ledger, self.config) as led:
+            applied = led.applied()
+            expected: dict[str, Fraction] = {}
+            for table in self.tables:
+                pubs = self.publishes(table)
+                _fed, depth, written, acked = self._state(table)
+                if written != len(pubs):
+                    fig.problems.append(
+                        f"{table}: outbox wrote {written}, journal made {len(pubs)}"
+                    )
+                if depth or acked != written or led.ack(table) != written:
+                    fig.problems.append(
+                        f"{table}: depth {depth} acked {acked} ledger {led.ack(table)} of {written}"
+                    )
+                mine = [(seq, kind) for t, seq, kind, *_ in applied if t == table]
+                seqs = [s for s, _ in mine]
+                fig.sent += len(pubs)
+                fig.applied += len(set(seqs))
+                fig.duplicated += len(seqs) - len(set(seqs))
+                fig.lost += len(set(range(1, len(pubs) + 1)) - set(seqs))
+                if seqs != sorted(seqs):
+                    fig.problems.append(f"{table}: applied out of order")
+                kinds = {s: k for s, k in mine}
+                wrong = [n for n, p in enumerate(pubs, 1) if kinds.get(n, p.topic) != p.topic]
+                if wrong:
+                    fig.problems.append(f"{table}: seq {wrong[:5]} applied as another kind")
+                for pool, amount in self.expected(pubs).items():
+                    expected[pool] = expected.get(pool, Fraction(0)) + amount
+            for pool in self.config.pools:
+                moves = led.totals(pool)
+                if moves.get("contribution", Fraction(0)) != expected.get(pool, Fraction(0)):
+                    fig.problems.append(
+                        f"{pool}: ledger contributions {moves.get('contribution')} != "
+                        f"tables' {expected.get(pool)}"
+                    )
+                if led.meter(pool) != sum(moves.values()):
+                    fig.problems.append(f"{pool}: meter != the sum of its movements")
+            hits = {}
+            for award in led.awards():
+                if award.pool in self.config.pools and award.state != "refused":
+                    hits[award.pool] = hits.get(award.pool, 0) + 1
+        cycles: dict[str, int] = {}
+        for pool, cycle in self.triggers:
+            cycles[pool] = max(cycles.get(pool, 0), cycle)
+        for pool, cycle in cycles.items():
+            if cycle > 1 + hits.get(pool, 0):
+                fig.problems.append(f"{pool}: {cycle} trigger draws for {hits.get(pool, 0)} hits")
+        return fig
+
+
+def run(workdir: Path, seed: int, faults: int, rounds: int, tables: int = 2, pace_ms: float = 10,
+        log=None, quiet_timeout: float = 60.0) -> Figures:  # fmt: skip
+    fr = FaultRun(workdir, seed, tables=tables, rounds=rounds, pace_ms=pace_ms, log=log)
+    try:
+        fr.start()
+        fr.run_faults(faults)
+        fr.quiesce(quiet_timeout)
+    finally:
+        fr.close()
+    return fr.check()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child-table":
+        j, table, port, pw, seed, rounds, pace = argv[1:8]
+        return table_child(j, table, int(port), pw, int(seed), int(rounds), float(pace))
+    if argv and argv[0] == "--child-service":
+        config, ledger, port, pw = argv[1:5]
+        return service_child(config, ledger, int(port), pw)
+    import tempfile
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="a short run (under a minute)")
+    p.add_argument("--seed", type=int, default=None, help="the run's seed (default: random)")
+    p.add_argument("--faults", type=int, default=None, help="faults injected (default 40)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per table (default 120)")
+    p.add_argument("--tables", type=int, default=2, choices=(1, 2))
+    args = p.parse_args(argv)
+    seed = random.SystemRandom().randrange(1 << 30) if args.seed is None else args.seed
+    faults = args.faults or (12 if args.quick else 40)
+    rounds = args.rounds or (30 if args.quick else 120)
+    print(f"seed={seed} faults={faults} rounds={rounds} tables={args.tables}", flush=True)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="jackpot-faults-") as tmp:
+
+        def log(text: str) -> None:
+            print(f"{time.monotonic() - t0:6.1f}s {text}", flush=True)
+
+        fig = run(Path(tmp), seed, faults, rounds, args.tables, log=log)
+    print(f"faults: {fig.faults}  time: {time.monotonic() - t0:.1f}s")
+    for problem in fig.problems:
+        print(f"PROBLEM: {problem}")
+    print(fig.line())
+    return 1 if fig.lost or fig.duplicated or fig.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
