@@ -180,10 +180,11 @@ class FaultRun:
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
 
-    def _start_service(self) -> None:
+    def start_service(self, port: int | None = None) -> None:
+        """The controller child, through the proxy (or straight to ``port``)."""
         pw = self._pwfile(CONTROLLER)
-        self.service = self._spawn("--child-service", self.config_path, self.ledger,
-                                   self.proxy.port, pw)  # fmt: skip
+        port = self.proxy.port if port is None else port
+        self.service = self._spawn("--child-service", self.config_path, self.ledger, port, pw)
 
     def _start_table(self, table: str, index: int) -> None:
         pw = self._pwfile(table)
@@ -195,7 +196,7 @@ class FaultRun:
     def start(self) -> None:
         self.broker.start()
         self.proxy = TcpProxy(self.broker.host, self.broker.port)
-        self._start_service()
+        self.start_service()
         for i, table in enumerate(self.tables):
             self._start_table(table, i)
 
@@ -242,7 +243,7 @@ class FaultRun:
             self.service.wait()
             self.read_triggers()
             time.sleep(rng.uniform(0, 0.3))
-            self._start_service()
+            self.start_service()
             self.read_triggers()
         elif kind == "table":
             index = rng.randrange(len(self.tables))

@@ -1,0 +1,187 @@
+"""Durable contributions per second through the jackpot link, beside raw Mosquitto QoS 1.
+
+One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a child process:
+
+1. ``broker_qos1_per_s``: a plain paho client publishes ``--raw`` QoS 1 messages (the size of a
+   contribution) on a table's topic while another receives them at QoS 1; until the last one
+   is received.
+2. ``contributions_per_s``: a table's journal holds a backlog of Blazing 7's rounds (outbox rows
+   written in the journal's transactions); a ``TablePublisher`` sends it, the controller
+   applies each message in a ledger transaction (WAL, synchronous=FULL), acks it (MQTT after
+   the commit, then the application ack) and the table deletes it: contributions (of all
+   messages) until the outbox is empty.
+3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
+   its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
+   reader polling the ledger's ``applied`` table every millisecond).
+
+    .venv/bin/python bench/jackpot_throughput.py [--rounds N] [--raw N] [--live N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _journal_feeder import SETTINGS, session_events
+from jackpot_faults import GAME, FaultRun
+from mqtt_broker import CONTROLLER, SIGN, TABLES
+
+from controller.games import load_game
+from controller.journal import JournaledTable
+from controller.link.publisher import TablePublisher
+from controller.outbox import Outbox
+from controller.table.effects import Publish
+
+T7, T8 = TABLES
+
+
+def raw_qos1(broker, n: int, size: int) -> float:
+    """Publishes per second, QoS 1 in and out, with paho's default in-flight window."""
+    sub = broker.client(CONTROLLER, client_id="raw-sub")
+    pub = broker.client(T8, client_id="raw-pub")
+    try:
+        topic = f"bj/v1/table/{T8}/contribution"
+        assert sub.subscribe(topic).value == 1
+        payload = b"x" * size
+        t0 = time.perf_counter()
+        infos = [pub._client.publish(topic, payload, qos=1) for _ in range(n)]
+        got = 0
+        while got < n:
+            if sub.get(10) is None:
+                raise TimeoutError(f"raw: {got} of {n} received")
+            got += 1
+        for info in infos:
+            info.wait_for_publish(10)
+        return n / (time.perf_counter() - t0)
+    finally:
+        pub.close()
+        sub.close()
+
+
+def wait_online(broker, timeout: float = 15.0) -> None:
+    sign = broker.client(SIGN, client_id="bench-sign")
+    try:
+        sign.subscribe("bj/v1/jackpot/status")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = sign.get(0.5)
+            if m is not None and json.loads(m.payload).get("state") == "online":
+                return
+        raise TimeoutError("the jackpot controller did not come online")
+    finally:
+        sign.close()
+
+
+def depth(path: Path) -> int:
+    with Outbox(path) as box:
+        return box.depth()
+
+
+def backlog(fr: FaultRun, rounds: int) -> tuple[int, int, float]:
+    """(contributions, messages, seconds) to drain a backlog of ``rounds`` rounds."""
+    path = fr.journal(T7)
+    with JournaledTable(path, load_game(GAME), SETTINGS) as table:
+        for event in session_events(GAME, 11, rounds):
+            table.handle(event)
+    with Outbox(path) as box:
+        rows = box.pending()
+    contributions = sum(r.kind == "contribution" for r in rows)
+    pub = TablePublisher(path, T7, fr.broker.host, fr.broker.port, T7,
+                         fr.broker.passwords[T7], backoff=(0.05, 0.5))  # fmt: skip
+    try:
+        t0 = time.perf_counter()
+        while depth(path):
+            time.sleep(0.002)
+            if time.perf_counter() - t0 > 300:
+                raise TimeoutError("the backlog did not drain")
+        return contributions, len(rows), time.perf_counter() - t0
+    finally:
+        pub.close()
+
+
+def live(fr: FaultRun, rounds: int, pace_ms: float) -> list[float]:
+    """Journal-commit-to-ledger-commit latencies (ms) of the contributions of a live session."""
+    path = fr.workdir / "live.journal"
+    committed: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        db = sqlite3.connect(fr.ledger, timeout=30)
+        last = db.execute("SELECT COALESCE(MAX(n), 0) FROM applied").fetchone()[0]
+        while not stop.is_set():
+            for n, key in db.execute(
+                "SELECT n, key FROM applied WHERE n > ? AND table_id = ? AND kind = ?",
+                (last, T8, "contribution"),
+            ):
+                seen[key] = time.perf_counter()
+                last = max(last, n)
+            time.sleep(0.001)
+        db.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    with JournaledTable(path, load_game(GAME), SETTINGS) as table:
+        pub = TablePublisher(path, T8, fr.broker.host, fr.broker.port, T8,
+                             fr.broker.passwords[T8], backoff=(0.05, 0.5))  # fmt: skip
+        try:
+            for event in session_events(GAME, 12, rounds):
+                step = table.handle(event)
+                now = time.perf_counter()
+                for effect in step.effects:
+                    if isinstance(effect, Publish) and effect.topic == "contribution":
+                        committed[effect.key] = now
+                time.sleep(pace_ms / 1000)
+            deadline = time.monotonic() + 30
+            while depth(path) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.05)
+        finally:
+            pub.close()
+            stop.set()
+            watcher.join(5)
+    missing = set(committed) - set(seen)
+    if missing:
+        raise RuntimeError(f"{len(missing)} live contributions never reached the ledger")
+    return sorted((seen[k] - committed[k]) * 1000 for k in committed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=400, help="backlog rounds (default 400)")
+    p.add_argument("--raw", type=int, default=5000, help="raw QoS 1 publishes (default 5000)")
+    p.add_argument("--live", type=int, default=40, help="live rounds for latency (default 40)")
+    p.add_argument("--pace-ms", type=float, default=5, help="pause after each live event")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="jackpot-bench-") as tmp:
+        fr = FaultRun(Path(tmp), seed=1, tables=2, rounds=0)
+        try:
+            fr.broker.start()
+            fr.start_service(fr.broker.port)
+            wait_online(fr.broker)
+            raw = raw_qos1(fr.broker, args.raw, 300)
+            print(f"raw: {args.raw} QoS 1 messages of 300 bytes: {raw:.0f}/s", flush=True)
+            contribs, messages, secs = backlog(fr, args.rounds)
+            per_s = contribs / secs
+            print(f"backlog: {messages} messages ({contribs} contributions) in {secs:.2f}s: "
+                  f"{messages / secs:.0f} messages/s", flush=True)  # fmt: skip
+            lat = live(fr, args.live, args.pace_ms)
+            p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            print(f"live: {len(lat)} contributions, p50 {p50:.1f} ms, max {lat[-1]:.1f} ms")
+        finally:
+            fr.close()
+    print(f"contributions_per_s={per_s:.0f} broker_qos1_per_s={raw:.0f} p99_ms={p99:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
