@@ -9,14 +9,18 @@ and the alarms). It:
 - sets the death message (retained ``status`` offline, ``clean: false``, this boot) as the
   will before each connect, and publishes the birth (retained ``status`` online, this boot)
   after each CONNACK, so a late will from an earlier boot is recognised by its ``boot``;
-- subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack`` and ``/resend``;
+- subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack``, ``/resend`` and ``/award``;
 - publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope, at most
   ``window`` rows beyond the last application ack; after each (re)connect it starts again
   from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``);
-- on an ack: ``Outbox.acknowledge(seq)``; on a resend: rewinds to ``from``;
+- on an ack: ``Outbox.acknowledge(seq)``; on a resend: rewinds to ``from``; on an award:
+  hands ``on_award`` the :class:`~controller.table.events.JackpotAward` event
+  (``controller.link.awards.award_event``, ``t`` = the clock in ms); the runtime gives it to
+  the table, which ignores a repeated ``award_id`` (the controller re-offers on each birth);
 - raises alarms (``alarms`` list, ``on_alarm`` callback, counted in ``health()``) for a
   PUBACK or SUBACK failure reason code (the row stays pending; the stream pauses and retries
-  from the last ack after a backoff), a refused or malformed ack/resend (nothing changes),
+  from the last ack after a backoff), a refused or malformed ack/resend/award, or one for
+  another table (nothing changes, ``on_award`` is not called),
   and a row that fails the schema or exceeds the size limit (never sent, and the stream stops
   there rather than skip a sequence number).
 
@@ -42,6 +46,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from controller.errors import JournalError, TableControllerError
+from controller.link.awards import award_event
 from controller.link.messages import (
     VERSION,
     LinkMessageError,
@@ -52,6 +57,7 @@ from controller.link.messages import (
 )
 from controller.outbox import Outbox, OutboxError
 from controller.table.effects import Publish
+from controller.table.events import JackpotAward
 
 SESSION_EXPIRY_S = 86_400
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
@@ -62,7 +68,8 @@ MAX_PAYLOAD = 60_000
 @dataclass(frozen=True, slots=True)
 class Alarm:
     """Something a technician must look at. ``kind``: ``puback``, ``suback``, ``invalid``,
-    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_malformed``, ``connect``."""
+    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_malformed``,
+    ``award_malformed``, ``award_refused`` (the ``on_award`` callback raised), ``connect``."""
 
     kind: str
     detail: str
@@ -86,6 +93,8 @@ class TablePublisher:
     """Publishes the outbox of the journal at ``outbox_path`` for table ``table_id``.
 
     ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter.
+    ``on_award(event)`` gets each valid award for this table as a ``JackpotAward`` event, on
+    the publisher's thread (queue it for the table's thread; do not block).
     The thread starts at once; :meth:`close` stops it (safe twice).
     """
 
@@ -107,6 +116,7 @@ class TablePublisher:
         keepalive: int = 30,
         connack_timeout: float = 5.0,
         on_alarm: Callable[[Alarm], None] | None = None,
+        on_award: Callable[[JackpotAward], None] | None = None,
     ) -> None:
         topic_for(table_id, "status")  # refuses a bad table id now
         self.table_id = table_id
@@ -121,6 +131,7 @@ class TablePublisher:
         self.connack_timeout = connack_timeout
         self._connack_deadline = 0.0
         self.on_alarm = on_alarm
+        self.on_award = on_award
         self.alarms: list[Alarm] = []
         self._lock = threading.Lock()
         self._health = _Health()
@@ -151,6 +162,7 @@ class TablePublisher:
         self._client.on_message = self._on_message
         self._client.message_callback_add(topic_for(table_id, "ack"), self._on_ack)
         self._client.message_callback_add(topic_for(table_id, "resend"), self._on_resend)
+        self._client.message_callback_add(topic_for(table_id, "award"), self._on_award)
         # the thread's state
         self._outbox: Outbox | None = None
         self._inflight: dict[int, int] = {}  # mid -> seq (0 for status)
@@ -298,7 +310,7 @@ class TablePublisher:
         self._next_seq = self._outbox.last_acknowledged() + 1
         self._pause_until = 0.0
         client.subscribe(
-            [(topic_for(self.table_id, "ack"), 1), (topic_for(self.table_id, "resend"), 1)]
+            [(topic_for(self.table_id, kind), 1) for kind in ("ack", "resend", "award")]
         )
         topic, payload = self._status("online")
         info = client.publish(topic, payload, qos=1, retain=True)
@@ -362,6 +374,16 @@ class TablePublisher:
         if body is not None:
             self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
             self._pause_until = 0.0
+
+    def _on_award(self, client, userdata, message) -> None:
+        body = self._parse(message, "award")
+        if body is None or self.on_award is None:
+            return
+        event = award_event(body, int(self.clock() * 1000))
+        try:
+            self.on_award(event)
+        except Exception as exc:  # the sink's fault must not stop the link
+            self._alarm("award_refused", f"award {event.award_id}: on_award raised {exc!r}")
 
     def _pump(self) -> None:
         outbox = self._outbox
