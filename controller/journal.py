@@ -51,9 +51,10 @@ from controller.table.script import SCRIPT_VERSION, round_script
 from controller.table.settings import TableSettings
 from controller.table.state import TableState
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version`` of the journals this code writes and reads. Version 1 (no
-outbox) is still read, and migrated when a table controller opens it to write."""
+outbox) and version 2 (an outbox without the ``award_confirm`` kind) are still read, and
+migrated when a table controller opens them to write."""
 
 FORMAT = "table-controller journal"
 
@@ -187,7 +188,7 @@ class Journal:
             )
         needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
         meta = self.meta() if needed <= tables else {}
-        if version not in (1, SCHEMA_VERSION) or meta.get("format") != FORMAT:
+        if version not in (1, 2, SCHEMA_VERSION) or meta.get("format") != FORMAT:
             raise JournalError(f"{self.path} is not a table-controller journal: check the path")
         if game is None:
             return
@@ -208,6 +209,8 @@ class Journal:
             )
         if version == 1:
             self._migrate_from_1()
+        elif version == 2:
+            self._migrate_from_2()
 
     def _create(self, game: str, settings: TableSettings) -> None:
         db = self.db
@@ -240,6 +243,28 @@ class Journal:
             db.execute("BEGIN IMMEDIATE")
             (events,) = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
             outbox.create(db, since_event=events)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(db)
+            raise JournalError(
+                f"cannot migrate journal {self.path} to schema version {SCHEMA_VERSION}: {exc}; "
+                f"nothing changed; {_WHAT_TO_DO}"
+            ) from None
+
+    def _migrate_from_2(self) -> None:
+        """Version 2 to 3: the outbox also takes ``award_confirm`` messages. SQLite cannot
+        change a CHECK in place: the table is rebuilt with its rows, in one transaction."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE outbox RENAME TO outbox_v2")
+            db.execute(outbox.SCHEMA[0])
+            db.execute(
+                "INSERT INTO outbox (seq, event, kind, key, payload) "
+                "SELECT seq, event, kind, key, payload FROM outbox_v2"
+            )
+            db.execute("DROP TABLE outbox_v2")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except sqlite3.Error as exc:

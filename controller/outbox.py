@@ -36,7 +36,7 @@ from typing import Any
 from controller.errors import JournalError, TableControllerError
 from controller.table.effects import Publish
 
-KINDS = ("contribution", "round_result", "hit_claim")
+KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
 """The message kinds a table sends; the topic is ``bj/v1/table/{table_id}/{kind}``."""
 
 SCHEMA = (
@@ -53,7 +53,7 @@ SCHEMA = (
     " acked INTEGER NOT NULL CHECK (acked >= 0 AND acked <= written),"
     " since_event INTEGER NOT NULL CHECK (since_event >= 0))",
 )
-"""The outbox's part of the journal schema (version 2)."""
+"""The outbox's part of the journal schema (version 3; version 2 lacked ``award_confirm``)."""
 
 TABLES = frozenset({"outbox", "link"})
 

@@ -19,7 +19,6 @@ import pytest
 from _journal_feeder import SETTINGS, session_events
 from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
 
-from controller.errors import JournalError
 from controller.jackpot.ledger import Ledger
 from controller.jackpot.pools import load_config
 from controller.jackpot.service import JackpotService
@@ -148,12 +147,6 @@ def ledger_awards(path: Path) -> dict[str, str]:
         return {a.award_id: a.state for a in led.awards(T7)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=JournalError,
-    reason="controller/outbox.py KINDS (and the journal's outbox CHECK) lack 'award_confirm': "
-    "the confirm cannot be journaled yet",
-)
 def test_hit_award_prompt_confirm_commit_ack(setup, broker):  # noqa: F811
     ledger, box, start = setup
     runtime = start()

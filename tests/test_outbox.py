@@ -285,7 +285,7 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
         assert table.journal.boot == 1
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         assert table.journal.outbox_since() == old
         with Outbox(path) as box:
             assert box.depth() == 0  # events before the link are not sent
@@ -295,6 +295,36 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
     with JournaledTable(path, pa, SETTINGS), Outbox(path) as box:
         assert [row.key for row in box.pending()] == keys
         assert [row.seq for row in box.pending()] == list(range(1, len(keys) + 1))
+
+
+def test_a_version_2_journal_keeps_its_outbox_and_then_takes_award_confirms(tmp_path, pa):
+    """Schema 2's outbox CHECK knew three kinds; version 3 adds award_confirm."""
+    path = tmp_path / "v2.journal"
+    events = publishing_events(rounds=4)
+    with JournaledTable(path, pa, SETTINGS) as table:
+        for event in events:
+            table.handle(event)
+        state = table.state
+    db = sqlite3.connect(path)  # the outbox as schema 2 made it, with its rows
+    db.executescript(
+        "ALTER TABLE outbox RENAME TO o3;"
+        "CREATE TABLE outbox (seq INTEGER PRIMARY KEY CHECK (seq >= 1),"
+        " event INTEGER NOT NULL REFERENCES events (seq),"
+        " kind TEXT NOT NULL CHECK (kind IN ('contribution', 'round_result', 'hit_claim')),"
+        " key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL);"
+        "INSERT INTO outbox SELECT * FROM o3; DROP TABLE o3; PRAGMA user_version = 2;"
+    )
+    before = db.execute("SELECT * FROM outbox ORDER BY seq").fetchall()
+    db.close()
+    assert before
+    with JournaledTable(path, pa, SETTINGS) as table:
+        assert table.state == state
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert raw(path).execute("SELECT * FROM outbox ORDER BY seq").fetchall() == before
+    db = sqlite3.connect(path)  # the new kind fits the rebuilt CHECK (rolled back)
+    db.execute("INSERT INTO outbox VALUES (999999, 1, 'award_confirm', 'k', '{}')")
+    db.rollback()
+    db.close()
 
 
 # -- SIGKILL: the outbox is exactly the publishes of the journaled events --------------
