@@ -31,6 +31,7 @@ from typing import Any
 
 import serial
 
+from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
 from controller.table.events import Event, ShoeEvent
 from drivers.base import Clock, DriverHealth, EventSink, monotonic_ms
@@ -68,8 +69,7 @@ def backoff_ms(attempt: int, low_ms: int, high_ms: int, r: float) -> int:
     >>> backoff_ms(2, 200, 5000, 0.999)
     799
     """
-    ceiling = min(high_ms, low_ms * 2 ** min(attempt, 30))
-    return int(ceiling / 2 + r * ceiling / 2)
+    return int(jittered_backoff(attempt, low_ms, high_ms, r))
 
 
 class ShoeReader:

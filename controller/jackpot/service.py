@@ -50,6 +50,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
 from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
 from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
@@ -204,9 +205,9 @@ class JackpotService:
 
     def _delay(self) -> float:
         base, cap = self.backoff
-        ceiling = min(cap, base * 2 ** min(self._failures, 20))
+        delay = jittered_backoff(self._failures, base, cap, self.rng.random())
         self._failures += 1
-        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+        return delay
 
     def _connect(self) -> bool:
         self._client.will_set(JACKPOT_STATUS_TOPIC, self._status("offline"), qos=1, retain=True)

@@ -45,6 +45,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from controller.backoff import jittered_backoff
 from controller.errors import JournalError, TableControllerError
 from controller.link.awards import award_event
 from controller.link.messages import (
@@ -237,9 +238,9 @@ class TablePublisher:
 
     def _delay(self) -> float:
         base, cap = self.backoff
-        ceiling = min(cap, base * 2 ** min(self._failures, 20))
+        delay = jittered_backoff(self._failures, base, cap, self.rng.random())
         self._failures += 1
-        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+        return delay
 
     def _connect(self) -> bool:
         topic, will = self._status("offline", clean=False)
