@@ -57,6 +57,12 @@ EXAMPLES: list[ev.Event] = [
     ev.JackpotAward("hcm-bj-07/12", 4, 3, "blazing_7s", 1234567, "100% of meter"),
     ev.JackpotAward("hcm-bj-07/13", 5, 1, "mystery", 0, "100% of meter", "refused", t=3),
     ev.ConfirmAward("hcm-bj-07/12", t=8),
+    ev.TableFault("shoe", "offline 30 s"),
+    ev.TableFault("journal", "disk full", False, t=4),
+    ev.ClearFaults(),
+    ev.ClearFaults("tech 0042", t=5),
+    ev.JackpotLink(False),
+    ev.JackpotLink(True, t=6),
 ]
 
 

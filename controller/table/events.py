@@ -39,6 +39,9 @@ SHOE_EVENTS = (
 )
 """``offline``/``online``: the shoe driver lost / regained the shoe (heartbeat timeout,
 unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing."""
+FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link")
+"""What a :class:`TableFault` is about: a driver lost (shoe, camera, GPIO), the journal
+that could not be written, or the jackpot controller's link down past its time limit."""
 AWARD_STATES = ("offered", "committed", "refused")
 """A jackpot award's ``state`` as the controller sends it (docs/jackpot/schemas/award.json)."""
 
@@ -263,6 +266,39 @@ class ConfirmAward(Event):
     t: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TableFault(Event):
+    """The runtime saw a fault of ``kind`` (one of :data:`FAULT_KINDS`). ``active``: the
+    condition is present; ``active=False`` says it is gone (the latch stays until the
+    supervisor key or a technician clears it)."""
+
+    TYPE: ClassVar[str] = "table_fault"
+    kind: str
+    detail: str = ""
+    active: bool = True
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClearFaults(Event):
+    """A technician clears the latched faults (the diagnostics page); ``by`` names who.
+    Turning the supervisor key on clears them too."""
+
+    TYPE: ClassVar[str] = "clear_faults"
+    by: str = "technician"
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JackpotLink(Event):
+    """The link to the jackpot controller is ``up`` (connected and acknowledging) or down.
+    While it is down the table takes no progressive wagers."""
+
+    TYPE: ClassVar[str] = "jackpot_link"
+    up: bool
+    t: int | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -288,6 +324,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Tick,
         JackpotAward,
         ConfirmAward,
+        TableFault,
+        ClearFaults,
+        JackpotLink,
     )
 }
 
@@ -347,6 +386,8 @@ def parse_event(obj: Any) -> Event:
         raise EventError(f"'card' event: source must be one of {', '.join(CARD_SOURCES)}")
     if isinstance(event, ShoeEvent) and event.event not in SHOE_EVENTS:
         raise EventError(f"'shoe' event: event must be one of {', '.join(SHOE_EVENTS)}")
+    if isinstance(event, TableFault) and event.kind not in FAULT_KINDS:
+        raise EventError(f"'table_fault' event: kind must be one of {', '.join(FAULT_KINDS)}")
     if isinstance(event, JackpotAward) and event.state not in AWARD_STATES:
         raise EventError(f"'jackpot_award' event: state must be one of {', '.join(AWARD_STATES)}")
     return event

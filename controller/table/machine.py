@@ -115,6 +115,9 @@ class Table(Procedure):
             Tick: lambda event: None,
             ev.JackpotAward: self._on_award,
             ev.ConfirmAward: self._on_confirm_award,
+            ev.TableFault: self._on_fault,
+            ev.ClearFaults: self._on_clear_faults,
+            ev.JackpotLink: self._on_link,
         }
 
     # -- the one entry point ----------------------------------------------------
@@ -254,6 +257,11 @@ class Table(Procedure):
         state, rules = self.state, self.rules
         if state.phase is not Phase.BETTING:
             raise ProcedureError("no more bets refused: the wagers are already locked")
+        if state.faults:
+            raise ProcedureError(
+                f"no more bets refused: the table is faulted ({self._fault_text()}); "
+                f"{self._fault_advice()}"
+            )
         if state.shoe_fault:
             raise ProcedureError(
                 f"no more bets refused: the shoe reports a fault ({state.shoe_fault}); "
@@ -265,10 +273,14 @@ class Table(Procedure):
             raise ProcedureError("no more bets refused: the cut card is out; shuffle first")
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
+        no_link: list[tuple[int, str]] = []
         for number in range(1, self.settings.spots + 1):
             placed = [c for c in self.circles if state.sensors.get((number, c))]
             if not placed:
                 continue
+            if not state.jackpot_link and "main" in placed:
+                no_link.extend((number, c) for c in placed if c in PROGRESSIVE_WAGERS)
+                placed = [c for c in placed if c not in PROGRESSIVE_WAGERS]
             if "main" not in placed:
                 orphans.extend((number, c) for c in placed)
                 continue
@@ -301,6 +313,15 @@ class Table(Procedure):
                 "side_bet_without_main",
                 f"Spot {spot_no} has a {bet_name(circle)} bet but no main wager: it is not a wager",
                 "Return the chips to the player",
+                spot_no,
+            )
+        for spot_no, circle in no_link:
+            self._light(f"spot{spot_no}.{circle}", "blink")
+            self._alarm(
+                "progressive_refused",
+                f"Spot {spot_no}'s {bet_name(circle)} bet is not accepted: the jackpot link "
+                "is down, so no progressive wager can be taken",
+                "Return the chips to the player; progressive wagers resume when the link is back",
                 spot_no,
             )
         mystery = rules.mystery
@@ -616,6 +637,88 @@ class Table(Procedure):
         if self.state.supervisor_key != event.on:
             self.state.supervisor_key = event.on
             self._prompt("supervisor_key", f"Supervisor key {'on' if event.on else 'off'}")
+            if event.on and self.state.faults:
+                self._clear_faults("the supervisor key")
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def _fault_text(self) -> str:
+        return "; ".join(
+            f"{kind}: {detail}" if detail else kind
+            for kind, (detail, _active) in sorted(self.state.faults.items())
+        )
+
+    def _fault_advice(self) -> str:
+        present = [k for k, (_d, active) in sorted(self.state.faults.items()) if active]
+        if present:
+            return f"call a technician to fix the {', '.join(present)} fault first"
+        return "the fault is gone: turn the supervisor key to clear it"
+
+    def _on_fault(self, event: ev.TableFault) -> None:
+        faults = self.state.faults
+        known = faults.get(event.kind)
+        if event.active:
+            if known == (event.detail, True):
+                return
+            faults[event.kind] = (event.detail, True)
+            if known is None:
+                self._alarm(
+                    "table_fault",
+                    f"Table fault ({event.kind}): {event.detail or 'lost'}",
+                    "Finish or void the round in progress; no new round until a technician "
+                    "fixes it and the supervisor key clears it",
+                )
+        elif known is None:  # a fault already over when reported (a journal write that failed)
+            faults[event.kind] = (event.detail, False)
+            self._alarm(
+                "table_fault",
+                f"Table fault ({event.kind}): {event.detail or 'lost'} (now gone)",
+                "Check the table; turn the supervisor key to clear the fault",
+            )
+        elif known[1]:
+            faults[event.kind] = (known[0], False)
+            self._prompt(
+                "fault_gone",
+                f"The {event.kind} fault is gone ({known[0] or 'lost'}): "
+                + self._fault_advice(),
+            )
+
+    def _on_clear_faults(self, event: ev.ClearFaults) -> None:
+        if not self.state.faults:
+            raise ProcedureError("clear faults refused: no fault is latched")
+        self._clear_faults(event.by or "a technician")
+
+    def _clear_faults(self, by: str) -> None:
+        present = [k for k, (_d, active) in sorted(self.state.faults.items()) if active]
+        if present:
+            if isinstance(self._event, ev.ClearFaults):
+                raise ProcedureError(
+                    f"clear faults refused: the {', '.join(present)} fault is still present; "
+                    "fix it first"
+                )
+            self._alarm(
+                "fault_still_present",
+                f"The {', '.join(present)} fault is still present: it cannot be cleared",
+                "Call a technician to fix it, then turn the supervisor key again",
+            )
+            return
+        text = self._fault_text()
+        self.state.faults.clear()
+        self._prompt("faults_cleared", f"Faults cleared by {by} ({text}): the table is open")
+
+    def _on_link(self, event: ev.JackpotLink) -> None:
+        if self.state.jackpot_link == event.up:
+            return
+        self.state.jackpot_link = event.up
+        if event.up:
+            self._prompt("jackpot_link_up", "Jackpot link back: progressive wagers are open")
+        else:
+            self._alarm(
+                "jackpot_link_down",
+                "The jackpot link is down: no progressive wager can be taken",
+                "Take no Blazing 7's bets (chips on those circles are returned at no more "
+                "bets); call a technician if it stays down",
+            )
 
     # -- the jackpot link ------------------------------------------------------------------
 
@@ -782,7 +885,7 @@ class Table(Procedure):
 
     def _alarm_light(self) -> None:
         state = self.state
-        alarm = bool(state.pending or state.shoe_fault) or (
+        alarm = bool(state.pending or state.shoe_fault or state.faults) or (
             state.door_open and state.phase in IN_PROGRESS
         )
         self._light("alarm", "blink" if alarm else "off")

@@ -108,7 +108,9 @@ class TableState:
     decision; ``log``/``round_effects`` collect the round for game recall.
     ``awards`` are the jackpot awards offered and not yet confirmed (arrival order);
     ``awards_closed`` remembers what became of the others (``confirmed``, ``committed``,
-    ``refused``), so an award the controller repeats is not shown twice."""
+    ``refused``), so an award the controller repeats is not shown twice.
+    ``faults`` are the latched faults, kind -> (detail, condition still present);
+    ``jackpot_link``: whether the jackpot controller's link is up (the runtime says)."""
 
     round_number: int = 1
     phase: Phase = Phase.BETTING
@@ -128,6 +130,8 @@ class TableState:
     door_open: bool = False
     shoe_fault: str = ""
     supervisor_key: bool = False
+    faults: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    jackpot_link: bool = True
     awards: dict[str, JackpotAward] = field(default_factory=dict)
     awards_closed: dict[str, str] = field(default_factory=dict)
     lights: dict[str, str] = field(default_factory=dict)

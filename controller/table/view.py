@@ -94,6 +94,11 @@ def snapshot(state: TableState, game: str) -> dict[str, Any]:
         },
         "pending_cards": len(state.pending),
         "supervisor_key": state.supervisor_key,
+        "faults": {
+            kind: {"detail": detail, "active": active}
+            for kind, (detail, active) in sorted(state.faults.items())
+        },
+        "jackpot_link": state.jackpot_link,
         "lights": dict(sorted(state.lights.items())),
         "awards": [
             {
