@@ -31,6 +31,7 @@ effects arriving meanwhile are kept and shown when the fault is cleared.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +65,35 @@ BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {
 
 class GpioError(TableControllerError, OSError):
     """A pin the GPIO library refused (in use, missing, no GPIO library at all)."""
+
+
+PIN_FACTORIES = ("default", "mock", "lgpio", "rpigpio", "pigpio", "native")
+"""``[gpio] pin_factory`` values: ``default`` lets gpiozero choose (``GPIOZERO_PIN_FACTORY``
+or the first library found); ``mock`` is gpiozero's MockFactory, for simulation only."""
+
+
+def make_pin_factory(name: str) -> Any:
+    """The gpiozero pin factory called ``name`` (one of :data:`PIN_FACTORIES`); None for
+    ``default``. A library that is not installed is a :class:`GpioError` saying what to do."""
+    if name == "default":
+        return None
+    modules = {
+        "mock": ("gpiozero.pins.mock", "MockFactory"),
+        "lgpio": ("gpiozero.pins.lgpio", "LGPIOFactory"),
+        "rpigpio": ("gpiozero.pins.rpigpio", "RPiGPIOFactory"),
+        "pigpio": ("gpiozero.pins.pigpio", "PiGPIOFactory"),
+        "native": ("gpiozero.pins.native", "NativeFactory"),
+    }
+    if name not in modules:
+        raise GpioError(f"[gpio] pin_factory {name!r} is unknown; use one of {PIN_FACTORIES}")
+    module, cls = modules[name]
+    try:
+        return getattr(importlib.import_module(module), cls)()
+    except (ImportError, GPIOZeroError, OSError, RuntimeError) as exc:
+        raise GpioError(
+            f"[gpio] pin_factory {name!r} cannot start ({exc}); on a Pi install its library "
+            "(hardware/install.md) or set pin_factory = \"default\""
+        ) from None
 
 
 @dataclass(slots=True)
@@ -303,6 +333,31 @@ class GpioDriver:
     @property
     def faulted(self) -> str | None:
         return self._fault
+
+    def simulate(self, name: str, active: bool) -> None:
+        """Simulation only (gpiozero's MockFactory): make the input ``name`` (as in
+        :meth:`health`, ``console.next`` or ``sensors.1.main``; a ``gpio.`` prefix is
+        allowed) active or inactive, driving its mock pin to the level
+        its wiring gives. Raises :class:`GpioError` on real pins or an unknown input."""
+        wanted = name.removeprefix("gpio.")
+        with self._lock:
+            for inp in self._inputs:
+                if f"{inp.spec.section}.{inp.spec.key}" == wanted:
+                    break
+            else:
+                known = ", ".join(f"{i.spec.section}.{i.spec.key}" for i in self._inputs)
+                raise GpioError(f"no input {name!r} in the pin map; inputs are: {known}")
+        pin = inp.device.pin
+        if not hasattr(pin, "drive_high"):
+            raise GpioError(
+                f"input {name!r} is a real pin: simulated inputs need [gpio] pin_factory = \"mock\""
+            )
+        spec = inp.spec
+        high = active != (spec.pull_up is True or (spec.pull_up is None and not spec.active_high))
+        if high:
+            pin.drive_high()
+        else:
+            pin.drive_low()
 
     # -- health and life cycle --------------------------------------------------
 

@@ -93,7 +93,8 @@ class _Health:
 class TablePublisher:
     """Publishes the outbox of the journal at ``outbox_path`` for table ``table_id``.
 
-    ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter.
+    ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter;
+    ``tls_ca``: a CA certificate file, to connect over TLS and verify the broker.
     ``on_award(event)`` gets each valid award for this table as a ``JackpotAward`` event, on
     the publisher's thread (queue it for the table's thread; do not block).
     The thread starts at once; :meth:`close` stops it (safe twice).
@@ -118,6 +119,7 @@ class TablePublisher:
         connack_timeout: float = 5.0,
         on_alarm: Callable[[Alarm], None] | None = None,
         on_award: Callable[[JackpotAward], None] | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         topic_for(table_id, "status")  # refuses a bad table id now
         self.table_id = table_id
@@ -156,6 +158,8 @@ class TablePublisher:
             CallbackAPIVersion.VERSION2, client_id=table_id, protocol=mqtt.MQTTv5
         )
         self._client.username_pw_set(username, password)
+        if tls_ca:  # verify the broker's certificate against this CA (port 8883)
+            self._client.tls_set(ca_certs=tls_ca)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_publish = self._on_publish

@@ -1,0 +1,329 @@
+"""``table-controller run --config FILE``: the daemon a table's Pi runs all shift.
+
+:func:`run_table` wires a checked :class:`~controller.config.TableConfig` into a running
+table: the journal (recovering whatever a crash left), the jackpot link's publisher, the
+shoe, the camera, the GPIO pins and the control socket, all feeding one
+:class:`~controller.runtime.loop.TableRuntime` on the main thread. systemd (Type=notify) hears
+READY once everything is open, WATCHDOG only while the loop runs and the table is healthy,
+and STOPPING on SIGTERM. A clean stop: the inputs close first, the events already queued are
+journaled, the lights go to their safe state, the link publishes the table's death message
+(retained ``status`` offline, ``clean: true``), and the journal closes last.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from controller import __version__
+from controller.journal import JournaledTable
+from controller.runtime.control import ControlServer
+from controller.runtime.loop import RuntimeClock, TableRuntime, effect_dict
+from controller.runtime.watch import DriverWatch, LinkWatch
+from controller.table import events as ev
+
+log = logging.getLogger("table-controller")
+
+
+def _notify(*lines: str) -> None:
+    try:
+        from controller import sdnotify
+    except ImportError:  # pragma: no cover - the module ships with the package
+        return
+    sdnotify.notify(*lines)
+
+
+def _watchdog_ms() -> int | None:
+    try:
+        from controller import sdnotify
+    except ImportError:  # pragma: no cover
+        return None
+    return sdnotify.watchdog_interval_ms()
+
+
+class TableDaemon:
+    """Everything a running table holds, opened in order and closed in reverse."""
+
+    def __init__(self, config: Any, *, password: str):
+        self.config = config
+        self.parts: list[tuple[str, Callable[[], None]]] = []
+        table = JournaledTable(config.journal_path, config.rules, config.settings)
+        self.table = table
+        self.parts.append(("journal", table.close))
+        state = table.state
+        self.clock = RuntimeClock(state.now)
+        self.gpio = None
+        self.shoe = None
+        self.camera = None
+        self.publisher = None
+        self.control: ControlServer | None = None
+        self.started_ms = self.clock()
+        self._runtime: TableRuntime | None = None
+        self._pending: list[ev.Event] = []
+        try:
+            self._open(password)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _sink(self, event: ev.Event) -> None:
+        runtime = self._runtime
+        if runtime is None:
+            self._pending.append(event)  # a driver spoke before the runtime existed
+        else:
+            runtime.submit(event)
+
+    def _open(self, password: str) -> None:
+        from controller.link.publisher import TablePublisher
+        from drivers.gpio import GpioDriver, make_pin_factory
+
+        cfg = self.config
+        now = self.clock()
+        self.publisher = TablePublisher(
+            cfg.journal_path,
+            cfg.table_id,
+            cfg.mqtt.host,
+            cfg.mqtt.port,
+            cfg.mqtt.username or cfg.table_id,
+            password,
+            window=cfg.mqtt.window,
+            keepalive=cfg.mqtt.keepalive_s,
+            tls_ca=str(cfg.mqtt.tls_ca) if cfg.mqtt.tls_ca else None,
+            on_award=self._sink,
+            on_alarm=lambda alarm: log.warning("jackpot link %s: %s", alarm.kind, alarm.detail),
+        )
+        self.parts.append(("publisher", self.publisher.close))
+        self.pin_factory = make_pin_factory(cfg.gpio.pin_factory)
+        self.gpio = GpioDriver(
+            cfg.gpio.pin_map, self._sink, clock=self.clock, pin_factory=self.pin_factory
+        )
+        self.parts.append(("gpio", self.gpio.close))
+        if self.pin_factory is not None:
+            self.parts.append(("pin factory", self.pin_factory.close))
+        if cfg.settings.card_source in ("shoe", "both"):
+            from drivers.shoe import ShoeReader
+
+            self.shoe = ShoeReader(
+                cfg.shoe.url,
+                self._sink,
+                clock=self.clock,
+                heartbeat_timeout_ms=cfg.shoe.heartbeat_timeout_ms,
+                reconnect_min_ms=cfg.shoe.reconnect_min_ms,
+                reconnect_max_ms=cfg.shoe.reconnect_max_ms,
+            )
+            self.parts.append(("shoe", self.shoe.close))
+        if cfg.camera.enabled or cfg.settings.card_source in ("camera", "both"):
+            from drivers.camera import CameraReader
+
+            self.camera = CameraReader(
+                cfg.camera.source,
+                self._sink,
+                self.clock,
+                forget_after_frames=cfg.camera.forget_after_frames,
+            )
+            self.parts.append(("camera", self.camera.close))
+
+        state = self.table.state
+        watches: list[Callable[[int], list[ev.Event]]] = []
+        link = LinkWatch(
+            cfg.mqtt.ack_timeout_s * 1000,
+            cfg.mqtt.link_fault_after_s * 1000,
+            now_ms=now,
+            up=state.jackpot_link,
+            reported=state.faults.get("link", ("", False))[1],
+        )
+        publisher = self.publisher
+
+        def link_watch(t: int) -> list[ev.Event]:
+            h = publisher.health()
+            return link.update(t, h["connected"], h["depth"], h["last_ack"])
+
+        watches.append(link_watch)
+        self.link_watch = link
+        for kind, driver, fault_after_s in (
+            ("shoe", self.shoe, cfg.shoe.fault_after_s),
+            ("camera", self.camera, cfg.camera.fault_after_s),
+        ):
+            if driver is None:
+                continue
+            watch = DriverWatch(
+                kind,
+                fault_after_s * 1000,
+                now_ms=now,
+                reported=state.faults.get(kind, ("", False))[1],
+            )
+
+            def driver_watch(t: int, driver=driver, watch=watch) -> list[ev.Event]:
+                h = driver.health()
+                return watch.update(t, bool(h.get("connected")), str(h.get("state") or ""))
+
+            watches.append(driver_watch)
+
+        gpio = self.gpio
+
+        def safe_state(reason: str | None) -> None:
+            if reason is None:
+                gpio.clear_fault()
+            else:
+                gpio.fault(reason)
+
+        watchdog_ms = _watchdog_ms()
+        self._last_ping = 0.0
+
+        def on_tick(healthy: bool) -> None:
+            if watchdog_ms and healthy:
+                now_s = time.monotonic()
+                if now_s - self._last_ping >= watchdog_ms / 2000:
+                    self._last_ping = now_s
+                    _notify("WATCHDOG=1")
+
+        self.runtime = TableRuntime(
+            self.table,
+            clock=self.clock,
+            tick_ms=cfg.tick_ms,
+            lights=gpio.apply,
+            safe_state=safe_state,
+            polls=(gpio.poll,),
+            watches=tuple(watches),
+            healthy=self._threads_alive,
+            on_tick=on_tick,
+        )
+        self._runtime = self.runtime
+        for event in self._pending:
+            self.runtime.submit(event)
+        self._pending.clear()
+        self.control = ControlServer(cfg.control.socket, self.handle_request)
+        self.parts.append(("control socket", self.control.close))
+
+    def _threads_alive(self) -> bool:
+        threads = [getattr(self.publisher, "_thread", None)]
+        if self.shoe is not None:
+            threads.append(getattr(self.shoe, "_thread", None))
+        return all(t is None or t.is_alive() for t in threads)
+
+    # -- the control socket ---------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"link": self.publisher.health() if self.publisher else None}
+        for name in ("shoe", "camera", "gpio"):
+            part = getattr(self, name)
+            out[name] = part.health() if part is not None else None
+        return out
+
+    def handle_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request["op"]
+        if op == "status":
+            return {
+                "ok": True,
+                "table": self.config.table_id,
+                "version": __version__,
+                "config_checksum": self.config.checksum,
+                "status": self.runtime.status(),
+                "feed": self.runtime.recent(),
+                "health": self.health(),
+            }
+        if op == "wager":
+            spot, circle, amount = request.get("spot"), request.get("circle"), request.get("amount")
+            for name, value in (("spot", spot), ("amount", amount)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    return {"ok": False, "error": f"wager: {name} must be a whole number >= 0"}
+            if not isinstance(circle, str):
+                return {"ok": False, "error": 'wager: circle must be text, e.g. "main"'}
+            step = self._submit_wait(ev.WagerAmount(spot, circle, amount))
+            return {
+                "ok": True,
+                "accepted": step.accepted,
+                "effects": [effect_dict(e, None) for e in step.effects],
+            }
+        if op in ("input", "press"):
+            name = request.get("name")
+            if not isinstance(name, str):
+                return {"ok": False, "error": f'{op}: name must be text, e.g. "console.next"'}
+            if self.config.gpio.pin_factory != "mock":
+                return {
+                    "ok": False,
+                    "error": f"{op} refused: simulated inputs need [gpio] pin_factory = \"mock\"; "
+                    "this table has real pins",
+                }
+            if op == "input":
+                active = request.get("active")
+                if not isinstance(active, bool):
+                    return {"ok": False, "error": "input: active must be true or false"}
+                self.gpio.simulate(name, active)
+                return {"ok": True}
+            debounce = self.config.gpio.pin_map.button_debounce_ms
+            self.gpio.simulate(name, True)
+            time.sleep((debounce + 15) / 1000)
+            self.gpio.simulate(name, False)
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}; ops are status, wager, input, press"}
+
+    def _submit_wait(self, event: ev.Event, timeout: float = 5.0):
+        reply: concurrent.futures.Future = concurrent.futures.Future()
+        self.runtime.submit(event, reply)
+        return reply.result(timeout)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every part in reverse order of opening; safe twice."""
+        parts, self.parts = self.parts, []
+        ordered = dict(reversed(parts))
+        # inputs first, then write what they queued, then lights safe, link goodbye, journal
+        for name in ("control socket", "shoe", "camera"):
+            if name in ordered:
+                with contextlib.suppress(Exception):
+                    ordered.pop(name)()
+        if self._runtime is not None:
+            with contextlib.suppress(Exception):
+                n = self._runtime.drain()
+                if n:
+                    log.info("journaled %d queued events before stopping", n)
+        for name, close in ordered.items():
+            try:
+                close()
+            except Exception:
+                log.exception("closing the %s failed", name)
+
+
+def run_table(config: Any, *, stop: threading.Event | None = None) -> int:
+    """Run the table until SIGTERM/SIGINT (or ``stop``); returns the exit status."""
+    from controller.config import check_paths, read_password
+
+    problems = check_paths(config)
+    if problems:
+        for problem in problems:
+            log.error("%s", problem)
+        return 2
+    password = read_password(config)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    daemon = TableDaemon(config, password=password)
+    try:
+        snap = daemon.table.snapshot()
+        log.info(
+            "table %s running %s: round %s, phase %s; control socket %s",
+            config.table_id,
+            config.game,
+            snap["round"],
+            snap["phase"],
+            config.control.socket,
+        )
+        _notify("READY=1", f"STATUS=table {config.table_id} round {snap['round']}")
+        daemon.runtime.run(stop)
+        _notify("STOPPING=1")
+        log.info("stopping: closing the inputs, the journal and the jackpot link")
+    finally:
+        daemon.close()
+    return 0

@@ -1,0 +1,310 @@
+"""The one place that owns the table: a queue in, effects out to adapters.
+
+Driver threads, MQTT callbacks and the control socket only :meth:`TableRuntime.submit`
+events. The loop (:meth:`TableRuntime.run`, on the daemon's main thread) takes them one at
+a time, stamps ``t`` from the runtime's clock when it is missing, hands them to the
+:class:`~controller.journal.JournaledTable` (on disk before any effect is carried out) and
+carries out the effects:
+
+- :class:`~controller.table.effects.Light`: the ``lights`` adapter (``GpioDriver.apply``);
+- prompts, alarms, refusals and settlements: the dealer's feed (:meth:`recent`, the log);
+- publish requests: nothing to do, the journal wrote them to the outbox in the same
+  transaction, and the link's thread sends them from there.
+
+Every ``tick_ms`` it polls the inputs (GPIO debounce), samples the health of the drivers
+and of the link through the watchers (:mod:`controller.runtime.watch`), hands the table a
+``Tick`` and calls ``on_tick`` (the systemd watchdog). Faults latch in the table (journaled);
+a journal that cannot be written latches here, in memory, until a ``TableFault`` records it.
+While any fault is latched the lights are held in their safe state (``safe_state``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from controller.errors import EventError, JournalError
+from controller.journal import JournaledTable
+from controller.table import events as ev
+from controller.table.effects import Alarm, Effect, Light, Prompt, Refused, Settled, Step
+
+log = logging.getLogger("table-controller")
+
+FEED_LENGTH = 50
+"""Prompts, alarms, refusals and settlements kept for the dealer display and diagnostics."""
+
+
+class RuntimeClock:
+    """Monotonic milliseconds that never run behind the journal: after a restart (or a
+    reboot, which restarts ``time.monotonic``) readings continue above the last ``t`` the
+    journal holds, so event times only ever increase."""
+
+    def __init__(self, not_before_ms: int | None = None, source: Callable[[], int] | None = None):
+        self._source = source or (lambda: time.monotonic_ns() // 1_000_000)
+        now = self._source()
+        self._offset = 0 if not_before_ms is None or now > not_before_ms else not_before_ms + 1 - now
+
+    def __call__(self) -> int:
+        return self._source() + self._offset
+
+
+@dataclasses.dataclass
+class _Item:
+    event: ev.Event
+    reply: Future[Step] | None = None
+
+
+def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
+    """An effect as the dealer feed shows it: its kind, fields and the event time."""
+    return {"kind": type(effect).__name__.lower(), "t": t, **dataclasses.asdict(effect)}
+
+
+class TableRuntime:
+    """Runs ``table``; see the module docstring.
+
+    ``lights(effect)`` carries out a light; ``safe_state(reason | None)`` latches (a reason)
+    or releases (None) the lights' safe state; ``polls`` run each tick with the clock
+    reading (``GpioDriver.poll``); ``watches`` run each tick and return events for the table;
+    ``healthy()`` says whether the watchdog may be pinged; ``on_tick(healthy)`` is called at
+    the end of each tick.
+    """
+
+    def __init__(
+        self,
+        table: JournaledTable,
+        *,
+        clock: Callable[[], int],
+        tick_ms: int = 100,
+        lights: Callable[[Light], Any] | None = None,
+        safe_state: Callable[[str | None], None] | None = None,
+        polls: tuple[Callable[[int], None], ...] = (),
+        watches: tuple[Callable[[int], list[ev.Event]], ...] = (),
+        healthy: Callable[[], bool] | None = None,
+        on_tick: Callable[[bool], None] | None = None,
+    ):
+        self.table = table
+        self.clock = clock
+        self.tick_ms = tick_ms
+        self._lights = lights
+        self._safe_state = safe_state
+        self._polls = polls
+        self._watches = watches
+        self._healthy = healthy
+        self._on_tick = on_tick
+        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
+        self._feed_lock = threading.Lock()
+        self.journal_fault: str | None = None
+        self.dropped = 0
+        self.events_handled = 0
+        self.refused = 0
+        self._safe: str | None = None
+        self._next_tick = clock()
+        self._status: dict[str, Any] = {}
+        self._restore()
+
+    # -- any thread ------------------------------------------------------------------
+
+    def submit(self, event: ev.Event, reply: Future[Step] | None = None) -> None:
+        """Hand the loop an event (thread-safe; never blocks). ``reply`` gets its step."""
+        self._queue.put(_Item(event, reply))
+
+    def recent(self) -> list[dict[str, Any]]:
+        """The dealer feed: the last prompts, alarms, refusals and settlements, oldest first."""
+        with self._feed_lock:
+            return list(self._feed)
+
+    def status(self) -> dict[str, Any]:
+        """The table as the control socket and the diagnostics page show it (a copy made by
+        the loop after each step: the hole card is hidden until the dealer's turn)."""
+        return self._status
+
+    # -- the loop's thread -------------------------------------------------------------
+
+    def _restore(self) -> None:
+        """After start-up or recovery: show the lights the table holds, latch safe state."""
+        if self._lights is not None:
+            for name, state in sorted(self.table.state.lights.items()):
+                self._lights(Light(name, state))
+        rec = self.table.recovery
+        if rec.events:
+            log.info("recovered %d events and %d rounds from the journal", rec.events, rec.rounds)
+        self._update_safe_state()
+        self._publish_status()
+
+    def run(self, stop: threading.Event) -> None:
+        """Take events until ``stop`` is set, ticking every ``tick_ms``."""
+        while not stop.is_set():
+            self.run_once()
+
+    def run_once(self, max_wait_s: float | None = None) -> None:
+        """Handle the events waiting (or wait up to the next tick for one), then tick if due."""
+        now = self.clock()
+        wait = max(0.0, (self._next_tick - now) / 1000)
+        if max_wait_s is not None:
+            wait = min(wait, max_wait_s)
+        try:
+            item = self._queue.get(timeout=wait)
+        except queue.Empty:
+            item = None
+        while item is not None:
+            self._handle(item)
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                item = None
+        if self.clock() >= self._next_tick:
+            self._tick()
+
+    def drain(self) -> int:
+        """Handle every event already queued (shutdown: finish writing); returns how many."""
+        n = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return n
+            self._handle(item)
+            n += 1
+
+    def _tick(self) -> None:
+        now = self.clock()
+        self._next_tick = now + self.tick_ms
+        for poll in self._polls:
+            try:
+                poll(now)
+            except Exception:  # a poll must not stop the table: counted in its own health
+                log.exception("input poll failed")
+        for watch in self._watches:
+            for event in watch(now):
+                self._handle(_Item(event))
+        if self.journal_fault is not None:
+            self._retry_journal(now)
+        self._handle(_Item(ev.Tick(t=now)))
+        self._publish_status()
+        if self._on_tick is not None:
+            self._on_tick(self.is_healthy())
+
+    def is_healthy(self) -> bool:
+        """Whether the watchdog may be pinged: the journal is writable and ``healthy()``."""
+        return self.journal_fault is None and (self._healthy is None or self._healthy())
+
+    def _handle(self, item: _Item) -> None:
+        event = item.event
+        if event.t is None:
+            event = dataclasses.replace(event, t=self.clock())
+        if self.journal_fault is not None and not isinstance(event, ev.Tick):
+            self.dropped += 1
+            log.error("journal not writable: %s dropped (%s)", event.TYPE, self.journal_fault)
+            if item.reply is not None:
+                item.reply.set_exception(JournalError(self.journal_fault))
+            return
+        try:
+            step = self.table.handle(event)
+        except JournalError as exc:
+            self._journal_failed(str(exc))
+            if item.reply is not None:
+                item.reply.set_exception(exc)
+            return
+        except EventError as exc:  # not a table event: a bug in an adapter, never fatal
+            log.error("not a table event: %s", exc)
+            if item.reply is not None:
+                item.reply.set_exception(exc)
+            return
+        if step.journal:
+            self.events_handled += 1
+        self._carry_out(event, step)
+        if item.reply is not None:
+            item.reply.set_result(step)
+
+    def _carry_out(self, event: ev.Event, step: Step) -> None:
+        if not step.accepted:
+            self.refused += 1
+        for effect in step.effects:
+            if isinstance(effect, Light):
+                if self._lights is not None:
+                    self._lights(effect)
+            elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
+                with self._feed_lock:
+                    self._feed.append(effect_dict(effect, event.t))
+                if isinstance(effect, Alarm):
+                    log.warning("alarm %s: %s; %s", effect.code, effect.text, effect.action)
+                elif isinstance(effect, Refused):
+                    log.warning("refused %s: %s", effect.event, effect.reason)
+                elif isinstance(effect, Prompt):
+                    log.info("prompt: %s", effect.text)
+        if step.effects:
+            self._update_safe_state()
+            if not isinstance(event, ev.Tick):
+                self._publish_status()
+
+    def _journal_failed(self, detail: str) -> None:
+        first = self.journal_fault is None
+        self.journal_fault = detail
+        if first:
+            log.critical("journal write failed, table latched: %s", detail)
+            with self._feed_lock:
+                self._feed.append(
+                    {
+                        "kind": "alarm",
+                        "t": self.clock(),
+                        "code": "journal_fault",
+                        "text": f"The journal cannot be written: {detail}",
+                        "action": "Stop the game and call a technician",
+                        "spot": None,
+                    }
+                )
+        self._update_safe_state()
+        self._publish_status()
+
+    def _retry_journal(self, now: int) -> None:
+        detail = self.journal_fault or ""
+        try:
+            step = self.table.handle(
+                ev.TableFault("journal", detail[:200], active=False, t=now)
+            )
+        except JournalError as exc:
+            self.journal_fault = str(exc)
+            return
+        log.warning("journal writable again; %d events were dropped meanwhile", self.dropped)
+        self.journal_fault = None
+        self._carry_out(ev.TableFault("journal", detail, active=False, t=now), step)
+        self._update_safe_state()
+
+    def _fault_reason(self) -> str | None:
+        if self.journal_fault is not None:
+            return f"journal: {self.journal_fault}"
+        faults = self.table.state.faults
+        if faults:
+            return "; ".join(f"{k}: {d}" if d else k for k, (d, _a) in sorted(faults.items()))
+        return None
+
+    def _update_safe_state(self) -> None:
+        reason = self._fault_reason()
+        if reason != self._safe:
+            self._safe = reason
+            if self._safe_state is not None:
+                self._safe_state(reason)
+
+    def _publish_status(self) -> None:
+        state = self.table.state
+        self._status = {
+            "snapshot": self.table.snapshot(),
+            "round_in_progress": self.table.round_in_progress,
+            "faults": {k: {"detail": d, "active": a} for k, (d, a) in sorted(state.faults.items())},
+            "journal_fault": self.journal_fault,
+            "jackpot_link": state.jackpot_link,
+            "events_handled": self.events_handled,
+            "events_refused": self.refused,
+            "events_dropped": self.dropped,
+            "journal_events": self.table.journal.events_written,
+            "queue": self._queue.qsize(),
+            "t": self.clock(),
+        }

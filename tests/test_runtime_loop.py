@@ -1,0 +1,157 @@
+"""The runtime loop with real parts: a JournaledTable on real SQLite (production settings),
+gpiozero's MockFactory pins behind the real GpioDriver, events submitted from other threads.
+
+A journal that cannot be written is made real by SQLite itself: ``PRAGMA max_page_count``
+at the file's current size makes the next insert fail with SQLITE_FULL ("database or disk
+is full"), as a full SD card does; raising it again is the disk freed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+from gpiozero.pins.mock import MockFactory
+
+from controller.games import load_game
+from controller.journal import JournaledTable
+from controller.runtime.loop import RuntimeClock, TableRuntime
+from controller.table import events as ev
+from controller.table.machine import table_circles
+from controller.table.settings import TableSettings
+from drivers.gpio import GpioDriver
+from drivers.gpio_pins import load_pin_map
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = load_game("pa-standard")
+SETTINGS = TableSettings(spots=3)
+
+
+@pytest.fixture
+def rig(tmp_path):
+    factory = MockFactory()
+    pin_map = load_pin_map(
+        ROOT / "config" / "gpio.example.toml", circles=table_circles(RULES), spots=3
+    )
+    table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
+    clock = RuntimeClock(table.state.now)
+    runtime_box: list[TableRuntime] = []
+    gpio = GpioDriver(pin_map, lambda e: runtime_box[0].submit(e), clock=clock,
+                      pin_factory=factory)
+
+    def safe_state(reason):
+        if reason is None:
+            gpio.clear_fault()
+        else:
+            gpio.fault(reason)
+
+    runtime = TableRuntime(
+        table, clock=clock, tick_ms=10, lights=gpio.apply, safe_state=safe_state,
+        polls=(gpio.poll,),
+    )
+    runtime_box.append(runtime)
+    yield runtime, gpio, factory, table
+    gpio.close()
+    table.close()
+    factory.close()
+
+
+def pump(runtime: TableRuntime, until, timeout: float = 3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runtime.run_once(max_wait_s=0.01)
+        if until():
+            return
+    raise AssertionError("the runtime did not get there")
+
+
+def led(factory: MockFactory, pin: int) -> bool:
+    return factory.pin(pin).state == 1
+
+
+def test_events_from_threads_are_journaled_in_order_with_time_and_lights(rig):
+    runtime, gpio, factory, table = rig
+    events = [ev.BetSensor(1, "main", True), ev.BetSensor(2, "main", True), ev.Lockout()]
+    threads = []
+    for event in events:
+        th = threading.Thread(target=runtime.submit, args=(event,))
+        th.start()
+        th.join()
+        threads.append(th)
+    pump(runtime, lambda: table.journal.events_written >= 3)
+    stored = list(table.journal.events())
+    assert [type(e) for e in stored] == [ev.BetSensor, ev.BetSensor, ev.Lockout]
+    assert all(e.t is not None for e in stored)
+    assert [e.t for e in stored] == sorted(e.t for e in stored)
+    # the lockout light (GPIO 22, active high) is on, as the table said
+    assert table.state.lights["lockout"] == "on"
+    assert led(factory, 22)
+    assert runtime.status()["snapshot"]["phase"] == "dealing"
+
+
+def test_console_button_on_a_mock_pin_reaches_the_table(rig):
+    runtime, gpio, factory, table = rig
+    gpio.simulate("sensors.1.main", True)
+    pump(runtime, lambda: table.state.sensors.get((1, "main")), timeout=3)
+    gpio.simulate("console.lockout", True)
+    pump(runtime, lambda: table.round_in_progress)
+    assert any(f["kind"] == "prompt" and f["code"] == "deal" for f in runtime.recent())
+
+
+def test_fault_holds_the_safe_state_until_the_supervisor_key_clears_it(rig):
+    runtime, gpio, factory, table = rig
+    runtime.submit(ev.TableFault("shoe", "offline for 30 s"))
+    pump(runtime, lambda: gpio.faulted is not None)
+    assert led(factory, 22)  # lockout light on: its safe state
+    assert "shoe: offline for 30 s" in gpio.faulted
+    runtime.submit(ev.TableFault("shoe", active=False))
+    gpio.simulate("console.supervisor_key", True)  # the key, on its real (mock) pin
+    pump(runtime, lambda: not table.state.faults and gpio.faulted is None)
+    assert any(f.get("code") == "faults_cleared" for f in runtime.recent())
+
+
+def test_journal_full_latches_drops_events_and_recovers(rig):
+    runtime, gpio, factory, table = rig
+    db = table.journal.db
+    runtime.submit(ev.BetSensor(1, "main", True))
+    pump(runtime, lambda: table.journal.events_written == 1)
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")
+    # the last page has some room: wager amounts fill it until SQLite says it is full
+    failed: Future | None = None
+    for amount in range(1000, 100_000, 5):
+        reply: Future = Future()
+        runtime.submit(ev.WagerAmount(1, "main", amount), reply)
+        pump(runtime, reply.done)
+        if reply.exception() is not None:
+            failed = reply
+            break
+    assert failed is not None, "the journal never filled up"
+    assert "full" in runtime.journal_fault
+    written = table.journal.events_written
+    last_amount = table.state.amounts[(1, "main")]
+    assert last_amount == amount - 5  # memory never runs ahead of disk
+    assert gpio.faulted and gpio.faulted.startswith("journal")
+    assert not runtime.is_healthy()  # the watchdog is no longer pinged
+    runtime.submit(ev.BetSensor(3, "main", True))
+    pump(runtime, lambda: runtime.dropped == 1)
+    assert table.state.sensors.get((3, "main")) is None
+    db.execute(f"PRAGMA max_page_count = {pages * 100}")
+    pump(runtime, lambda: runtime.journal_fault is None)
+    assert table.state.faults["journal"][1] is False  # recorded, gone, still latched
+    assert gpio.faulted is not None  # the safe state holds until the key clears it
+    stored = list(table.journal.events())
+    assert len(stored) == written + 1 and isinstance(stored[-1], ev.TableFault)
+    assert runtime.is_healthy()
+
+
+def test_clock_continues_above_the_journal_after_a_restart():
+    readings = iter([5, 6, 7])
+    clock = RuntimeClock(not_before_ms=1_000, source=lambda: next(readings))
+    assert clock() == 1_002  # source 6 + offset 996
+    assert clock() == 1_003
+    plain = RuntimeClock(not_before_ms=1, source=lambda: 50)
+    assert plain() == 50
