@@ -39,8 +39,7 @@ def rig(tmp_path):
     table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
     clock = RuntimeClock(table.state.now)
     runtime_box: list[TableRuntime] = []
-    gpio = GpioDriver(pin_map, lambda e: runtime_box[0].submit(e), clock=clock,
-                      pin_factory=factory)
+    gpio = GpioDriver(pin_map, lambda e: runtime_box[0].submit(e), clock=clock, pin_factory=factory)
 
     def safe_state(reason):
         if reason is None:
@@ -49,7 +48,11 @@ def rig(tmp_path):
             gpio.fault(reason)
 
     runtime = TableRuntime(
-        table, clock=clock, tick_ms=10, lights=gpio.apply, safe_state=safe_state,
+        table,
+        clock=clock,
+        tick_ms=10,
+        lights=gpio.apply,
+        safe_state=safe_state,
         polls=(gpio.poll,),
     )
     runtime_box.append(runtime)
@@ -73,7 +76,7 @@ def led(factory: MockFactory, pin: int) -> bool:
 
 
 def test_events_from_threads_are_journaled_in_order_with_time_and_lights(rig):
-    runtime, gpio, factory, table = rig
+    runtime, _gpio, factory, table = rig
     events = [ev.BetSensor(1, "main", True), ev.BetSensor(2, "main", True), ev.Lockout()]
     threads = []
     for event in events:
@@ -93,7 +96,7 @@ def test_events_from_threads_are_journaled_in_order_with_time_and_lights(rig):
 
 
 def test_console_button_on_a_mock_pin_reaches_the_table(rig):
-    runtime, gpio, factory, table = rig
+    runtime, gpio, _factory, table = rig
     gpio.simulate("sensors.1.main", True)
     pump(runtime, lambda: table.state.sensors.get((1, "main")), timeout=3)
     gpio.simulate("console.lockout", True)
@@ -114,7 +117,7 @@ def test_fault_holds_the_safe_state_until_the_supervisor_key_clears_it(rig):
 
 
 def test_journal_full_latches_drops_events_and_recovers(rig):
-    runtime, gpio, factory, table = rig
+    runtime, gpio, _factory, table = rig
     db = table.journal.db
     runtime.submit(ev.BetSensor(1, "main", True))
     pump(runtime, lambda: table.journal.events_written == 1)

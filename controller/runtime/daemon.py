@@ -250,7 +250,7 @@ class TableDaemon:
             if self.config.gpio.pin_factory != "mock":
                 return {
                     "ok": False,
-                    "error": f"{op} refused: simulated inputs need [gpio] pin_factory = \"mock\"; "
+                    "error": f'{op} refused: simulated inputs need [gpio] pin_factory = "mock"; '
                     "this table has real pins",
                 }
             if op == "input":

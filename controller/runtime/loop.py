@@ -49,7 +49,9 @@ class RuntimeClock:
     def __init__(self, not_before_ms: int | None = None, source: Callable[[], int] | None = None):
         self._source = source or (lambda: time.monotonic_ns() // 1_000_000)
         now = self._source()
-        self._offset = 0 if not_before_ms is None or now > not_before_ms else not_before_ms + 1 - now
+        self._offset = (
+            0 if not_before_ms is None or now > not_before_ms else not_before_ms + 1 - now
+        )
 
     def __call__(self) -> int:
         return self._source() + self._offset
@@ -267,9 +269,7 @@ class TableRuntime:
     def _retry_journal(self, now: int) -> None:
         detail = self.journal_fault or ""
         try:
-            step = self.table.handle(
-                ev.TableFault("journal", detail[:200], active=False, t=now)
-            )
+            step = self.table.handle(ev.TableFault("journal", detail[:200], active=False, t=now))
         except JournalError as exc:
             self.journal_fault = str(exc)
             return
