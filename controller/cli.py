@@ -17,6 +17,9 @@ Subcommands so far:
 - ``shoe-watch URL [--count N] [--heartbeat-timeout-ms MS]``: a technician's
   view of the card-reading shoe: one JSON line per decoded event and per
   error (``hardware/shoe-protocol.md``).
+- ``check-config FILE [FILE...] [--kind table|jackpot|gpio|game] [--no-files]``:
+  check config files (a table's, the jackpot controller's, a pin map, a game
+  profile) and print every error, one per line (``docs/config.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
@@ -214,6 +217,21 @@ def _cmd_camera_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    from controller.config import check_config
+
+    failed = False
+    for name in args.files:
+        check = check_config(name, args.kind, files=not args.no_files)
+        if check.errors:
+            failed = True
+            for error in check.errors:
+                print(error, file=sys.stderr, flush=True)
+        else:
+            print(f"{name}: ok ({check.summary})", flush=True)
+    return 2 if failed else 0
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
@@ -318,6 +336,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cam.add_argument("--count", type=_positive_int, help="stop after N cards (default: Ctrl-C)")
     cam.set_defaults(run=_cmd_camera_watch)
+
+    check = commands.add_parser(
+        "check-config",
+        help="check config files (table, jackpot, pin map, game profile); every error, one a line",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="a config file (TOML)")
+    check.add_argument(
+        "--kind",
+        choices=("table", "jackpot", "gpio", "game"),
+        help="the kind of every FILE (default: told by its sections)",
+    )
+    check.add_argument(
+        "--no-files",
+        action="store_true",
+        help="do not check the files a table config names (password file, CA, data_dir): "
+        "for checking a config away from its machine",
+    )
+    check.set_defaults(run=_cmd_check_config)
     return parser
 
 
