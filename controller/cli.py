@@ -20,6 +20,10 @@ Subcommands so far:
 - ``check-config FILE [FILE...] [--kind table|jackpot|gpio|game] [--no-files]``:
   check config files (a table's, the jackpot controller's, a pin map, a game
   profile) and print every error, one per line (``docs/config.md``).
+- ``run --config FILE``: the daemon: the running table (``controller/runtime``);
+- ``status [--config FILE | --socket PATH] [--json]``: the running table's status,
+  read over its control socket;
+- ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
@@ -354,7 +358,88 @@ def build_parser() -> argparse.ArgumentParser:
         "for checking a config away from its machine",
     )
     check.set_defaults(run=_cmd_check_config)
+
+    run = commands.add_parser("run", help="the daemon: run the table from its config")
+    run.add_argument("--config", required=True, help="the table config (config/table.example.toml)")
+    run.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="default INFO (prompts, alarms, faults)",
+    )
+    run.set_defaults(run=_cmd_run)
+
+    status = commands.add_parser("status", help="the running table's status (control socket)")
+    where = status.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", help="the table config: its [control] socket")
+    where.add_argument("--socket", help="the control socket's path")
+    status.add_argument("--json", action="store_true", help="the whole status as JSON")
+    status.set_defaults(run=_cmd_status)
+
+    try:
+        from controller.demo import stage
+    except ImportError:  # the demo ships with the package; tolerate a partial checkout
+        stage = None
+    if stage is not None:
+        demo = commands.add_parser(
+            "demo", help="the whole table in simulation: broker, jackpot controller, shoe, pins"
+        )
+        stage.add_arguments(demo)
+        demo.set_defaults(run=stage.main)
     return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import logging
+
+    from controller.config import load_table_config
+    from controller.runtime.daemon import run_table
+
+    logging.basicConfig(
+        level=args.log_level, format="%(name)s %(levelname)s: %(message)s", stream=sys.stderr
+    )
+    config = load_table_config(args.config)
+    return run_table(config)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from controller.runtime.control import ControlClient
+
+    path = args.socket
+    if args.config:
+        from controller.config import load_table_config
+
+        path = str(load_table_config(args.config).control.socket)
+    try:
+        with ControlClient(path) as client:
+            answer = client.request("status")
+    except OSError as exc:
+        raise TableControllerError(
+            f"cannot reach the table controller at {path} ({exc}); is it running? "
+            "(systemctl status table-controller)"
+        ) from None
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    st = answer["status"]
+    snap = st["snapshot"]
+    link = answer["health"]["link"] or {}
+    print(
+        f"table {answer['table']} (software {answer['version']}, "
+        f"config {answer['config_checksum'][:12]})"
+    )
+    print(f"round {snap['round']} phase {snap['phase']}; events {st['events_handled']} journaled")
+    faults = ", ".join(f"{k}: {v['detail']}" for k, v in st["faults"].items()) or "none"
+    print(f"faults: {faults}; journal: {st['journal_fault'] or 'ok'}")
+    print(
+        f"jackpot link: {'up' if st['jackpot_link'] else 'DOWN'}; connected "
+        f"{link.get('connected')}, outbox depth {link.get('depth')}, "
+        f"last ack {link.get('last_ack')}"
+    )
+    for item in answer["feed"][-5:]:
+        text = item.get("text") or item.get("reason") or ""
+        print(f"  {item['kind']}: {text}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
