@@ -50,6 +50,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from controller import sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
 from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
@@ -515,11 +516,33 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")
+    # Type=notify (systemd/jackpot-controller.service): ready once the ledger is open and the
+    # thread runs (it connects and reconnects by itself); WATCHDOG=1 only while that thread
+    # lives, so a dead thread ends in a restart instead of an idle process.
+    notifier = sdnotify.Notifier()
+    ping_s = (sdnotify.watchdog_interval_ms() or 0) / 2000  # twice per WatchdogSec
+    broker = f"{args.host}:{args.port}"
+    notifier.notify("READY=1", f"STATUS=started (boot {service.boot}), broker {broker}")
+    last_ping, shown = 0.0, ""
     try:
         while not stop.wait(0.5):
-            pass
+            alive = service._thread.is_alive()
+            if not alive:
+                state = "the service thread died: watchdog pings stopped"
+            elif service.health()["connected"]:
+                state = f"connected to {broker}"
+            else:
+                state = f"waiting for the broker at {broker}"
+            if state != shown:
+                shown = state
+                notifier.notify(f"STATUS={state}")
+            if ping_s and alive and time.monotonic() - last_ping >= ping_s:
+                last_ping = time.monotonic()
+                notifier.notify("WATCHDOG=1")
     finally:
+        notifier.notify("STOPPING=1", "STATUS=stopping: publishing offline")
         service.close()
+        notifier.close()
     return 0
 
 
