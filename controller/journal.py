@@ -83,9 +83,11 @@ def _dumps(data: Any) -> str:
 
 def journal_event(event: Event, now: int | None) -> Event:
     """The event as the journaled table handles and stores it: stamped with the table's
-    clock ``now`` (ms) when it has no ``t`` of its own, so that a replay, which lacks the
-    ticks that changed nothing, keeps the same clock (round records carry it)."""
-    if event.t is None and now is not None:
+    clock ``now`` (ms) when it has no ``t`` of its own, or one earlier than ``now``, so
+    that a replay, which lacks the ticks that changed nothing, keeps the same clock (round
+    records carry it). An earlier ``t`` is normal: a debounced button is stamped with the
+    moment it was confirmed, which may come before the last tick the table saw."""
+    if now is not None and (event.t is None or event.t < now):
         return dataclasses.replace(event, t=now)
     return event
 

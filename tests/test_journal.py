@@ -418,3 +418,26 @@ def test_journal_export_by_default_stops_at_the_last_settled_round(tmp_path, pa)
     assert {"type": "card", "card": str(hole), "source": "shoe"} in [
         {k: v for k, v in e.items() if k != "t"} for e in omitted
     ]
+
+
+def test_ticks_that_are_not_journaled_leave_no_trace_in_the_replay(tmp_path):
+    # found by the daemon's kill -9 test: a debounced button is stamped with the moment it
+    # was confirmed, which can be earlier than the last tick; a tick that moved the table's
+    # clock made the live round record differ from the replayed one
+    from controller.games import load_game
+    from controller.journal import JournaledTable
+    from controller.table import events as ev
+    from controller.table.settings import TableSettings
+
+    rules, settings = load_game("pa-standard"), TableSettings(spots=2)
+    path = tmp_path / "journal.sqlite"
+    with JournaledTable(path, rules, settings) as live:
+        live.handle(ev.BetSensor(1, "main", True, t=100))
+        assert not live.handle(ev.Tick(t=500)).journal
+        live.handle(ev.Lockout(t=450))  # confirmed at 450, after the tick at 500 was seen
+        snapshot, state = live.snapshot(), live.state
+        assert state.now == 500 and state.round.started_t == 500
+        assert [e.event["t"] for e in live.journal.entries()] == [100, 500]
+    with JournaledTable(path, rules, settings) as again:
+        assert again.snapshot() == snapshot
+        assert again.state.round.started_t == 500

@@ -102,12 +102,12 @@ class TableDaemon:
         )
         self.parts.append(("publisher", self.publisher.close))
         self.pin_factory = make_pin_factory(cfg.gpio.pin_factory)
+        if self.pin_factory is not None:  # closed after the pins (parts close in reverse)
+            self.parts.append(("pin factory", self.pin_factory.close))
         self.gpio = GpioDriver(
             cfg.gpio.pin_map, self._sink, clock=self.clock, pin_factory=self.pin_factory
         )
         self.parts.append(("gpio", self.gpio.close))
-        if self.pin_factory is not None:
-            self.parts.append(("pin factory", self.pin_factory.close))
         if cfg.settings.card_source in ("shoe", "both"):
             from drivers.shoe import ShoeReader
 
@@ -259,10 +259,13 @@ class TableDaemon:
                     return {"ok": False, "error": "input: active must be true or false"}
                 self.gpio.simulate(name, active)
                 return {"ok": True}
-            debounce = self.config.gpio.pin_map.button_debounce_ms
+            # held, then released, each longer than the debounce time: a shorter gap between
+            # two presses is bounce, and the driver rightly counts it as one press
+            hold_s = (self.config.gpio.pin_map.button_debounce_ms + 15) / 1000
             self.gpio.simulate(name, True)
-            time.sleep((debounce + 15) / 1000)
+            time.sleep(hold_s)
             self.gpio.simulate(name, False)
+            time.sleep(hold_s)
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}; ops are status, wager, input, press"}
 
