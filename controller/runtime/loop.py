@@ -75,7 +75,9 @@ class TableRuntime:
     or releases (None) the lights' safe state; ``polls`` run each tick with the clock
     reading (``GpioDriver.poll``); ``watches`` run each tick and return events for the table;
     ``healthy()`` says whether the watchdog may be pinged; ``on_tick(healthy)`` is called at
-    the end of each tick.
+    the end of each tick; ``trace(record)`` (benchmarks) hears, for each journaled event,
+    ``time.monotonic_ns()`` when its journal commit returned and when its effects were
+    carried out (``bench/table_latency.py``).
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class TableRuntime:
         watches: tuple[Callable[[int], list[ev.Event]], ...] = (),
         healthy: Callable[[], bool] | None = None,
         on_tick: Callable[[bool], None] | None = None,
+        trace: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.table = table
         self.clock = clock
@@ -100,6 +103,7 @@ class TableRuntime:
         self._watches = watches
         self._healthy = healthy
         self._on_tick = on_tick
+        self._trace = trace
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._feed_lock = threading.Lock()
@@ -220,9 +224,20 @@ class TableRuntime:
             if item.reply is not None:
                 item.reply.set_exception(exc)
             return
+        committed_ns = time.monotonic_ns()
         if step.journal:
             self.events_handled += 1
         self._carry_out(event, step)
+        if self._trace is not None and step.journal:
+            self._trace(
+                {
+                    "event": event.TYPE,
+                    "seq": self.table.journal.events_written,
+                    "committed_ns": committed_ns,
+                    "carried_out_ns": time.monotonic_ns(),
+                    "prompts": sum(isinstance(e, Prompt) for e in step.effects),
+                }
+            )
         if item.reply is not None:
             item.reply.set_result(step)
 
