@@ -41,6 +41,10 @@ fi
 # starts a system broker on port 1883, which the tests leave alone
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || apt_install mosquitto
 
+# tests/test_systemd_units.py runs `systemd-analyze verify` on systemd/*.service; a fresh
+# Debian container may have no systemd at all (the package brings the tool, not an init)
+command -v systemd-analyze >/dev/null || apt_install systemd
+
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
