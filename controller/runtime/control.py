@@ -57,10 +57,14 @@ class ControlServer:
                     line = self.rfile.readline(MAX_REQUEST + 1)
                     if not line:
                         return
-                    if len(line) > MAX_REQUEST:
-                        self._send({"ok": False, "error": f"request longer than {MAX_REQUEST} B"})
-                        return
-                    self._send(answer(handle, line))
+                    try:
+                        if len(line) > MAX_REQUEST:
+                            error = f"request longer than {MAX_REQUEST} B"
+                            self._send({"ok": False, "error": error})
+                            return
+                        self._send(answer(handle, line))
+                    except (BrokenPipeError, ConnectionResetError):
+                        return  # the client left before its answer: nobody to tell
 
             def _send(self, data: dict[str, Any]) -> None:
                 self.wfile.write(json.dumps(data, separators=(",", ":")).encode() + b"\n")

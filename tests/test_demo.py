@@ -1,0 +1,254 @@
+"""The demo end to end: ``python -m controller.demo.stage`` as a subprocess, real Mosquitto,
+jackpot controller, sign, shoe simulator and table daemon.
+
+- ``--rounds 5``: exit 0, five rounds in the table's journal, the ledger applied exactly what
+  the journal's outbox wrote (every message, in order, the contributions to the cent), nothing
+  left running; a second run in the same ``--dir`` resumes at round 6;
+- without ``--rounds``: SIGINT after two rounds stops everything cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from controller.demo.play import new_items, sign_meters
+from controller.demo.stage import JACKPOT_CONFIG, TABLE_ID, find_mosquitto, pin_allocation
+from controller.demo.stage import table_config as demo_table_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+needs_broker = pytest.mark.skipif(
+    find_mosquitto() is None, reason="mosquitto is not installed (scripts/setup.sh installs it)"
+)
+
+
+def demo(workdir: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "controller.demo.stage",
+        "--seed",
+        "1",
+        "--dir",
+        str(workdir),
+        *args,
+    ]
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def processes_in(workdir: Path) -> list[str]:
+    """Command lines of running processes that name ``workdir`` (none may be left)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(workdir) in cmdline and alive(int(entry.name)):
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def assert_nothing_left(workdir: Path) -> None:
+    pids = json.loads((workdir / "pids.json").read_text())["pids"]
+    assert set(pids) == {"mosquitto", "jackpot-controller", "sign", "shoe-sim", "table"}
+    still = {name: pid for name, pid in pids.items() if alive(pid)}
+    assert not still, f"left running: {still}"
+    assert processes_in(workdir) == []
+
+
+def journal_publishes(journal_path: Path) -> tuple[list, tuple[int, int]]:
+    """Every publish the journaled events make (replayed through a fresh table), and the
+    outbox's (written, acked)."""
+    from controller.games import load_game
+    from controller.journal import Journal
+    from controller.table import Table
+    from controller.table.effects import Publish
+
+    with Journal(journal_path) as journal:
+        table = Table(load_game(journal.game), journal.settings)
+        pubs = [
+            effect
+            for event in journal.events()
+            for effect in table.handle(event).effects
+            if isinstance(effect, Publish)
+        ]
+        written, acked, _rows = journal.outbox_rows()
+    return pubs, (written, acked)
+
+
+def check_ledger(workdir: Path) -> None:
+    """The ledger applied exactly the table's outbox: every seq once, in order, as the kind
+    the journal made it, and the contributions add up to the cent."""
+    from controller.jackpot.ledger import Ledger
+    from controller.jackpot.pools import contribution, load_config
+
+    pubs, (written, acked) = journal_publishes(workdir / "table" / "journal.sqlite")
+    assert written == len(pubs) and acked == written
+    assert any(p.topic == "contribution" for p in pubs)  # 5+ rounds with Blazing 7's bets
+    config = load_config(JACKPOT_CONFIG)
+    expected: dict[str, Fraction] = {}
+    for p in pubs:
+        if p.topic != "contribution":
+            continue
+        pools = [config.progressive_for(p.payload["wager"])]
+        if p.payload["mystery"]:
+            pools.append(config.mystery_for(p.payload["wager"]))
+        for pool in pools:
+            expected[pool.name] = expected.get(pool.name, Fraction(0)) + contribution(
+                pool, p.payload["stake"]
+            )
+    with Ledger(workdir / "ledger.sqlite", config) as ledger:
+        applied = [(seq, kind) for table, seq, kind, *_ in ledger.applied() if table == TABLE_ID]
+        assert applied == [(n, p.topic) for n, p in enumerate(pubs, 1)]
+        assert ledger.ack(TABLE_ID) == written
+        for pool in config.pools:
+            assert ledger.totals(pool).get("contribution", Fraction(0)) == expected.get(
+                pool, Fraction(0)
+            ), pool
+
+
+def rounds_in_journal(workdir: Path) -> tuple[int, int | None, int | None]:
+    from controller.journal import Journal
+
+    with Journal(workdir / "table" / "journal.sqlite") as journal:
+        return journal.round_count()
+
+
+# -- pure parts ----------------------------------------------------------------------------
+
+
+def test_the_demo_table_config_loads_with_distinct_pins(tmp_path: Path) -> None:
+    from controller.config import load_table_config
+
+    pins = [pin for section in pin_allocation().values() for pin in section.values()]
+    assert len(pins) == len(set(pins)) == 26 and min(pins) == 2 and max(pins) == 27
+    path = tmp_path / "table.toml"
+    path.write_text(demo_table_config(tmp_path, 1883))
+    config = load_table_config(path)
+    assert config.table_id == TABLE_ID and config.gpio.pin_factory == "mock"
+    assert len(config.gpio.pin_map.pins()) == 26
+
+
+def test_sign_screen_and_feed_helpers() -> None:
+    screen = (
+        "JACKPOT METERS                       2026-11-21 21:43:22 UTC\n" + "=" * 60 + "\n"
+        "Blazing 7's                           $10,001.50   seq 3\n"
+        "Must-Hit-By Mystery                      $250.15   seq 3\n"
+        "    must hit by $1,000.00\n" + "=" * 60 + "\nlive\n"
+    )
+    assert sign_meters("half a screen\nJACKPOT METERS\n===\n" + screen + "JACKPOT METERS\n") == (
+        "live",
+        [("Blazing 7's", "$10,001.50"), ("Must-Hit-By Mystery", "$250.15")],
+    )
+    assert sign_meters("nothing") is None
+    a, b, c = {"t": 1}, {"t": 2}, {"t": 3}
+    assert new_items([], [a, b]) == [a, b]
+    assert new_items([a, b], [a, b]) == []
+    assert new_items([a, b], [b, c]) == [c]
+
+
+# -- the real thing ------------------------------------------------------------------------
+
+
+@needs_broker
+def test_demo_plays_five_rounds_then_resumes_at_round_six(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    first = subprocess.run(
+        demo(workdir, "--rounds", "5"), capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    played = [line for line in first.stdout.splitlines() if line.startswith("round ")]
+    assert [line.split()[1] for line in played] == ["1", "2", "3", "4", "5"]
+    assert "link up" in played[-1] and "Blazing 7's $" in played[-1]
+    assert rounds_in_journal(workdir) == (5, 1, 5)
+    check_ledger(workdir)
+    assert_nothing_left(workdir)
+
+    second = subprocess.run(
+        demo(workdir, "--rounds", "1"), capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "at round 5, phase settled" in second.stdout
+    played = [line for line in second.stdout.splitlines() if line.startswith("round ")]
+    assert [line.split()[1] for line in played] == ["6"]
+    assert rounds_in_journal(workdir) == (6, 1, 6)
+    check_ledger(workdir)
+    assert_nothing_left(workdir)
+    assert "REFUSED" not in first.stdout + second.stdout
+
+
+@needs_broker
+def test_sigint_stops_every_process(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    proc = subprocess.Popen(demo(workdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        out, rounds = b"", 0
+        deadline = time.monotonic() + 40
+        while rounds < 2:
+            assert time.monotonic() < deadline, out.decode()
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                data = os.read(proc.stdout.fileno(), 4096)
+                assert data, out.decode() + proc.stderr.read().decode()
+                out += data
+                rounds = sum(line.startswith(b"round ") for line in out.splitlines())
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, (out + rest + err).decode()
+    assert b"stopping (signal)" in rest
+    assert_nothing_left(workdir)
+    played, _first, last = rounds_in_journal(workdir)
+    assert played >= 2 and last == played
+
+
+def test_control_socket_client_gone_before_its_answer_is_no_error(tmp_path: Path, capsys) -> None:
+    """The demo's stage may close its connection mid-request when it is stopped: the server
+    drops the answer quietly (it used to print a BrokenPipeError traceback in the table's log)."""
+    import socket
+    import threading
+
+    from controller.runtime.control import ControlClient, ControlServer
+
+    answered = threading.Event()
+
+    def slow(request: dict) -> dict:
+        time.sleep(0.2)
+        answered.set()
+        return {"ok": True}
+
+    server = ControlServer(tmp_path / "c.sock", slow)
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(tmp_path / "c.sock"))
+            s.sendall(b'{"op":"status"}\n')
+        assert answered.wait(2)
+        time.sleep(0.1)
+        with ControlClient(tmp_path / "c.sock") as client:  # still serving
+            assert client.request("status") == {"ok": True}
+    finally:
+        server.close()
+    assert "Traceback" not in capsys.readouterr().err
