@@ -16,9 +16,13 @@ debounce), and the events are handed to the sink in ``t`` order. Chatter (edges
 closer than the debounce time) restarts the wait, so one placement of chips is
 one :class:`BetSensor` and one press is one button event.
 
-At start-up a bet sensor that already sees chips and a supervisor key already
-turned on are reported once they hold for the debounce time (the table starts
-believing every circle empty and the key off). A button held at start-up is
+At start-up a bet sensor or the supervisor key whose level differs from what the
+table believes (``believed``: the recovered table's sensors and key; by default
+every circle empty and the key off) is reported once it holds for the debounce
+time: after a restart the table may believe chips are on a circle that was
+cleared while the controller was down, and must hear that it is empty. With
+``hold_believed`` (mock pins only) the believed inputs start active: in a
+simulation the chips stay on the layout while the controller restarts. A button held at start-up is
 not a press: it is counted as ``button_held_at_start`` and fires only after a
 release and a new press.
 
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,8 +96,17 @@ def make_pin_factory(name: str) -> Any:
     except (ImportError, GPIOZeroError, OSError, RuntimeError) as exc:
         raise GpioError(
             f"[gpio] pin_factory {name!r} cannot start ({exc}); on a Pi install its library "
-            "(hardware/install.md) or set pin_factory = \"default\""
+            '(hardware/install.md) or set pin_factory = "default"'
         ) from None
+
+
+def _drive(pin: Any, spec: InputPin, active: bool) -> None:
+    """Drive a mock input pin to the level its wiring gives when ``active``."""
+    active_low = spec.pull_up is True or (spec.pull_up is None and not spec.active_high)
+    if active != active_low:
+        pin.drive_high()
+    else:
+        pin.drive_low()
 
 
 @dataclass(slots=True)
@@ -108,6 +121,7 @@ class _Input:
     since: int = 0
     edges: int = 0
     rejected: int = 0
+    report_start: bool = False  # a sensor's or the key's start level, due at since + debounce
 
     def event(self, level: bool, t: int) -> ev.Event | None:
         spec = self.spec
@@ -135,6 +149,8 @@ class GpioDriver:
         clock: Clock = monotonic_ms,
         pin_factory: Any = None,
         name: str = "gpio",
+        believed: Mapping[str, bool] | None = None,
+        hold_believed: bool = False,
     ):
         self.pin_map = pin_map
         self._sink = sink
@@ -151,6 +167,7 @@ class GpioDriver:
         self._last_check = clock()
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
+        believed = dict(believed or {})
         try:
             for spec in pin_map.inputs:
                 device = self._device(
@@ -164,6 +181,9 @@ class GpioDriver:
                         pin_factory=pin_factory,
                     ),
                 )
+                if hold_believed and believed.get(f"{spec.section}.{spec.key}"):
+                    # a simulation: the chips did not move while the controller was down
+                    _drive(device.pin, spec, True)
                 self._inputs.append(_Input(spec, device))
             for light in pin_map.lights:
                 led = self._device(
@@ -192,8 +212,10 @@ class GpioDriver:
                     inp.stable = level
                     if level:
                         self._health.count("button_held_at_start")
-                elif level:
-                    inp.pending, inp.since = True, now
+                else:  # sensors and the key: reported if not what the table believes
+                    believed_level = believed.get(f"{inp.spec.section}.{inp.spec.key}", False)
+                    inp.stable, inp.since = level, now
+                    inp.report_start = level != believed_level
         self._health.set(connected=True, faulted=None)
 
     def _device(self, section: str, spec: InputPin | LightPin, make: Callable[[], Any]) -> Any:
@@ -220,6 +242,8 @@ class GpioDriver:
                 if inp.pending is not None:
                     inp.rejected += 1
                 inp.pending = None
+                if inp.report_start:  # back to the start level: it must hold afresh
+                    inp.since = t
             else:
                 inp.pending, inp.since = level, t
             if inp.spec.debounce_ms == 0:
@@ -237,11 +261,15 @@ class GpioDriver:
         self._last_check = now
         due: list[tuple[int, int, ev.Event]] = []
         for order, inp in enumerate(self._inputs):
-            if inp.pending is None:
-                continue
             confirmed_at = inp.since + inp.spec.debounce_ms
+            if inp.pending is None:
+                if inp.report_start and confirmed_at <= now:
+                    inp.report_start = False
+                    due.append((confirmed_at, order, inp.event(inp.stable, confirmed_at)))
+                continue
             if confirmed_at > now:
                 continue
+            inp.report_start = False
             inp.stable, inp.pending = inp.pending, None
             event = inp.event(inp.stable, confirmed_at)
             if event is not None:
@@ -350,14 +378,9 @@ class GpioDriver:
         pin = inp.device.pin
         if not hasattr(pin, "drive_high"):
             raise GpioError(
-                f"input {name!r} is a real pin: simulated inputs need [gpio] pin_factory = \"mock\""
+                f'input {name!r} is a real pin: simulated inputs need [gpio] pin_factory = "mock"'
             )
-        spec = inp.spec
-        high = active != (spec.pull_up is True or (spec.pull_up is None and not spec.active_high))
-        if high:
-            pin.drive_high()
-        else:
-            pin.drive_low()
+        _drive(pin, inp.spec, active)
 
     # -- health and life cycle --------------------------------------------------
 

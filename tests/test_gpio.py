@@ -594,3 +594,48 @@ def test_close_shows_the_safe_state_releases_the_pins_and_may_repeat(factory, cl
     assert driver.apply(Light("spot1.main", "on")) is False
     with GpioDriver(pin_map, events.append, clock=clock, pin_factory=factory):
         pass  # the pins were released
+
+
+def test_start_up_reports_what_differs_from_what_the_recovered_table_believes(factory, clock):
+    """After a restart the table believes chips on spot 1 and the key on (its journal); the
+    pins say spot 1 is empty, spot 2 has chips and the key is on: only the differences are
+    reported, once they held for their debounce time."""
+    factory.pin(12).drive_high()  # the key, on its own resistor, still on
+    factory.pin(6).drive_high()  # spot 2's board (active high): chips
+    events: list = []
+    external = {"active_high": True}
+    pin_map = parse_pin_map(
+        {
+            "sensors": {"1.main": {"pin": 4, **external}, "2.main": {"pin": 6, **external}},
+            "console": {"supervisor_key": {"pin": 12, **external}},
+        },
+        circles=PA,
+    )
+    believed = {"sensors.1.main": True, "console.supervisor_key": True}
+    with GpioDriver(
+        pin_map, events.append, clock=clock, pin_factory=factory, believed=believed
+    ) as driver:
+        clock.advance(149)
+        driver.poll()
+        assert events == []
+        clock.advance(1)
+        driver.poll()
+        assert events == [BetSensor(1, "main", False, t=1150), BetSensor(2, "main", True, t=1150)]
+
+
+def test_a_simulation_holds_the_believed_chips_on_its_mock_pins(factory, clock):
+    events: list = []
+    pin_map = parse_pin_map(SMALL, circles=PA)
+    believed = {"sensors.1.main": True, "sensors.2.main": False}
+    with GpioDriver(
+        pin_map,
+        events.append,
+        clock=clock,
+        pin_factory=factory,
+        believed=believed,
+        hold_believed=True,
+    ) as driver:
+        clock.advance(200)
+        driver.poll()
+        assert events == []  # the pins agree with the table: nothing to report
+        assert driver.health()["inputs"]["sensors.1.main"]["active"] is True

@@ -108,8 +108,16 @@ class TableDaemon:
         self.pin_factory = make_pin_factory(cfg.gpio.pin_factory)
         if self.pin_factory is not None:  # closed after the pins (parts close in reverse)
             self.parts.append(("pin factory", self.pin_factory.close))
+        state = self.table.state
+        believed = {f"sensors.{spot}.{circle}": on for (spot, circle), on in state.sensors.items()}
+        believed["console.supervisor_key"] = state.supervisor_key
         self.gpio = GpioDriver(
-            cfg.gpio.pin_map, self._sink, clock=self.clock, pin_factory=self.pin_factory
+            cfg.gpio.pin_map,
+            self._sink,
+            clock=self.clock,
+            pin_factory=self.pin_factory,
+            believed=believed,
+            hold_believed=cfg.gpio.pin_factory == "mock",
         )
         self.parts.append(("gpio", self.gpio.close))
         if cfg.settings.card_source in ("shoe", "both"):
