@@ -298,7 +298,9 @@ def test_the_autopilot_is_pure() -> None:
     forbidden = {"os", "io", "sys", "time", "datetime", "random", "socket", "threading"}
     forbidden |= {"asyncio", "subprocess", "pathlib", "logging", "serial", "gpiozero", "paho"}
     forbidden |= {"cv2", "drivers"}
-    for path in sorted((Path(__file__).parent.parent / "controller" / "demo").glob("*.py")):
+    demo = Path(__file__).parent.parent / "controller" / "demo"
+    # the decision part only: stage.py and play.py run the processes (I/O by design)
+    for path in (demo / "__init__.py", demo / "autopilot.py", demo / "strategy.py"):
         names = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
