@@ -23,6 +23,9 @@ PURE_MODULES = [
     RULES.parent.parent / "drivers" / "shoe_protocol.py",  # the shoe's parser, fuzzed
     RULES.parent / "jackpot" / "pools.py",  # meter arithmetic and pool config
     RULES.parent / "backoff.py",
+    RULES.parent / "runtime" / "watch.py",  # fault watchers: health samples in, events out
+    RULES.parent / "demo" / "autopilot.py",  # the demo's dealer and players
+    RULES.parent / "demo" / "strategy.py",
 ]
 
 FORBIDDEN = {
