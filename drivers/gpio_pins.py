@@ -43,6 +43,7 @@ from typing import Any
 
 from controller.errors import TableControllerError
 from controller.table.effects import LIGHT_STATES
+from controller.table.events import CONSOLE_BUTTONS, SPOT_BUTTONS
 
 PIN_MIN, PIN_MAX = 2, 27
 """BCM GPIO numbers on the 40-pin header (0 and 1 are the HAT ID EEPROM's)."""
@@ -50,22 +51,7 @@ PIN_MIN, PIN_MAX = 2, 27
 FIXED_PULL_UP = (2, 3)
 """GPIO 2 and 3 (I2C) have 1.8 kOhm pull-ups fitted on every Pi."""
 
-BUTTONS = (
-    "lockout",
-    "next",
-    "double",
-    "split",
-    "surrender",
-    "double_up",
-    "end_round",
-    "burn",
-    "void_round",
-    "misdeal",
-)
-"""Console buttons with no spot (double ... double_up act on the spot in action)."""
-
-SPOT_BUTTONS = ("insurance", "even_money", "ez_bust")
-"""Console buttons, one per spot: ``insurance.3``."""
+BUTTONS = CONSOLE_BUTTONS  # the console buttons with no spot; SPOT_BUTTONS one per spot
 
 SWITCHES = ("supervisor_key",)
 """Console switches: an event when turned on and when turned off."""

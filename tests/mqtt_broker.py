@@ -52,44 +52,22 @@ CONTROLLER = "jackpot-controller"
 SIGN = "sign-lobby"
 USERS = (*TABLES, CONTROLLER, SIGN)
 
-# Global options copied from the production config into the test broker's.
-LIMIT_OPTIONS = (
-    "max_queued_messages",
-    "max_queued_bytes",
-    "queue_qos0_messages",
-    "max_inflight_messages",
-    "message_size_limit",
-    "max_keepalive",
-    "persistent_client_expiration",
+# The demo's broker helpers are the same: one copy of the limits parsing and of the search
+# for the executable (controller/demo/stage.py), so the tests and the demo run the same broker.
+from controller.demo.stage import (  # noqa: E402
+    LIMIT_OPTIONS,  # noqa: F401 - re-exported for the broker tests
+    find_mosquitto,
+    free_port,
 )
-
-
-def find_mosquitto() -> str | None:
-    """The broker's executable: on PATH, or Debian's /usr/sbin (not on a user's PATH)."""
-    found = shutil.which("mosquitto")
-    if found:
-        return found
-    return "/usr/sbin/mosquitto" if os.access("/usr/sbin/mosquitto", os.X_OK) else None
+from controller.demo.stage import production_limits as _production_limits  # noqa: E402
 
 
 def production_limits(conf: Path = PRODUCTION_CONF) -> dict[str, str]:
-    """The global limits (:data:`LIMIT_OPTIONS`) set in ``conf``, before its first listener."""
-    limits: dict[str, str] = {}
-    for line in conf.read_text(encoding="utf-8").splitlines():
-        words = line.split()
-        if not words or words[0].startswith("#"):
-            continue
-        if words[0] == "listener":
-            break
-        if words[0] in LIMIT_OPTIONS:
-            limits[words[0]] = " ".join(words[1:])
-    return limits
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """The global limits (:data:`LIMIT_OPTIONS`) set in ``conf``, before its first listener;
+    the production config must exist (a test broker without its limits proves nothing)."""
+    if not conf.exists():
+        raise FileNotFoundError(conf)
+    return _production_limits(conf)
 
 
 class BrokerError(RuntimeError):

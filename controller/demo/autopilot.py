@@ -51,6 +51,7 @@ from controller.rules.actions import HandState
 from controller.rules.cards import parse_card
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import blackjack_tie
+from controller.table.events import CONSOLE_BUTTONS, SPOT_BUTTONS
 from controller.table.machine import table_circles
 from controller.table.settings import TableSettings
 
@@ -101,21 +102,7 @@ class Shuffle:
 
 Action = PlaceBet | RemoveBet | Press | Deal | Shuffle
 
-BUTTONS = (
-    "lockout",
-    "next",
-    "double",
-    "split",
-    "surrender",
-    "double_up",
-    "end_round",
-    "burn",
-    "void_round",
-    "misdeal",
-)
-"""Console buttons with no spot (as ``drivers/gpio_pins.py`` names them)."""
-SPOT_BUTTONS = ("insurance", "even_money", "ez_bust")
-"""Console buttons, one per spot; wired as ``insurance`` (every spot) or ``insurance.3``."""
+BUTTONS = CONSOLE_BUTTONS  # as drivers/gpio_pins.py names them; SPOT_BUTTONS one per spot
 REQUIRED_BUTTONS = ("lockout", "next", "end_round")
 """Without these no round can be played."""
 

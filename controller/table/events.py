@@ -39,6 +39,22 @@ SHOE_EVENTS = (
 )
 """``offline``/``online``: the shoe driver lost / regained the shoe (heartbeat timeout,
 unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing."""
+CONSOLE_BUTTONS = (
+    "lockout",
+    "next",
+    "double",
+    "split",
+    "surrender",
+    "double_up",
+    "end_round",
+    "burn",
+    "void_round",
+    "misdeal",
+)
+"""The dealer console's buttons with no spot (double ... double_up act on the spot in action);
+the GPIO pin map (``drivers/gpio_pins.py``) and the demo's autopilot use these names."""
+SPOT_BUTTONS = ("insurance", "even_money", "ez_bust")
+"""Console buttons, one per spot (``insurance.3`` in a pin map)."""
 FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link")
 """What a :class:`TableFault` is about: a driver lost (shoe, camera, GPIO), the journal
 that could not be written, or the jackpot controller's link down past its time limit."""
