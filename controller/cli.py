@@ -23,6 +23,7 @@ Subcommands so far:
 - ``run --config FILE``: the daemon: the running table (``controller/runtime``);
 - ``status [--config FILE | --socket PATH] [--json]``: the running table's status,
   read over its control socket;
+- ``hash-password [--stdin]``: the ``[web] password_hash`` for a password (``docs/web.md``);
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
@@ -369,6 +370,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(run=_cmd_run)
 
+    hashpw = commands.add_parser(
+        "hash-password",
+        help="print the [web] password_hash for a technicians' password (asked twice)",
+    )
+    hashpw.add_argument(
+        "--stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (scripts), not the terminal",
+    )
+    hashpw.set_defaults(run=_cmd_hash_password)
+
     status = commands.add_parser("status", help="the running table's status (control socket)")
     where = status.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", help="the table config: its [control] socket")
@@ -387,6 +399,29 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_arguments(demo)
         demo.set_defaults(run=stage.main)
     return parser
+
+
+def _cmd_hash_password(args: argparse.Namespace) -> int:
+    import getpass
+
+    from controller.web.auth import MIN_PASSWORD, hash_password
+
+    if args.stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass("Technicians' password: ")
+        if getpass.getpass("Again: ") != password:
+            print("hash-password: the two passwords differ; nothing printed", file=sys.stderr)
+            return 2
+    if len(password) < MIN_PASSWORD:
+        print(
+            f"hash-password: the password needs at least {MIN_PASSWORD} characters "
+            f"(got {len(password)}); nothing printed",
+            file=sys.stderr,
+        )
+        return 2
+    print(hash_password(password))
+    return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

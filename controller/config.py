@@ -174,9 +174,12 @@ class MqttConfig:
 
 @dataclass(frozen=True, slots=True)
 class WebConfig:
+    """``enabled``: the config has a ``[web]`` section (no section: no web server)."""
+
     bind: str = "127.0.0.1"
     port: int = 8080
     password_hash: str = ""
+    enabled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +247,7 @@ class _Section:
         self.name = name
         self.errors = errors
         self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.present = raw is not None
         if raw is not None and not isinstance(raw, dict):
             self.error(None, f"must be a table ([{name}] and its keys), got {raw!r}")
 
@@ -590,9 +594,19 @@ def _read_web(sec: _Section) -> WebConfig | None:
             "`table-controller hash-password`, never the password itself",
         )
         password_hash = None
+    elif password_hash:
+        from controller.web.auth import PasswordHashError, parse_hash
+
+        try:
+            parse_hash(password_hash)
+        except PasswordHashError as exc:
+            sec.error("password_hash", str(exc).removeprefix("password_hash "))
+            password_hash = None
     sec.check_unknown()
     values = (bind, port, password_hash)
-    return None if None in values else WebConfig(*values)
+    if None in values:
+        return None
+    return WebConfig(bind, port, password_hash, enabled=sec.present)
 
 
 def _read_control(sec: _Section, base: Path) -> ControlConfig | None:

@@ -386,7 +386,8 @@ class CameraReader:
     it and releases it when it stops. ``clock`` stamps events (``t``) and measures
     ``fps``. ``health()`` shows ``frames`` read,
     ``decoded`` (frames where a card was read), ``cards`` (events), ``fps``,
-    ``decode_ms``, ``last_card`` and its age (``last_message_age_ms``), and errors
+    ``decode_ms``, the age of the last card read (``last_message_age_ms``; never the card
+    itself: health is shown on pages, and the hole card must not be), and errors
     by kind: ``not_a_card``, ``bad_frame``, ``decode_error``, ``read_failed``
     (a live camera stopped), ``reopen_failed``, ``sink_error``.
     """
@@ -423,7 +424,6 @@ class CameraReader:
             cards=0,
             fps=None,
             decode_ms=None,
-            last_card=None,
         )
         self._frame_times: deque[int] = deque(maxlen=RATE_WINDOW)
         self._decode_s: deque[float] = deque(maxlen=RATE_WINDOW)
@@ -503,8 +503,7 @@ class CameraReader:
 
     def _emit(self, event: CardDrawn, text: str) -> None:
         self._counts["cards"] += 1
-        self._health.message()
-        self._health.set(last_card=text)
+        self._health.message()  # the time only: never the card (it may be the hole card)
         try:
             self._sink(event)
         except Exception:  # the sink only enqueues; a failure must not stop the camera

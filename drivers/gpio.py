@@ -362,6 +362,29 @@ class GpioDriver:
     def faulted(self) -> str | None:
         return self._fault
 
+    # -- the technician's light test (the runtime runs it between rounds) ----------------
+
+    def light_names(self) -> tuple[str, ...]:
+        """Every light of the pin map, sorted."""
+        return tuple(sorted(self._lights))
+
+    def test_light(self, name: str, state: str) -> bool:
+        """Show ``state`` on light ``name`` for a test, leaving what the table asked for
+        untouched (:meth:`end_light_test` shows it again). False while faulted or closed."""
+        with self._light_lock:
+            if self._closed or self._fault is not None or name not in self._lights:
+                return False
+            self._show(name, state)
+        return True
+
+    def end_light_test(self) -> None:
+        """Back to the lights the table asked for (or the safe state while faulted)."""
+        with self._light_lock:
+            if self._closed:
+                return
+            for name, (spec, _led) in self._lights.items():
+                self._show(name, spec.safe if self._fault else self._wanted.get(name, "off"))
+
     def simulate(self, name: str, active: bool) -> None:
         """Simulation only (gpiozero's MockFactory): make the input ``name`` (as in
         :meth:`health`, ``console.next`` or ``sensors.1.main``; a ``gpio.`` prefix is

@@ -2,6 +2,8 @@
 # Make .venv with the project and its test tools installed. Safe to run again:
 # it reinstalls only when pyproject.toml changed. Installs python3-venv with
 # apt when the machine lacks it (Debian / Raspberry Pi OS; needs root or sudo).
+# `setup.sh --test` also installs what only the tests need: Debian's chromium, which
+# the web page tests drive headless through Playwright (tests/browser.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +46,12 @@ command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || apt_install mos
 # tests/test_systemd_units.py runs `systemd-analyze verify` on systemd/*.service; a fresh
 # Debian container may have no systemd at all (the package brings the tool, not an init)
 command -v systemd-analyze >/dev/null || apt_install systemd
+
+if [ "${1:-}" = "--test" ]; then
+    # the page tests run in the real browser Debian ships (Playwright drives it through
+    # executable_path; no browser download from Playwright's servers)
+    command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || apt_install chromium
+fi
 
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then

@@ -3,6 +3,6 @@
 # Extra arguments go to pytest, e.g. `scripts/test.sh -k lucky`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"

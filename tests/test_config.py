@@ -20,6 +20,7 @@ from controller.config import (
     load_table_config,
     read_password,
 )
+from controller.web.auth import hash_password
 from drivers.gpio_pins import load_pin_map
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -455,14 +456,26 @@ def test_web_and_control(tmp_path):
     assert list(got) == [("web", "bind"), ("web", "password_hash"), ("control", "socket")]
     assert "never the password itself" in got[("web", "password_hash")]
     assert "a unix socket path is at most 107" in got[("control", "socket")]
+    # a truncated paste of a real hash is caught at check-config, not at the first login
+    stored = hash_password("long enough pass", n=2**10)
+    for broken, problem in (
+        (stored[:-28], "salt or key is too short"),
+        (stored.replace("$1024$", "$1000$"), "out of range"),
+        ("scrypt$16384$8$1$c2FsdA", "6 fields"),
+    ):
+        path = write(tmp_path, ('password_hash = ""', f'password_hash = "{broken}"'))
+        (error,) = errors_of(path)
+        assert (error.section, error.key) == ("web", "password_hash") and problem in str(error)
+        assert "table-controller hash-password" in str(error)
     path = write(
         tmp_path,
         ('bind = "127.0.0.1"', 'bind = "0.0.0.0"'),
-        ('password_hash = ""', 'password_hash = "scrypt$16384$8$1$c2FsdA$aGFzaA"'),
+        ('password_hash = ""', f'password_hash = "{stored}"'),
         ('socket = "/run/table-controller/control.sock"', 'socket = "control.sock"'),
     )
     config = load_table_config(path)
-    assert config.web.bind == "0.0.0.0" and config.web.password_hash.startswith("scrypt$")
+    assert config.web.bind == "0.0.0.0" and config.web.password_hash == stored
+    assert config.web.enabled
     assert config.control.socket == tmp_path / "control.sock"
 
 

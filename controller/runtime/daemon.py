@@ -28,6 +28,7 @@ from typing import Any
 from controller import __version__
 from controller.journal import JournaledTable
 from controller.runtime.control import ControlServer
+from controller.runtime.logring import RecentLog
 from controller.runtime.loop import RuntimeClock, TableRuntime, effect_dict
 from controller.runtime.watch import DriverWatch, LinkWatch
 from controller.table import events as ev
@@ -70,6 +71,11 @@ class TableDaemon:
         self.started_ms = self.clock()
         self._runtime: TableRuntime | None = None
         self._pending: list[ev.Event] = []
+        self.web = None
+        self.started_epoch = time.time()
+        self.log_ring = RecentLog()
+        logging.getLogger().addHandler(self.log_ring)
+        self.parts.append(("log ring", lambda: logging.getLogger().removeHandler(self.log_ring)))
         try:
             self._open(password)
         except BaseException:
@@ -217,6 +223,7 @@ class TableDaemon:
             healthy=self._threads_alive,
             on_tick=on_tick,
             trace=trace,
+            lamp_test=gpio,
         )
         self._runtime = self.runtime
         for event in self._pending:
@@ -224,6 +231,13 @@ class TableDaemon:
         self._pending.clear()
         self.control = ControlServer(cfg.control.socket, self.handle_request)
         self.parts.append(("control socket", self.control.close))
+        if cfg.web.enabled:
+            from controller.web.server import WebServer
+
+            self.web = WebServer(
+                self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash
+            ).start()
+            self.parts.append(("web", self.web.close))
 
     def _threads_alive(self) -> bool:
         threads = [getattr(self.publisher, "_thread", None)]
@@ -231,7 +245,7 @@ class TableDaemon:
             threads.append(getattr(self.shoe, "_thread", None))
         return all(t is None or t.is_alive() for t in threads)
 
-    # -- the control socket ---------------------------------------------------------------
+    # -- health ------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
         out: dict[str, Any] = {"link": self.publisher.health() if self.publisher else None}
@@ -239,6 +253,70 @@ class TableDaemon:
             part = getattr(self, name)
             out[name] = part.health() if part is not None else None
         return out
+
+    # -- what the web pages read (controller.web.server.TableSource) -----------------------
+
+    def identity(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "table": cfg.table_id,
+            "property": cfg.property,
+            "game": cfg.game,
+            "version": __version__,
+            "config_checksum": cfg.checksum,
+            "started": round(self.started_epoch, 3),
+        }
+
+    def status(self) -> dict[str, Any]:
+        return self.runtime.status()
+
+    def feed(self) -> list[dict[str, Any]]:
+        return self.runtime.recent()
+
+    STALE_LOOP_MS = 5000
+
+    def healthy(self) -> tuple[bool, list[str]]:
+        """For ``/healthz``: the loop ticks, the journal is writable, the driver threads
+        live and no fault is present."""
+        problems: list[str] = []
+        status = self.runtime.status()
+        age = self.clock() - int(status.get("t") or 0)
+        if age > self.STALE_LOOP_MS:
+            problems.append(f"the table loop has not ticked for {age / 1000:.1f} s")
+        if status.get("journal_fault"):
+            problems.append(f"journal not writable: {status['journal_fault']}")
+        if not self._threads_alive():
+            problems.append("a driver or link thread has stopped")
+        for kind, fault in (status.get("faults") or {}).items():
+            if fault["active"]:
+                problems.append(f"{kind} fault: {fault['detail'] or 'present'}")
+        return not problems, problems
+
+    def last_rounds(self, n: int) -> list[dict[str, Any]]:
+        from controller.journal import Journal
+
+        with Journal(self.config.journal_path) as journal:  # its own connection: any thread
+            return journal.last_rounds(n)
+
+    def round_script(self, number: int) -> str:
+        from controller.journal import Journal
+
+        with Journal(self.config.journal_path) as journal:
+            return journal.round_script(number)
+
+    def submit_wait(self, event: ev.Event) -> Any:
+        return self._submit_wait(event)
+
+    def light_test(self, by: str) -> tuple[bool, str]:
+        return self.runtime.start_light_test(by)
+
+    def light_test_state(self) -> dict[str, Any] | None:
+        return self.runtime.light_test_state()
+
+    def recent_log(self) -> list[dict[str, Any]]:
+        return self.log_ring.records()
+
+    # -- the control socket ---------------------------------------------------------------
 
     def handle_request(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
@@ -303,7 +381,7 @@ class TableDaemon:
         parts, self.parts = self.parts, []
         ordered = dict(reversed(parts))
         # inputs first, then write what they queued, then lights safe, link goodbye, journal
-        for name in ("control socket", "shoe", "camera"):
+        for name in ("web", "control socket", "shoe", "camera"):
             if name in ordered:
                 with contextlib.suppress(Exception):
                     ordered.pop(name)()

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
@@ -59,8 +59,46 @@ class RuntimeClock:
 
 @dataclasses.dataclass
 class _Item:
-    event: ev.Event
-    reply: Future[Step] | None = None
+    event: ev.Event | None
+    reply: Future[Any] | None = None
+    call: Callable[[], Any] | None = None
+
+
+class LampTest(Protocol):
+    """What the light test drives (``GpioDriver``)."""
+
+    def light_names(self) -> tuple[str, ...]: ...
+
+    def test_light(self, name: str, state: str) -> bool: ...
+
+    def end_light_test(self) -> None: ...
+
+
+LIGHT_TEST_ON_MS = 600
+LIGHT_TEST_OFF_MS = 200
+"""Each light is on this long, then off this long, one after the other."""
+
+
+@dataclasses.dataclass
+class LightTest:
+    """A light test in progress: ``steps`` of (light, state, hold ms)."""
+
+    by: str
+    steps: list[tuple[str, str, int]]
+    index: int = 0
+    next_ms: int = 0
+    result: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        light = self.steps[self.index][0] if self.index < len(self.steps) else None
+        return {
+            "running": not self.result,
+            "by": self.by,
+            "light": light,
+            "lights": len(self.steps) // 2,
+            "done": self.index // 2,
+            "result": self.result or None,
+        }
 
 
 def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
@@ -93,6 +131,7 @@ class TableRuntime:
         healthy: Callable[[], bool] | None = None,
         on_tick: Callable[[bool], None] | None = None,
         trace: Callable[[dict[str, Any]], None] | None = None,
+        lamp_test: LampTest | None = None,
     ):
         self.table = table
         self.clock = clock
@@ -104,6 +143,8 @@ class TableRuntime:
         self._healthy = healthy
         self._on_tick = on_tick
         self._trace = trace
+        self._lamp_test = lamp_test
+        self._light_test: LightTest | None = None
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._feed_lock = threading.Lock()
@@ -121,6 +162,22 @@ class TableRuntime:
     def submit(self, event: ev.Event, reply: Future[Step] | None = None) -> None:
         """Hand the loop an event (thread-safe; never blocks). ``reply`` gets its step."""
         self._queue.put(_Item(event, reply))
+
+    def call(self, fn: Callable[[], Any], timeout_s: float = 5.0) -> Any:
+        """Run ``fn`` on the loop's thread, between two events, and return its result
+        (any thread but the loop's; raises TimeoutError if the loop does not get to it)."""
+        reply: Future[Any] = Future()
+        self._queue.put(_Item(None, reply, fn))
+        return reply.result(timeout_s)
+
+    def start_light_test(self, by: str) -> tuple[bool, str]:
+        """Each light on, then off, one after the other; only between rounds and with no
+        fault latched. Returns (started, what happened or why not). Any thread."""
+        return self.call(lambda: self._start_light_test(by))
+
+    def light_test_state(self) -> dict[str, Any] | None:
+        test = self._light_test
+        return None if test is None else test.to_dict()
 
     def recent(self) -> list[dict[str, Any]]:
         """The dealer feed: the last prompts, alarms, refusals and settlements, oldest first."""
@@ -194,6 +251,8 @@ class TableRuntime:
         if self.journal_fault is not None:
             self._retry_journal(now)
         self._handle(_Item(ev.Tick(t=now)))
+        if self._light_test is not None and not self._light_test.result:
+            self._step_light_test(now)
         self._publish_status()
         if self._on_tick is not None:
             self._on_tick(self.is_healthy())
@@ -203,7 +262,18 @@ class TableRuntime:
         return self.journal_fault is None and (self._healthy is None or self._healthy())
 
     def _handle(self, item: _Item) -> None:
+        if item.call is not None:
+            try:
+                result = item.call()
+            except Exception as exc:
+                if item.reply is not None:
+                    item.reply.set_exception(exc)
+                return
+            if item.reply is not None:
+                item.reply.set_result(result)
+            return
         event = item.event
+        assert event is not None
         if event.t is None:
             event = dataclasses.replace(event, t=self.clock())
         if self.journal_fault is not None and not isinstance(event, ev.Tick):
@@ -249,8 +319,10 @@ class TableRuntime:
                 if self._lights is not None:
                     self._lights(effect)
             elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
-                with self._feed_lock:
-                    self._feed.append(effect_dict(effect, event.t))
+                item = effect_dict(effect, event.t)
+                item["round"] = self.table.state.round_number  # after the event: end round's
+                with self._feed_lock:  # "place your bets" belongs to the next round
+                    self._feed.append(item)
                 if isinstance(effect, Alarm):
                     log.warning("alarm %s: %s; %s", effect.code, effect.text, effect.action)
                 elif isinstance(effect, Refused):
@@ -259,8 +331,62 @@ class TableRuntime:
                     log.info("prompt: %s", effect.text)
         if step.effects:
             self._update_safe_state()
-            if not isinstance(event, ev.Tick):
-                self._publish_status()
+        if not isinstance(event, ev.Tick) and (step.effects or step.accepted):
+            self._publish_status()  # before the reply: who asked sees the change at once
+
+    # -- the light test ------------------------------------------------------------------
+
+    def _start_light_test(self, by: str) -> tuple[bool, str]:
+        lamps = self._lamp_test
+        names = lamps.light_names() if lamps is not None else ()
+        if not names:
+            return False, "light test refused: this table has no lights in its pin map"
+        if self._light_test is not None and not self._light_test.result:
+            return False, f"light test refused: {self._light_test.by} is running one now"
+        if self.table.round_in_progress:
+            snap = self.table.snapshot()
+            return False, (
+                f"light test refused: round {snap['round']} is in progress ({snap['phase']}); "
+                "run it between rounds"
+            )
+        reason = self._fault_reason()
+        if reason is not None:
+            return False, (
+                f"light test refused: a fault holds the lights safe ({reason}); fix and "
+                "clear it first"
+            )
+        steps: list[tuple[str, str, int]] = []
+        for name in names:
+            steps += [(name, "on", LIGHT_TEST_ON_MS), (name, "off", LIGHT_TEST_OFF_MS)]
+        self._light_test = LightTest(by, steps, next_ms=self.clock())
+        log.info("light test started by %s: %d lights", by, len(names))
+        self._step_light_test(self.clock())
+        return True, f"light test started: {len(names)} lights, each on then off"
+
+    def _step_light_test(self, now: int) -> None:
+        test = self._light_test
+        lamps = self._lamp_test
+        assert test is not None and lamps is not None
+        stop = None
+        if self.table.round_in_progress:
+            stop = "stopped: a round started (lights back to the table)"
+        elif self._fault_reason() is not None:
+            stop = "stopped: a fault was latched (lights safe)"
+        if stop is None and now < test.next_ms:
+            return
+        if stop is None and test.index < len(test.steps):
+            name, state, hold = test.steps[test.index]
+            if not lamps.test_light(name, state):
+                stop = f"stopped: light {name} could not be set"
+            else:
+                test.index += 1
+                test.next_ms = now + hold
+                return
+        test.result = (
+            stop or "finished: each light was switched on, then off (report any that stayed dark)"
+        )
+        lamps.end_light_test()
+        log.info("light test by %s %s", test.by, test.result)
 
     def _journal_failed(self, detail: str) -> None:
         first = self.journal_fault is None

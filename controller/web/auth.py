@@ -1,0 +1,238 @@
+"""The diagnostics page's login: password hashes, attempt throttling, sessions, CSRF.
+
+The config holds only a hash (``[web] password_hash``), made by
+``table-controller hash-password``: ``scrypt$N$r$p$SALT$KEY`` with SALT and KEY in
+unpadded URL-safe base64. Everything here takes its clock as an argument (seconds, a
+monotonic reading), so the policies are tested without waiting.
+
+>>> stored = hash_password("felt-green-42", n=2**10)
+>>> stored.startswith("scrypt$1024$8$1$")
+True
+>>> verify_password("felt-green-42", stored), verify_password("felt-green-43", stored)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import threading
+from dataclasses import dataclass, field
+
+from controller.errors import TableControllerError
+
+SCRYPT_N = 2**14
+"""scrypt cost: about 40 ms per check on a Pi 4, 16 MiB of memory."""
+SCRYPT_R = 8
+SCRYPT_P = 1
+MIN_PASSWORD = 10
+"""Characters a new password needs (``hash-password`` refuses shorter ones)."""
+
+
+class PasswordHashError(TableControllerError, ValueError):
+    """A ``password_hash`` that is not one ``hash-password`` printed."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    """The text for ``[web] password_hash``: a fresh 16-byte salt, a 32-byte scrypt key."""
+    salt = secrets.token_bytes(16)
+    key = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=2**26)
+    return f"scrypt${n}${r}${p}${_b64(salt)}${_b64(key)}"
+
+
+@dataclass(frozen=True, slots=True)
+class PasswordHash:
+    n: int
+    r: int
+    p: int
+    salt: bytes
+    key: bytes
+
+
+def parse_hash(stored: str) -> PasswordHash:
+    """Check a stored hash; :class:`PasswordHashError` says what is wrong with it."""
+    parts = stored.split("$")
+    advice = "print a new one with `table-controller hash-password` and paste it whole"
+    if len(parts) != 6 or parts[0] != "scrypt":
+        raise PasswordHashError(
+            f"password_hash must look like scrypt$N$r$p$SALT$KEY (6 fields), got {len(parts)} "
+            f"field(s): {advice}"
+        )
+    try:
+        n, r, p = (int(x) for x in parts[1:4])
+        salt, key = _unb64(parts[4]), _unb64(parts[5])
+    except ValueError:
+        raise PasswordHashError(
+            f"password_hash has a field that does not decode: {advice}"
+        ) from None
+    if n < 2**10 or n & (n - 1) or not 1 <= r <= 32 or not 1 <= p <= 16:
+        raise PasswordHashError(
+            f"password_hash cost N={n} r={r} p={p} is out of range (N a power of two >= 1024, "
+            f"r 1..32, p 1..16): {advice}"
+        )
+    if len(salt) < 8 or len(key) < 16:
+        raise PasswordHashError(f"password_hash salt or key is too short: {advice}")
+    return PasswordHash(n, r, p, salt, key)
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Whether ``password`` matches ``stored`` (constant time in the key comparison)."""
+    h = parse_hash(stored)
+    key = hashlib.scrypt(
+        password.encode(), salt=h.salt, n=h.n, r=h.r, p=h.p, dklen=len(h.key), maxmem=2**27
+    )
+    return hmac.compare_digest(key, h.key)
+
+
+# -- throttling ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Record:
+    failures: int = 0
+    last_failure: float = 0.0
+
+
+class LoginThrottle:
+    """Wrong passwords slow the next attempt down, per client address.
+
+    The first ``free`` failures cost nothing; after that each attempt must wait
+    ``base_s * 2 ** (failures - free - 1)`` seconds (at most ``max_s``) after the last failure,
+    and an attempt made earlier is refused unchecked (so the wait cannot be used to guess).
+    A success forgets the address. ``total_failures`` counts every failure since start.
+
+    >>> t = LoginThrottle(free=3, base_s=1.0, max_s=60.0)
+    >>> for _ in range(5):
+    ...     t.failed("10.0.0.9", now=100.0)
+    >>> t.wait_s("10.0.0.9", now=100.0), t.wait_s("10.0.0.9", now=101.5), t.wait_s("10.0.0.7", 0)
+    (2.0, 0.5, 0.0)
+    """
+
+    def __init__(self, *, free: int = 3, base_s: float = 1.0, max_s: float = 300.0):
+        self.free = free
+        self.base_s = base_s
+        self.max_s = max_s
+        self.total_failures = 0
+        self._records: dict[str, _Record] = {}
+        self._lock = threading.Lock()
+
+    def delay_s(self, failures: int) -> float:
+        """The wait after ``failures`` consecutive failures."""
+        if failures <= self.free:
+            return 0.0
+        return min(self.max_s, self.base_s * 2 ** (failures - self.free - 1))
+
+    def wait_s(self, address: str, now: float) -> float:
+        """Seconds ``address`` must still wait before its next attempt is checked."""
+        with self._lock:
+            rec = self._records.get(address)
+            if rec is None:
+                return 0.0
+            return max(0.0, rec.last_failure + self.delay_s(rec.failures) - now)
+
+    def failed(self, address: str, now: float) -> None:
+        with self._lock:
+            self.total_failures += 1
+            rec = self._records.setdefault(address, _Record())
+            rec.failures += 1
+            rec.last_failure = now
+            if len(self._records) > 4096:  # a flood of addresses: forget the oldest
+                oldest = min(self._records, key=lambda a: self._records[a].last_failure)
+                del self._records[oldest]
+
+    def succeeded(self, address: str) -> None:
+        with self._lock:
+            self._records.pop(address, None)
+
+    def failures(self, address: str) -> int:
+        with self._lock:
+            rec = self._records.get(address)
+            return rec.failures if rec else 0
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Session:
+    """One technician's login: ``token`` is the cookie, ``csrf`` must come with every action."""
+
+    token: str
+    csrf: str
+    user: str
+    address: str
+    created: float
+    last_seen: float
+    actions: int = field(default=0)
+
+
+class Sessions:
+    """Logged-in technicians, in memory (a restart logs everyone out).
+
+    A session ends ``idle_s`` after its last request or ``max_s`` after login (a shift),
+    whichever comes first; at most ``limit`` live at once (the oldest goes).
+    """
+
+    def __init__(self, *, idle_s: float = 900.0, max_s: float = 8 * 3600.0, limit: int = 32):
+        self.idle_s = idle_s
+        self.max_s = max_s
+        self.limit = limit
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def create(self, user: str, address: str, now: float) -> Session:
+        session = Session(
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), user, address, now, now
+        )
+        with self._lock:
+            self._expire(now)
+            while len(self._sessions) >= self.limit:
+                oldest = min(self._sessions.values(), key=lambda s: s.last_seen)
+                del self._sessions[oldest.token]
+            self._sessions[session.token] = session
+        return session
+
+    def get(self, token: str | None, now: float) -> Session | None:
+        """The live session for a cookie value (touching it), or None."""
+        if not token:
+            return None
+        with self._lock:
+            self._expire(now)
+            for known, session in self._sessions.items():
+                if hmac.compare_digest(known, token):
+                    session.last_seen = now
+                    return session
+        return None
+
+    def end(self, token: str) -> None:
+        with self._lock:
+            self._sessions.pop(token, None)
+
+    def count(self, now: float) -> int:
+        with self._lock:
+            self._expire(now)
+            return len(self._sessions)
+
+    def _expire(self, now: float) -> None:
+        dead = [
+            t
+            for t, s in self._sessions.items()
+            if now - s.last_seen > self.idle_s or now - s.created > self.max_s
+        ]
+        for t in dead:
+            del self._sessions[t]
+
+
+def csrf_ok(session: Session, token: str | None) -> bool:
+    """Whether an action's CSRF token is this session's."""
+    return bool(token) and hmac.compare_digest(session.csrf.encode(), str(token).encode())

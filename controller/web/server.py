@@ -1,0 +1,612 @@
+"""The table's web server: the diagnostics page, the dealer display, /healthz, /metrics.
+
+A standard-library :class:`~http.server.ThreadingHTTPServer` on the address of ``[web]``
+(one thread per request; live pages hold theirs for the stream). It reads the table only
+through its ``source`` (the daemon: :class:`TableSource`), never a driver, and changes it
+only by the events a technician may send: acknowledge an alarm, clear the latched faults,
+run the light test. Those need a login (session cookie) **and** the session's CSRF token
+in ``X-CSRF-Token``; the login is throttled per address (:class:`~.auth.LoginThrottle`).
+
+Routes (docs/web.md): ``/dealer`` and ``/api/dealer[/stream]`` (the kiosk, read-only, no
+login), ``/login``, ``/diag``, ``/api/session``, ``/api/status``, ``/api/stream`` (server-sent
+events), ``/api/rounds``, ``/api/rounds/N/script``, ``/api/log``, ``POST /api/alarms/ack``,
+``POST /api/faults/clear``, ``POST /api/lights/test``, ``POST /logout``, ``/healthz``,
+``/metrics``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.cookies
+import json
+import logging
+import re
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Protocol
+
+from controller.errors import JournalError, TableControllerError
+from controller.web import views
+from controller.web.auth import LoginThrottle, Session, Sessions, csrf_ok, verify_password
+
+log = logging.getLogger("table-controller.web")
+
+STATIC = Path(__file__).with_name("static")
+COOKIE = "tc_session"
+MAX_BODY = 16 * 1024
+MAX_STREAMS = 16
+STREAM_POLL_S = 0.1
+STREAM_FULL_S = 1.0
+"""A stream sends the table at once when it changes, health at most once a second."""
+KEEPALIVE_S = 15.0
+NAME_RE = re.compile(r"^[\w .'@-]{1,40}$")
+PAGES = {
+    "/login": "login.html",
+    "/diag": "diag.html",
+    "/dealer": "dealer.html",
+}
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class TableSource(Protocol):
+    """What the web server may read and ask of the running table (the daemon)."""
+
+    def identity(self) -> dict[str, Any]:
+        """``table``, ``game``, ``property``, ``version``, ``config_checksum``, ``started``."""
+
+    def status(self) -> dict[str, Any]:
+        """:meth:`TableRuntime.status` (the hole card hidden until the dealer's turn)."""
+
+    def feed(self) -> list[dict[str, Any]]:
+        """:meth:`TableRuntime.recent`."""
+
+    def health(self) -> dict[str, Any]:
+        """The drivers' and the link's health (no card values)."""
+
+    def healthy(self) -> tuple[bool, list[str]]:
+        """Whether the table runs as it should, and the problems if not."""
+
+    def last_rounds(self, n: int) -> list[dict[str, Any]]:
+        """Recall records of the last ``n`` settled rounds, newest first."""
+
+    def round_script(self, number: int) -> str:
+        """A settled round's event script (raises JournalError for another)."""
+
+    def submit_wait(self, event: Any) -> Any:
+        """Journal an event through the table loop; returns its Step."""
+
+    def light_test(self, by: str) -> tuple[bool, str]:
+        """Start the light test: (started, what happened or why not)."""
+
+    def light_test_state(self) -> dict[str, Any]:
+        """The light test in progress, if any."""
+
+    def recent_log(self) -> list[dict[str, Any]]:
+        """The last log records: ``t`` (epoch s), ``level``, ``logger``, ``message``."""
+
+
+class WebServer:
+    """Serves ``source`` on ``(bind, port)`` until :meth:`close`. ``password_hash`` empty:
+    every login is refused (the diagnostics page is off; the dealer display runs)."""
+
+    def __init__(
+        self,
+        source: TableSource,
+        *,
+        bind: str = "127.0.0.1",
+        port: int = 8080,
+        password_hash: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        throttle: LoginThrottle | None = None,
+        sessions: Sessions | None = None,
+    ):
+        self.source = source
+        self.password_hash = password_hash
+        self.clock = clock
+        self.throttle = throttle or LoginThrottle()
+        self.sessions = sessions or Sessions()
+        self.stopping = threading.Event()
+        self.counters = {"logins": 0, "login_failures": 0, "throttled": 0, "refused": 0}
+        self._streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self.streams = 0
+        self._lock = threading.Lock()
+        self._started = clock()
+        handler = type("Handler", (_Handler,), {"web": self})
+        self.httpd = ThreadingHTTPServer((bind, port), handler)
+        self.httpd.daemon_threads = True
+        self.address = self.httpd.server_address[:2]
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="web", daemon=True
+        )
+
+    def start(self) -> WebServer:
+        self._thread.start()
+        log.info("web pages on http://%s:%d/ (dealer display /dealer)", *self.address)
+        return self
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}"
+
+    def close(self) -> None:
+        """Stop serving: live streams end, the socket closes. Safe twice."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        if self._thread.is_alive():
+            self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def count(self, name: str) -> None:
+        with self._lock:
+            self.counters[name] += 1
+
+    # -- what the pages show ---------------------------------------------------------------
+
+    def bundle(self) -> dict[str, Any]:
+        """Everything the diagnostics page shows at a glance (no secret, no hole card)."""
+        ident = self.source.identity()
+        return {
+            **ident,
+            "uptime_s": round(self.clock() - self._started, 3),
+            "status": self.source.status(),
+            "feed": self.source.feed(),
+            "health": self.source.health(),
+            "light_test": self.source.light_test_state(),
+        }
+
+    def dealer(self) -> dict[str, Any]:
+        return views.dealer_view(
+            self.source.identity()["table"], self.source.status(), self.source.feed()
+        )
+
+    def web_counters(self) -> dict[str, Any]:
+        with self._lock:
+            out = dict(self.counters)
+        out["sessions"] = self.sessions.count(self.clock())
+        out["streams"] = self.streams
+        return out
+
+
+def _json_bytes(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    web: WebServer
+    server_version = "table-controller"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.client_address[0], format % args)
+
+    @property
+    def address(self) -> str:
+        return str(self.client_address[0])
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, _json_bytes(data), "application/json", headers)
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._json(status, {"ok": False, "error": message}, headers)
+
+    def _redirect(self, where: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(HTTPStatus.SEE_OTHER)
+        self.send_header("Location", where)
+        self.send_header("Content-Length", "0")
+        for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _cookie(self) -> str | None:
+        raw = self.headers.get("Cookie")
+        if not raw:
+            return None
+        jar = http.cookies.SimpleCookie()
+        try:
+            jar.load(raw)
+        except http.cookies.CookieError:
+            return None
+        morsel = jar.get(COOKIE)
+        return morsel.value if morsel else None
+
+    def _session(self) -> Session | None:
+        return self.web.sessions.get(self._cookie(), self.web.clock())
+
+    def _body(self) -> dict[str, Any] | None:
+        """The request body as a dict (JSON or a form); None after an error reply."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self._error(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body must be 0 to {MAX_BODY} bytes"
+            )
+            return None
+        raw = self.rfile.read(length) if length else b""
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        try:
+            if kind == "application/x-www-form-urlencoded":
+                return {k: v[-1] for k, v in urllib.parse.parse_qs(raw.decode()).items()}
+            if not raw:
+                return {}
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            self._error(HTTPStatus.BAD_REQUEST, "the body is not JSON (or a form): send JSON")
+            return None
+        if not isinstance(data, dict):
+            self._error(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
+            return None
+        return data
+
+    def _same_origin(self) -> bool:
+        """A browser's Origin (when sent) must be this server: no cross-site actions."""
+        origin = self.headers.get("Origin")
+        if origin is None:  # not a browser, or a same-origin GET-like request
+            return True
+        host = self.headers.get("Host", "")
+        return origin in (f"http://{host}", f"https://{host}")
+
+    def _login_required(self, page: bool = False) -> Session | None:
+        session = self._session()
+        if session is None:
+            if page:
+                self._redirect("/login")
+            else:
+                self.web.count("refused")
+                self._error(HTTPStatus.UNAUTHORIZED, "log in first (POST /login)")
+        return session
+
+    def _action_session(self) -> Session | None:
+        """A state-changing request: login, same origin and the session's CSRF token."""
+        session = self._login_required()
+        if session is None:
+            return None
+        if not self._same_origin() or not csrf_ok(session, self.headers.get("X-CSRF-Token")):
+            self.web.count("refused")
+            log.warning(
+                "web: %s %s refused for %s: no valid CSRF token",
+                self.command,
+                self.path,
+                self.address,
+            )
+            self._error(
+                HTTPStatus.FORBIDDEN,
+                "refused: the CSRF token is missing or wrong; reload the page and try again",
+            )
+            return None
+        session.actions += 1
+        return session
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        path = urllib.parse.urlsplit(self.path).path
+        try:
+            self._get(path)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception:
+            log.exception("web: GET %s failed", path)
+            with contextlib.suppress(Exception):
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
+
+    def do_POST(self) -> None:
+        path = urllib.parse.urlsplit(self.path).path
+        try:
+            self._post(path)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception:
+            log.exception("web: POST %s failed", path)
+            with contextlib.suppress(Exception):
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
+
+    def _get(self, path: str) -> None:
+        web = self.web
+        if path == "/":
+            self._redirect("/diag" if self._session() else "/login")
+        elif path == "/diag":
+            if self._login_required(page=True):
+                self._static("diag.html")
+        elif path in PAGES:
+            self._static(PAGES[path])
+        elif path.startswith("/static/"):
+            self._static(path.removeprefix("/static/"))
+        elif path == "/healthz":
+            ok, problems = web.source.healthy()
+            self._json(
+                HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE,
+                {"ok": ok, "problems": problems},
+            )
+        elif path == "/metrics":
+            text = views.metrics_text(web.bundle(), web.web_counters())
+            self._send(HTTPStatus.OK, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+        elif path == "/api/dealer":
+            self._json(HTTPStatus.OK, web.dealer())
+        elif path == "/api/dealer/stream":
+            self._stream(web.dealer, None)
+        elif path == "/api/session":
+            session = self._login_required()
+            if session:
+                self._json(HTTPStatus.OK, {"ok": True, "user": session.user, "csrf": session.csrf})
+        elif path == "/api/status":
+            if self._login_required():
+                self._json(HTTPStatus.OK, web.bundle())
+        elif path == "/api/stream":
+            session = self._login_required()
+            if session:
+                self._stream(web.bundle, session)
+        elif path == "/api/rounds":
+            if self._login_required():
+                self._rounds()
+        elif m := re.fullmatch(r"/api/rounds/(\d{1,9})/script", path):
+            if self._login_required():
+                self._script(int(m.group(1)))
+        elif path == "/api/log":
+            if self._login_required():
+                self._json(HTTPStatus.OK, {"records": web.source.recent_log()})
+        else:
+            self._error(HTTPStatus.NOT_FOUND, f"no page {path}")
+
+    def _post(self, path: str) -> None:
+        if path == "/login":
+            self._login()
+            return
+        if path not in ("/logout", "/api/alarms/ack", "/api/faults/clear", "/api/lights/test"):
+            self._error(HTTPStatus.NOT_FOUND, f"no action {path}")
+            return
+        session = self._action_session()
+        if session is None:
+            return
+        body = self._body()
+        if body is None:
+            return
+        by = f"technician {session.user}"
+        if path == "/logout":
+            self.web.sessions.end(session.token)
+            log.info("web: %s logged out (%s)", session.user, self.address)
+            self._json(
+                HTTPStatus.OK,
+                {"ok": True},
+                {"Set-Cookie": f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"},
+            )
+        elif path == "/api/alarms/ack":
+            alarm = body.get("alarm")
+            if isinstance(alarm, bool) or not isinstance(alarm, int) or alarm < 0:
+                self._error(
+                    HTTPStatus.BAD_REQUEST,
+                    "alarm must be an alarm's id (a whole number), or 0 for every alarm",
+                )
+                return
+            self._table_action("acknowledge", lambda ev: ev.AcknowledgeAlarm(alarm, by=by))
+        elif path == "/api/faults/clear":
+            self._table_action("clear faults", lambda ev: ev.ClearFaults(by=by))
+        else:
+            started, message = self.web.source.light_test(by)
+            log.info("web: light test by %s: %s", session.user, message)
+            self._json(
+                HTTPStatus.OK if started else HTTPStatus.CONFLICT,
+                {"ok": started, "message": message},
+            )
+
+    def _table_action(self, what: str, make: Callable[[Any], Any]) -> None:
+        from controller.table import events
+
+        try:
+            step = self.web.source.submit_wait(make(events))
+        except TableControllerError as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"{what} not recorded: {exc}")
+            return
+        except TimeoutError:
+            self._error(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"{what}: the table did not answer in time; try again",
+            )
+            return
+        if step.accepted:
+            self._json(HTTPStatus.OK, {"ok": True})
+        else:
+            self._error(HTTPStatus.CONFLICT, step.reason or f"{what} refused")
+
+    # -- login ------------------------------------------------------------------------------
+
+    def _login(self) -> None:
+        web = self.web
+        if not self._same_origin():
+            web.count("refused")
+            self._error(HTTPStatus.FORBIDDEN, "log in from this table's own page")
+            return
+        body = self._body()
+        if body is None:
+            return
+        form = (self.headers.get("Content-Type") or "").startswith("application/x-www-form")
+        now = web.clock()
+        wait = web.throttle.wait_s(self.address, now)
+        if wait > 0:
+            web.count("throttled")
+            seconds = int(wait) + 1
+            self._error(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                f"too many wrong passwords from {self.address}: wait {seconds} s before trying "
+                "again",
+                {"Retry-After": str(seconds)},
+            )
+            return
+        name, password = body.get("name"), body.get("password")
+        if not isinstance(name, str) or not NAME_RE.match(name.strip() or "-"):
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "give your name or badge number (1 to 40 letters, digits, . ' @ -)",
+            )
+            return
+        if not isinstance(password, str) or not password:
+            self._error(HTTPStatus.BAD_REQUEST, "give the password")
+            return
+        if not web.password_hash:
+            self._error(
+                HTTPStatus.FORBIDDEN,
+                "the diagnostics page is off on this table: set [web] password_hash "
+                "(table-controller hash-password) and restart",
+            )
+            return
+        if not verify_password(password[:1024], web.password_hash):
+            web.throttle.failed(self.address, web.clock())
+            web.count("login_failures")
+            failures = web.throttle.failures(self.address)
+            delay = web.throttle.delay_s(failures)
+            log.warning(
+                "web: wrong password for %r from %s (%d in a row)", name, self.address, failures
+            )
+            extra = f"; wait {int(delay)} s before the next try" if delay else ""
+            self._error(
+                HTTPStatus.UNAUTHORIZED,
+                f"wrong password{extra}",
+                {"Retry-After": str(int(delay))} if delay else None,
+            )
+            return
+        web.throttle.succeeded(self.address)
+        web.count("logins")
+        session = web.sessions.create(name.strip(), self.address, web.clock())
+        log.info("web: %s logged in from %s", session.user, self.address)
+        cookie = f"{COOKIE}={session.token}; Path=/; HttpOnly; SameSite=Strict"
+        if form:
+            self._redirect("/diag", {"Set-Cookie": cookie})
+        else:
+            self._json(
+                HTTPStatus.OK,
+                {"ok": True, "user": session.user, "csrf": session.csrf},
+                {"Set-Cookie": cookie},
+            )
+
+    # -- pages, recall, streams ----------------------------------------------------------------
+
+    def _static(self, name: str) -> None:
+        if not re.fullmatch(r"[a-z0-9_-]+\.[a-z]+", name):
+            self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
+            return
+        path = STATIC / name
+        kind = CONTENT_TYPES.get(path.suffix)
+        if kind is None or not path.is_file():
+            self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
+            return
+        self._send(HTTPStatus.OK, path.read_bytes(), kind)
+
+    def _rounds(self) -> None:
+        try:
+            records = self.web.source.last_rounds(10)
+        except JournalError as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            return
+        from controller.recall import format_round
+
+        self._json(
+            HTTPStatus.OK,
+            {"rounds": [{**record, "text": format_round(record)} for record in records]},
+        )
+
+    def _script(self, number: int) -> None:
+        try:
+            script = self.web.source.round_script(number)
+        except JournalError as exc:
+            self._error(HTTPStatus.NOT_FOUND, str(exc))
+            return
+        table = self.web.source.identity()["table"]
+        self._send(
+            HTTPStatus.OK,
+            script.encode(),
+            "application/x-ndjson; charset=utf-8",
+            {"Content-Disposition": f'attachment; filename="{table}-round-{number}.jsonl"'},
+        )
+
+    def _stream(self, make: Callable[[], dict[str, Any]], session: Session | None) -> None:
+        """Server-sent events: ``event: update`` with the whole view whenever it changes."""
+        web = self.web
+        if not web._streams.acquire(blocking=False):
+            self._error(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"too many live pages ({MAX_STREAMS}); close one and reload",
+            )
+            return
+        with web._lock:
+            web.streams += 1
+        try:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Connection", "close")
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(b"retry: 1000\n\n")
+            self.wfile.flush()
+            last_key = None
+            last_sent = last_write = 0.0
+            while not web.stopping.is_set():
+                if session is not None and web.sessions.get(session.token, web.clock()) is None:
+                    self.wfile.write(b"event: logout\ndata: {}\n\n")
+                    self.wfile.flush()
+                    return
+                view = make()
+                key = _json_bytes(
+                    {k: v for k, v in view.items() if k not in ("health", "uptime_s")}
+                    | {"status": {k: v for k, v in (view.get("status") or {}).items() if k != "t"}}
+                )
+                now = time.monotonic()
+                if key != last_key or now - last_sent >= STREAM_FULL_S:
+                    last_key, last_sent, last_write = key, now, now
+                    self.wfile.write(b"event: update\ndata: " + _json_bytes(view) + b"\n\n")
+                    self.wfile.flush()
+                elif now - last_write >= KEEPALIVE_S:
+                    last_write = now
+                    self.wfile.write(b": keepalive\n\n")
+                    self.wfile.flush()
+                web.stopping.wait(STREAM_POLL_S)
+        finally:
+            with web._lock:
+                web.streams -= 1
+            web._streams.release()
