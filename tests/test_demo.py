@@ -147,6 +147,14 @@ def test_the_demo_table_config_loads_with_distinct_pins(tmp_path: Path) -> None:
     config = load_table_config(path)
     assert config.table_id == TABLE_ID and config.gpio.pin_factory == "mock"
     assert len(config.gpio.pin_map.pins()) == 26
+    assert not config.web.enabled  # no web pages unless asked for
+    from controller.web.auth import hash_password, verify_password
+
+    stored = hash_password("demo password", n=2**10)
+    path.write_text(demo_table_config(tmp_path, 1883, web_port=8099, web_hash=stored))
+    web = load_table_config(path).web
+    assert (web.enabled, web.bind, web.port) == (True, "127.0.0.1", 8099)
+    assert verify_password("demo password", web.password_hash)
 
 
 def test_sign_screen_and_feed_helpers() -> None:

@@ -65,6 +65,8 @@ CONTROLLER_USER = "jackpot-controller"
 SIGN_USER = "sign-lobby"
 USERS = (TABLE_ID, CONTROLLER_USER, SIGN_USER)
 HOST = "127.0.0.1"
+WEB_PORT = 8080
+"""The demo's web pages (dealer display, diagnostics) when the port is free."""
 
 CIRCLES = ("main", "lucky_ladies", "twenty_one_plus_three_xtreme", "blazing_7s")
 """pa-standard's bet circles, one sensor each per spot."""
@@ -140,8 +142,11 @@ def table_config(
     *,
     tick_ms: int = TICK_MS,
     sensor_debounce_ms: int = SENSOR_DEBOUNCE_MS,
+    web_port: int | None = None,
+    web_hash: str = "",
 ) -> str:
-    """The demo table's config file (``table-controller run --config``)."""
+    """The demo table's config file (``table-controller run --config``); with ``web_port``
+    the web pages (dealer display, diagnostics page with the login ``web_hash``)."""
     sections: list[tuple[str, dict[str, Any]]] = [
         (
             "table",
@@ -187,6 +192,8 @@ def table_config(
         ),
         ("control", {"socket": str(workdir / "control.sock")}),
     ]
+    if web_port is not None:
+        sections.append(("web", {"bind": HOST, "port": web_port, "password_hash": web_hash}))
     lines = [
         "# The demo table, written by `table-controller demo` at each start (docs/demo.md).",
     ]
@@ -324,6 +331,8 @@ class Stage:
     broker_started: bool = False
     port: int = 0
     shoe_log: IO[str] | None = None
+    web_port: int | None = None
+    """The web pages' port: WEB_PORT when free, else any free one; None: no web pages."""
 
     def say(self, line: str) -> None:
         self.out.write(line + "\n")
@@ -412,6 +421,13 @@ class Stage:
                 _write_private(path, secrets.token_urlsafe(16) + "\n")
             out[user] = path
         return out
+
+    def web_password(self) -> str:
+        """The diagnostics page's demo password, in ``DIR/secrets/web`` (made once)."""
+        path = self.workdir / "secrets" / "web"
+        if not path.exists():
+            _write_private(path, secrets.token_urlsafe(12) + "\n")
+        return path.read_text(encoding="utf-8").strip()
 
     def start_broker(self, stop: threading.Event) -> None:
         broker = self.workdir / "broker"
@@ -512,7 +528,22 @@ class Stage:
         path = self.wait_for(shoe, "printing its pty path", lambda: line.readline(0.1), stop)
         self.say(f"shoe-sim on {path} (link {self.workdir / 'shoe'})")
         config_path = self.workdir / "table.toml"
-        config_path.write_text(table_config(self.workdir, self.port), encoding="utf-8")
+        web_hash = ""
+        if self.web_port is not None:
+            from controller.web.auth import hash_password
+
+            if self.web_port == WEB_PORT and port_answers(WEB_PORT):
+                self.web_port = free_port()
+            password = self.web_password()
+            web_hash = hash_password(password)
+            self.say(
+                f"dealer display http://{HOST}:{self.web_port}/dealer; diagnostics "
+                f"http://{HOST}:{self.web_port}/diag (any name, password {password})"
+            )
+        config_path.write_text(
+            table_config(self.workdir, self.port, web_port=self.web_port, web_hash=web_hash),
+            encoding="utf-8",
+        )
         load_table_config(config_path)  # a bad generated config fails here, before the daemon
         table = self.spawn(
             "table", [python, "-m", "controller", "run", "--config", str(config_path)]
@@ -625,6 +656,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--side-bets", type=float, default=0.3, help="chance of each side bet (default 0.3)"
     )
+    parser.add_argument(
+        "--web-port",
+        type=int,
+        default=WEB_PORT,
+        metavar="PORT",
+        help=f"the web pages' port on {HOST} (default {WEB_PORT}, or a free one if taken; "
+        "0: no web pages)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -644,6 +683,9 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     if args.rounds is not None and args.rounds < 1:
         print("table-controller demo: --rounds must be at least 1", file=sys.stderr)
         return 2
+    if not 0 <= args.web_port <= 65535:
+        print("table-controller demo: --web-port must be 0 (no pages) to 65535", file=sys.stderr)
+        return 2
     if not 0.0 <= args.side_bets <= 1.0:
         print("table-controller demo: --side-bets must be between 0 and 1", file=sys.stderr)
         return 2
@@ -657,6 +699,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     seed = args.seed if args.seed is not None else random.randrange(1_000_000)
     stage = Stage(workdir, seed, keep_broker=args.keep_broker)
+    stage.web_port = args.web_port or None
     stage.say(f"demo in {workdir} (seed {seed}); logs: {workdir}/*.log; Ctrl-C stops")
     try:
         return _run(stage, args, stop)
