@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from controller.errors import TableControllerError
 
 SCRYPT_N = 2**14
-"""scrypt cost: about 40 ms per check on a Pi 4, 16 MiB of memory."""
+"""scrypt cost (16 MiB of memory per check; bench/web_pages.py measures the time)."""
 SCRYPT_R = 8
 SCRYPT_P = 1
 MIN_PASSWORD = 10
