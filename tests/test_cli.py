@@ -92,3 +92,27 @@ def test_docs_profiles_key_reference_is_current():
     assert MARKER in doc
     generated = doc.split(MARKER, 1)[1].split("\n", 1)[1]
     assert generated == profile_keys_markdown()
+
+
+def test_hash_password_prints_a_hash_the_config_accepts_and_the_login_verifies(tmp_path):
+    from controller.config import load_table_config
+    from controller.web.auth import verify_password
+
+    done = run_cli("hash-password", "--stdin", stdin="pit boss 0451\n")
+    assert done.returncode == 0, done.stderr
+    stored = done.stdout.strip()
+    assert stored.startswith("scrypt$16384$8$1$") and "pit boss" not in done.stdout
+    assert verify_password("pit boss 0451", stored)
+    assert not verify_password("pit boss 0452", stored)
+    example = (ROOT / "config" / "table.example.toml").read_text(encoding="utf-8")
+    config = tmp_path / "table.toml"
+    config.write_text(
+        example.replace('password_hash = ""', f'password_hash = "{stored}"'), encoding="utf-8"
+    )
+    assert load_table_config(config).web.password_hash == stored
+    again = run_cli("hash-password", "--stdin", stdin="pit boss 0451\n").stdout.strip()
+    assert again != stored  # a fresh salt each time
+
+    short = run_cli("hash-password", "--stdin", stdin="short\n")
+    assert short.returncode == 2 and short.stdout == ""
+    assert "at least 10 characters" in short.stderr
