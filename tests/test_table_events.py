@@ -63,6 +63,8 @@ EXAMPLES: list[ev.Event] = [
     ev.ClearFaults("tech 0042", t=5),
     ev.JackpotLink(False),
     ev.JackpotLink(True, t=6),
+    ev.AcknowledgeAlarm(0),
+    ev.AcknowledgeAlarm(12, "tech 0042", t=7),
 ]
 
 
@@ -118,6 +120,7 @@ event_strategy = st.one_of(
     st.builds(ev.Assign, st.integers(0, 7), st.integers(0, 3), _opt_t),
     st.builds(ev.ShoeEvent, st.sampled_from(SHOE_EVENTS), st.text(max_size=20), _opt_t),
     st.builds(ev.Tick, _opt_t),
+    st.builds(ev.AcknowledgeAlarm, _ints, st.text(max_size=20), _opt_t),
 )
 
 
@@ -165,6 +168,12 @@ def test_any_event_round_trips(event):
         ({"type": "supervisor_key", "on": None}, ["field 'on'", "true or false"]),
         ({"type": "assign", "spot": None}, ["field 'spot'", "whole"]),
         ({"type": "void_round", "reason": 5}, ["field 'reason'", "text"]),
+        ({"type": "acknowledge_alarm"}, ["field 'alarm' is required"]),
+        ({"type": "acknowledge_alarm", "alarm": -1}, ["field 'alarm'", "negative", "0 for every"]),
+        ({"type": "acknowledge_alarm", "alarm": "3"}, ["field 'alarm'", "whole", "alarm's id"]),
+        ({"type": "acknowledge_alarm", "alarm": 2.0}, ["field 'alarm'", "whole"]),
+        ({"type": "acknowledge_alarm", "alarm": True}, ["field 'alarm'", "whole"]),
+        ({"type": "acknowledge_alarm", "alarm": 1, "by": 42}, ["field 'by'", "text"]),
     ],
 )
 def test_malformed_event_names_the_field(obj, words):

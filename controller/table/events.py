@@ -315,6 +315,18 @@ class JackpotLink(Event):
     t: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AcknowledgeAlarm(Event):
+    """A technician acknowledged open alarm ``alarm`` (its id in the snapshot's ``alarms``),
+    or every open alarm with ``alarm`` 0, on the diagnostics page; ``by`` names who. Accepted
+    in any phase, also while a card waits for a decision."""
+
+    TYPE: ClassVar[str] = "acknowledge_alarm"
+    alarm: int
+    by: str = "technician"
+    t: int | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -343,8 +355,12 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TableFault,
         ClearFaults,
         JackpotLink,
+        AcknowledgeAlarm,
     )
 }
+
+
+_UNITS = {"amount": " (cents)", "t": " (ms)", "alarm": " (an alarm's id, 0 for every open alarm)"}
 
 
 def _field_value(event_type: str, name: str, kind: Any, value: Any) -> Any:
@@ -363,10 +379,11 @@ def _field_value(event_type: str, name: str, kind: Any, value: Any) -> Any:
         return value
     if kind.startswith("int"):
         if isinstance(value, bool) or not isinstance(value, int):
-            unit = " (cents)" if name == "amount" else " (ms)" if name == "t" else ""
+            unit = _UNITS.get(name, "")
             raise EventError(f"{where} must be a whole number{unit}, got {value!r}")
         if value < 0:
-            raise EventError(f"{where} must not be negative, got {value}")
+            unit = _UNITS["alarm"] if name == "alarm" else ""
+            raise EventError(f"{where} must not be negative{unit}, got {value}")
         return value
     if not isinstance(value, str):
         raise EventError(f"{where} must be text, got {value!r}")

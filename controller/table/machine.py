@@ -11,6 +11,16 @@ True
 
 Every handler checks before it changes anything: a refused event (``Step.accepted``
 False, one :class:`Refused` effect naming the reason) leaves the state untouched.
+
+Every :class:`Alarm` of an accepted step enters the alarm register (``state.alarms``) with an
+id, until a technician acknowledges it (:class:`~controller.table.events.AcknowledgeAlarm`):
+
+>>> table.handle(BetSensor(1, "lucky_ladies", True)).accepted  # after no more bets
+True
+>>> [(a.id, a.code, a.round) for a in table.state.alarms.values()]
+[(1, 'late_bet', 1)]
+>>> table.handle(ev.AcknowledgeAlarm(1, by="tech 42")).accepted, table.state.alarms
+(True, {})
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from controller.rules.pays import format_cents
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
-from controller.table.effects import Effect, Publish, Record, Refused, Step
+from controller.table.effects import Alarm, Effect, Publish, Record, Refused, Step
 from controller.table.events import (
     Assign,
     BetSensor,
@@ -46,6 +56,7 @@ from controller.table.state import (
     DEALER,
     IN_PROGRESS,
     HandInPlay,
+    OpenAlarm,
     Phase,
     RoundState,
     SpotInPlay,
@@ -62,6 +73,15 @@ _BLOCKED_BY_PENDING = (
     ev.SpotAction,
     EndRound,
 )
+
+
+MAX_OPEN_ALARMS = 100
+"""The alarm register holds at most this many open alarms; beyond it the oldest open one is
+dropped unacknowledged (and counted in ``state.alarms_dropped``)."""
+
+# Events that are not part of the round's recall record: a technician's acknowledgement acts
+# on the alarm register, which a recalled round replayed alone does not have.
+_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm,)
 
 
 def table_circles(rules: HouseRules) -> tuple[str, ...]:
@@ -118,6 +138,7 @@ class Table(Procedure):
             ev.TableFault: self._on_fault,
             ev.ClearFaults: self._on_clear_faults,
             ev.JackpotLink: self._on_link,
+            ev.AcknowledgeAlarm: self._on_acknowledge_alarm,
         }
 
     # -- the one entry point ----------------------------------------------------
@@ -128,6 +149,7 @@ class Table(Procedure):
         if handler is None:
             raise EventError(f"not a table event: {event!r}")
         state = self.state
+        round_number = state.round_number
         if event.t is not None and (state.now is None or event.t > state.now):
             state.now = event.t
         self._out = []
@@ -146,9 +168,13 @@ class Table(Procedure):
             self._alarm_light()
             effects = tuple(self._out)
             step = Step(True, effects, journal=bool(effects) or not isinstance(event, Tick))
+            self._register_alarms(effects, round_number)
         self._event = None
         self._out = []
-        if step.journal and not (isinstance(event, EndRound) and step.accepted):
+        for_recall = not isinstance(event, _NOT_IN_ROUND_LOG) and not (
+            isinstance(event, EndRound) and step.accepted
+        )
+        if step.journal and for_recall:
             state.log.append(event)
             state.round_effects.extend(e for e in step.effects if not isinstance(e, Record))
         return step
@@ -882,6 +908,44 @@ class Table(Procedure):
         state.burn_expected = 1
         what = "New shoe" if kind == "new_shoe" else "Shoe shuffled"
         self._prompt("shuffled", f"{what}: burn one card")
+
+    # -- the alarm register ------------------------------------------------------------------
+
+    def _register_alarms(self, effects: tuple[Effect, ...], round_number: int) -> None:
+        """Give each alarm of an accepted step an id and keep it open until acknowledged."""
+        state = self.state
+        for effect in effects:
+            if not isinstance(effect, Alarm):
+                continue
+            state.alarm_seq += 1
+            state.alarms[state.alarm_seq] = OpenAlarm(
+                state.alarm_seq,
+                effect.code,
+                effect.text,
+                effect.action,
+                effect.spot,
+                round_number,
+                state.now,
+            )
+            if len(state.alarms) > MAX_OPEN_ALARMS:
+                del state.alarms[next(iter(state.alarms))]
+                state.alarms_dropped += 1
+
+    def _on_acknowledge_alarm(self, event: ev.AcknowledgeAlarm) -> None:
+        alarms = self.state.alarms
+        if event.alarm == 0:
+            if not alarms:
+                raise ProcedureError(
+                    "acknowledge alarm refused: no alarm is open; reload the alarm list"
+                )
+            alarms.clear()
+            return
+        if event.alarm not in alarms:
+            raise ProcedureError(
+                f"acknowledge alarm refused: alarm {event.alarm} is not open: it was "
+                "acknowledged already or never raised; reload the alarm list"
+            )
+        del alarms[event.alarm]
 
     def _alarm_light(self) -> None:
         state = self.state

@@ -99,6 +99,22 @@ class RoundState:
     settled_t: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OpenAlarm:
+    """An alarm in the register, not yet acknowledged: the :class:`~controller.table.effects.Alarm`
+    effect's ``code``, ``text``, ``action`` and ``spot``, with the ``id`` the table gave it
+    (1, 2, 3 ... never reused), the ``round`` it was raised in and the table's clock ``t``
+    (ms, or None) when it was raised."""
+
+    id: int
+    code: str
+    text: str
+    action: str
+    spot: int | None
+    round: int
+    t: int | None
+
+
 @dataclass(slots=True)
 class TableState:
     """Everything the table knows. ``seen`` counts each card drawn since the last
@@ -110,7 +126,10 @@ class TableState:
     ``awards_closed`` remembers what became of the others (``confirmed``, ``committed``,
     ``refused``), so an award the controller repeats is not shown twice.
     ``faults`` are the latched faults, kind -> (detail, condition still present);
-    ``jackpot_link``: whether the jackpot controller's link is up (the runtime says)."""
+    ``jackpot_link``: whether the jackpot controller's link is up (the runtime says).
+    ``alarms`` is the alarm register: id -> every alarm raised and not yet acknowledged, in
+    raising order; ``alarm_seq`` the ids handed out so far; ``alarms_dropped`` how many open
+    alarms were dropped unacknowledged because the register was full."""
 
     round_number: int = 1
     phase: Phase = Phase.BETTING
@@ -132,6 +151,9 @@ class TableState:
     supervisor_key: bool = False
     faults: dict[str, tuple[str, bool]] = field(default_factory=dict)
     jackpot_link: bool = True
+    alarms: dict[int, OpenAlarm] = field(default_factory=dict)
+    alarm_seq: int = 0
+    alarms_dropped: int = 0
     awards: dict[str, JackpotAward] = field(default_factory=dict)
     awards_closed: dict[str, str] = field(default_factory=dict)
     lights: dict[str, str] = field(default_factory=dict)

@@ -111,6 +111,19 @@ def snapshot(state: TableState, game: str) -> dict[str, Any]:
             }
             for a in state.awards.values()
         ],
+        "alarms": [
+            {
+                "id": a.id,
+                "code": a.code,
+                "text": a.text,
+                "action": a.action,
+                "spot": a.spot,
+                "round": a.round,
+                "t": a.t,
+            }
+            for a in state.alarms.values()
+        ],
+        "alarms_dropped": state.alarms_dropped,
     }
     if rnd is None:
         return out
