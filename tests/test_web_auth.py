@@ -100,7 +100,7 @@ def test_a_hash_with_one_key_byte_changed_refuses_the_right_password(stored):
         (5, "abcde", "does not decode"),
         (4, b64(b"1234567"), "too short"),  # 7-byte salt
         (5, b64(b"0123456789abcde"), "too short"),  # 15-byte key
-        (0, "bcrypt", "6 fields"),
+        (0, "bcrypt", "must start with scrypt$"),
     ],
 )
 def test_a_malformed_hash_says_what_is_wrong_and_how_to_fix_it(stored, index, value, says):
@@ -117,7 +117,7 @@ def test_a_malformed_hash_says_what_is_wrong_and_how_to_fix_it(stored, index, va
 @pytest.mark.parametrize("cut", ["", "scrypt", "scrypt$1024$8$1$c2FsdHNhbHQ", "x$" * 6])
 def test_a_hash_with_the_wrong_number_of_fields_is_refused(stored, cut):
     for bad in (cut, stored + "$extra", stored.rsplit("$", 1)[0]):
-        with pytest.raises(PasswordHashError, match="6 fields") as info:
+        with pytest.raises(PasswordHashError, match=r"6 fields|must start with scrypt\$") as info:
             parse_hash(bad)
         assert ADVICE in str(info.value)
 

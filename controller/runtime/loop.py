@@ -148,6 +148,7 @@ class TableRuntime:
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._feed_lock = threading.Lock()
+        self._settlements: list[dict[str, Any]] = []  # the round's, however long the feed
         self.journal_fault: str | None = None
         self.dropped = 0
         self.events_handled = 0
@@ -185,8 +186,10 @@ class TableRuntime:
             return list(self._feed)
 
     def status(self) -> dict[str, Any]:
-        """The table as the control socket and the diagnostics page show it (a copy made by
-        the loop after each step: the hole card is hidden until the dealer's turn)."""
+        """The table as the control socket and the web pages show it (a copy made by the
+        loop after each step: the hole card is hidden until the dealer's turn).
+        ``settlements`` holds every settled wager of the round on the layout (feed items),
+        however many a full table makes; it empties at end round."""
         return self._status
 
     # -- the loop's thread -------------------------------------------------------------
@@ -321,8 +324,13 @@ class TableRuntime:
             elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
                 item = effect_dict(effect, event.t)
                 item["round"] = self.table.state.round_number  # after the event: end round's
-                with self._feed_lock:  # "place your bets" belongs to the next round
+                item["seq"] = self.table.journal.events_written  # "place your bets" is the next
+                with self._feed_lock:  # round's; seq: the journaled event that made it
                     self._feed.append(item)
+                    if isinstance(effect, Settled):
+                        if self._settlements and self._settlements[0]["round"] != item["round"]:
+                            self._settlements = []
+                        self._settlements.append(item)
                 if isinstance(effect, Alarm):
                     log.warning("alarm %s: %s; %s", effect.code, effect.text, effect.action)
                 elif isinstance(effect, Refused):
@@ -436,10 +444,13 @@ class TableRuntime:
 
     def _publish_status(self) -> None:
         state = self.table.state
+        with self._feed_lock:
+            settlements = list(self._settlements)
         self._status = {
             "snapshot": self.table.snapshot(),
             "round_in_progress": self.table.round_in_progress,
             "faults": {k: {"detail": d, "active": a} for k, (d, a) in sorted(state.faults.items())},
+            "settlements": [s for s in settlements if s["round"] == state.round_number],
             "journal_fault": self.journal_fault,
             "jackpot_link": state.jackpot_link,
             "events_handled": self.events_handled,

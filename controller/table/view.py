@@ -54,7 +54,8 @@ def settlement_prompt(line: Settled) -> str:
         return f"Return {where} {name} {format_cents(line.stake)} (round void)"
     if line.meter is not None:
         return (
-            f"Spot {line.spot} {name} wins {line.meter} of the {line.pool} meter: "
+            f"Spot {line.spot} {name} wins {line.meter.removesuffix(' of meter')} of the "
+            f"{pool_name(line.pool or '')} meter: "
             "hand pay, wait for the jackpot controller's award"
         )
     if line.paid:

@@ -27,6 +27,9 @@ SCRYPT_N = 2**14
 """scrypt cost (16 MiB of memory per check; bench/web_pages.py measures the time)."""
 SCRYPT_R = 8
 SCRYPT_P = 1
+MAX_MEMORY = 2**26
+"""scrypt's memory limit for making and checking a hash (bytes); a hash whose cost needs
+more than half of it is refused by :func:`parse_hash` (so at check-config, not at login)."""
 MIN_PASSWORD = 10
 """Characters a new password needs (``hash-password`` refuses shorter ones)."""
 
@@ -46,7 +49,7 @@ def _unb64(text: str) -> bytes:
 def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
     """The text for ``[web] password_hash``: a fresh 16-byte salt, a 32-byte scrypt key."""
     salt = secrets.token_bytes(16)
-    key = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=2**26)
+    key = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=MAX_MEMORY)
     return f"scrypt${n}${r}${p}${_b64(salt)}${_b64(key)}"
 
 
@@ -63,7 +66,11 @@ def parse_hash(stored: str) -> PasswordHash:
     """Check a stored hash; :class:`PasswordHashError` says what is wrong with it."""
     parts = stored.split("$")
     advice = "print a new one with `table-controller hash-password` and paste it whole"
-    if len(parts) != 6 or parts[0] != "scrypt":
+    if parts[0] != "scrypt":
+        raise PasswordHashError(
+            f"password_hash must start with scrypt$ (got {parts[0][:12]!r}...): {advice}"
+        )
+    if len(parts) != 6:
         raise PasswordHashError(
             f"password_hash must look like scrypt$N$r$p$SALT$KEY (6 fields), got {len(parts)} "
             f"field(s): {advice}"
@@ -80,6 +87,11 @@ def parse_hash(stored: str) -> PasswordHash:
             f"password_hash cost N={n} r={r} p={p} is out of range (N a power of two >= 1024, "
             f"r 1..32, p 1..16): {advice}"
         )
+    if 128 * r * n > MAX_MEMORY // 2:
+        raise PasswordHashError(
+            f"password_hash cost N={n} r={r} needs {128 * r * n // 2**20} MiB per login, more "
+            f"than this controller allows ({MAX_MEMORY // 2 // 2**20} MiB): {advice}"
+        )
     if len(salt) < 8 or len(key) < 16:
         raise PasswordHashError(f"password_hash salt or key is too short: {advice}")
     return PasswordHash(n, r, p, salt, key)
@@ -89,7 +101,7 @@ def verify_password(password: str, stored: str) -> bool:
     """Whether ``password`` matches ``stored`` (constant time in the key comparison)."""
     h = parse_hash(stored)
     key = hashlib.scrypt(
-        password.encode(), salt=h.salt, n=h.n, r=h.r, p=h.p, dklen=len(h.key), maxmem=2**27
+        password.encode(), salt=h.salt, n=h.n, r=h.r, p=h.p, dklen=len(h.key), maxmem=MAX_MEMORY
     )
     return hmac.compare_digest(key, h.key)
 

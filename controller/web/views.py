@@ -98,10 +98,8 @@ def next_steps(feed: list[dict[str, Any]]) -> list[str]:
     if not prompts:
         return []
     last = prompts[-1]
-    same = [
-        p for p in prompts if p.get("t") == last.get("t") and p.get("round") == last.get("round")
-    ]
-    return [p["text"] for p in same]
+    key = ("seq",) if "seq" in last else ("t", "round")  # seq: the event that made it
+    return [p["text"] for p in prompts if all(p.get(k) == last.get(k) for k in key)]
 
 
 def dealer_view(
@@ -134,8 +132,12 @@ def dealer_view(
         "refused": refusal,
         "pay": [
             pay_line(item)
-            for item in feed
-            if item.get("kind") == "settled" and item.get("round") == number
+            for item in (
+                status["settlements"]
+                if "settlements" in status  # the runtime keeps all of the round's
+                else [i for i in feed if i.get("kind") == "settled"]
+            )
+            if item.get("round") == number
         ],
         "alarms": [
             {"code": a["code"], "text": a["text"], "action": a["action"], "spot": a.get("spot")}
@@ -164,9 +166,14 @@ def _label(value: Any) -> str:
 
 
 class _Metrics:
+    """Samples grouped by family (the text format wants each family's lines together)."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._declared: set[str] = set()
+        self.families: dict[str, list[str]] = {}
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for family in self.families.values() for line in family]
 
     def add(
         self, name: str, kind: str, help_text: str, value: Any, labels: dict[str, Any] | None = None
@@ -178,15 +185,14 @@ class _Metrics:
         if isinstance(value, float) and not math.isfinite(value):
             return
         full = f"table_controller_{name}"
-        if full not in self._declared:
-            self._declared.add(full)
-            self.lines.append(f"# HELP {full} {help_text}")
-            self.lines.append(f"# TYPE {full} {kind}")
+        family = self.families.get(full)
+        if family is None:
+            family = self.families[full] = [f"# HELP {full} {help_text}", f"# TYPE {full} {kind}"]
         text = ""
         if labels:
             text = "{" + ",".join(f'{k}="{_label(v)}"' for k, v in sorted(labels.items())) + "}"
         number = f"{value:.3f}" if isinstance(value, float) else str(value)
-        self.lines.append(f"{full}{text} {number}")
+        family.append(f"{full}{text} {number}")
 
 
 def metrics_text(bundle: dict[str, Any], web: dict[str, Any]) -> str:
