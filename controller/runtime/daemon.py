@@ -316,6 +316,9 @@ class TableDaemon:
     def recent_log(self) -> list[dict[str, Any]]:
         return self.log_ring.records()
 
+    def wait_change(self, timeout_s: float) -> None:
+        self.runtime.wait_change(timeout_s)
+
     # -- the control socket ---------------------------------------------------------------
 
     def handle_request(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -156,6 +156,8 @@ class TableRuntime:
         self._safe: str | None = None
         self._next_tick = clock()
         self._status: dict[str, Any] = {}
+        self._changed = threading.Condition()
+        self._notified: tuple[Any, ...] = ()
         self._restore()
 
     # -- any thread ------------------------------------------------------------------
@@ -179,6 +181,12 @@ class TableRuntime:
     def light_test_state(self) -> dict[str, Any] | None:
         test = self._light_test
         return None if test is None else test.to_dict()
+
+    def wait_change(self, timeout_s: float) -> bool:
+        """Wait until the loop publishes a new status after a journaled event (or the
+        timeout, in seconds); True if one came. Any thread: the web pages' live streams."""
+        with self._changed:
+            return self._changed.wait(timeout_s)
 
     def recent(self) -> list[dict[str, Any]]:
         """The dealer feed: the last prompts, alarms, refusals and settlements, oldest first."""
@@ -460,3 +468,15 @@ class TableRuntime:
             "queue": self._queue.qsize(),
             "t": self.clock(),
         }
+        test = self._light_test
+        key = (
+            self.table.journal.events_written,
+            self.refused,
+            self.dropped,
+            self.journal_fault,
+            None if test is None else (test.index, test.result),
+        )
+        if key != self._notified:  # something a page shows changed: wake the live streams
+            self._notified = key
+            with self._changed:
+                self._changed.notify_all()

@@ -41,6 +41,7 @@ COOKIE = "tc_session"
 MAX_BODY = 16 * 1024
 MAX_STREAMS = 16
 STREAM_POLL_S = 0.1
+"""A stream wakes when the loop publishes a change, and at least this often (s)."""
 STREAM_FULL_S = 1.0
 """A stream sends the table at once when it changes, health at most once a second."""
 KEEPALIVE_S = 15.0
@@ -101,6 +102,9 @@ class TableSource(Protocol):
 
     def recent_log(self) -> list[dict[str, Any]]:
         """The last log records: ``t`` (epoch s), ``level``, ``logger``, ``message``."""
+
+    def wait_change(self, timeout_s: float) -> None:
+        """Return when the table's status changes next, or after ``timeout_s``."""
 
 
 class WebServer:
@@ -196,6 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "table-controller"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    # headers and body leave in separate writes: without TCP_NODELAY the body of a reply on a
+    # kept connection waits ~40 ms for the client's delayed ACK (bench/web_pages.py found it)
+    disable_nagle_algorithm = True
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -605,7 +612,7 @@ class _Handler(BaseHTTPRequestHandler):
                     last_write = now
                     self.wfile.write(b": keepalive\n\n")
                     self.wfile.flush()
-                web.stopping.wait(STREAM_POLL_S)
+                web.source.wait_change(STREAM_POLL_S)
         finally:
             with web._lock:
                 web.streams -= 1
