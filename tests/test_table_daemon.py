@@ -78,11 +78,25 @@ def test_kill_9_mid_round_resumes_exactly_and_loses_nothing(rig):
     rig.table.wait(10)
     rig.control.close()
     os.unlink(rig.tmp / "control.sock")  # as systemd's RuntimeDirectory would be cleaned
+    journal_path = rig.tmp / "data" / "journal.sqlite"
+    with Journal(journal_path) as journal:
+        on_disk = [(e.seq, e.event) for e in journal.entries()]
+    # everything the table had reported journaled is on disk (a tick or link event may have
+    # followed between the status read and the kill: the machine was loaded)
+    assert len(on_disk) >= journaled
+    game_events = {"bet", "wager", "lockout", "card", "next", "end_round", "burn", "assign"}
+    assert not [e for _s, e in on_disk[journaled:] if e["type"] in game_events], on_disk[journaled:]
 
     rig.start_table()
     after = rig.status()["status"]
-    assert after["journal_events"] == journaled  # nothing lost, nothing replayed twice
-    assert after["snapshot"] == before["snapshot"]  # the round resumes exactly
+    with Journal(journal_path) as journal:
+        now = [(e.seq, e.event) for e in journal.entries()]
+    assert now[: len(on_disk)] == on_disk  # nothing lost, nothing replayed twice or changed
+    started = [e["type"] for _s, e in now[len(on_disk) :]]
+    assert not set(started) & game_events, started  # the restart itself made no game event
+    assert after["snapshot"]["round"] == 3 and after["snapshot"]["phase"] == "dealing"
+    for key in ("spots", "dealer", "bets", "in_action", "lights"):
+        assert after["snapshot"][key] == before["snapshot"][key], key  # resumes exactly
     for _ in range(3):  # spot 1's second card, spot 2's, the hole card
         rig.deal()
     snap = rig.status()["status"]["snapshot"]
@@ -100,7 +114,6 @@ def test_kill_9_mid_round_resumes_exactly_and_loses_nothing(rig):
 
     # every outbox message acknowledged, then the ledger holds each exactly once
     rig.wait(lambda a: a["health"]["link"]["depth"] == 0, "the outbox to drain", timeout=30)
-    journal_path = rig.tmp / "data" / "journal.sqlite"
     written, acked, pending = journal_link(journal_path)
     assert (acked, pending) == (written, 0)
     applied = ledger_applied(rig.ledger)
