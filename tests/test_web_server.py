@@ -390,3 +390,30 @@ def test_static_files_are_packaged():
     assert {"login.html", "diag.html", "dealer.html"} <= {p.name for p in static.iterdir()}
     assert '"controller.web" = ["static/*"]' in (ROOT / "pyproject.toml").read_text()
     assert Path(static).is_dir()
+
+
+def test_a_plain_form_login_works_and_a_foreign_page_cannot_post_one(web_rig):
+    web = Http(web_rig.http_port)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    body = f"name=Dee&password={PASSWORD}"
+    conn = http.client.HTTPConnection("127.0.0.1", web_rig.http_port, timeout=10)
+    conn.request("POST", "/login", body=body, headers={**form, "Origin": "http://evil.example"})
+    resp = conn.getresponse()
+    assert resp.status == 403 and resp.getheader("Set-Cookie") is None
+    resp.read()
+    conn.request("POST", "/login", body=body, headers=form)
+    resp = conn.getresponse()
+    resp.read()
+    assert resp.status == 303 and resp.getheader("Location") == "/diag"
+    web.cookie = resp.getheader("Set-Cookie").split(";")[0]
+    conn.close()
+    assert web.get_json("/api/session")["user"] == "Dee"
+    # a session ended elsewhere (logout) ends its live stream too
+    web.csrf = web.get_json("/api/session")["csrf"]
+    streamed: list[bytes] = []
+    reader = threading.Thread(target=lambda: streamed.append(web.stream("/api/stream", 3.0)))
+    reader.start()
+    time.sleep(0.5)
+    assert web.request("POST", "/logout", {})[0] == 200
+    reader.join()
+    assert b"event: update" in streamed[0] and b"event: logout" in streamed[0]

@@ -266,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if not 0 <= length <= MAX_BODY:
+            self.close_connection = True  # the body stays unread: this connection is done
             self._error(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body must be 0 to {MAX_BODY} bytes"
             )
@@ -400,17 +401,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, f"no page {path}")
 
     def _post(self, path: str) -> None:
+        # the body is read first, whatever the answer: left unread on a kept connection it
+        # would be taken for the next request
+        body = self._body()
+        if body is None:
+            return
         if path == "/login":
-            self._login()
+            self._login(body)
             return
         if path not in ("/logout", "/api/alarms/ack", "/api/faults/clear", "/api/lights/test"):
             self._error(HTTPStatus.NOT_FOUND, f"no action {path}")
             return
         session = self._action_session()
         if session is None:
-            return
-        body = self._body()
-        if body is None:
             return
         by = f"technician {session.user}"
         if path == "/logout":
@@ -461,14 +464,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- login ------------------------------------------------------------------------------
 
-    def _login(self) -> None:
+    def _login(self, body: dict[str, Any]) -> None:
         web = self.web
         if not self._same_origin():
             web.count("refused")
             self._error(HTTPStatus.FORBIDDEN, "log in from this table's own page")
-            return
-        body = self._body()
-        if body is None:
             return
         form = (self.headers.get("Content-Type") or "").startswith("application/x-www-form")
         now = web.clock()
