@@ -140,6 +140,10 @@ class ShoeReader:
         """For the diagnostics page: connected, errors by kind, last message age, details."""
         return self._health.snapshot()
 
+    def alive(self) -> bool:
+        """Whether its thread runs (the daemon's watchdog and /healthz ask)."""
+        return self._thread.is_alive()
+
     def close(self) -> None:
         """Stop the reader thread and close the port; safe to call twice."""
         if self._closed:

@@ -197,6 +197,10 @@ class TablePublisher:
                 "errors": dict(h.errors),
             }
 
+    def alive(self) -> bool:
+        """Whether its thread runs (the daemon's watchdog and /healthz ask)."""
+        return self._thread.is_alive()
+
     def close(self, timeout: float = 5.0) -> None:
         """Publish the offline status (clean), disconnect, stop the thread. Safe twice."""
         if self._closed:

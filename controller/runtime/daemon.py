@@ -240,10 +240,7 @@ class TableDaemon:
             self.parts.append(("web", self.web.close))
 
     def _threads_alive(self) -> bool:
-        threads = [getattr(self.publisher, "_thread", None)]
-        if self.shoe is not None:
-            threads.append(getattr(self.shoe, "_thread", None))
-        return all(t is None or t.is_alive() for t in threads)
+        return all(part is None or part.alive() for part in (self.publisher, self.shoe))
 
     # -- health ------------------------------------------------------------------------------
 
