@@ -1,0 +1,327 @@
+"""The web pages in a real browser, against the real daemon (tests/table_rig.py).
+
+Each test starts the whole table (broker, jackpot controller, simulated shoe, the daemon with
+its ``[web]`` section) and looks at the pages the way a technician or a dealer does: what
+they see, live, without reloading. Screenshots of every step go to
+``test-artifacts/screenshots/<test>-<step>.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import browser
+import pytest
+from mqtt_broker import broker  # noqa: F401
+from table_rig import ROOT, TABLE, Rig, free_port
+
+from controller import __version__
+from controller.journal import Journal
+from controller.web.auth import hash_password
+
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+expect.set_options(timeout=10_000)
+
+chromium = browser.chromium  # the fixtures of tests/browser.py, for the tests here
+browser_context = browser.browser_context
+screenshot = browser.screenshot
+
+USER = "tech 7"
+PASSWORD = "felt-green-42"
+PASSWORD_HASH = hash_password(PASSWORD, n=2**10)
+
+
+@pytest.fixture
+def rig(tmp_path, broker):  # noqa: F811
+    port = free_port()
+    r = Rig(
+        tmp_path,
+        broker,
+        web=f'bind = "127.0.0.1"\nport = {port}\npassword_hash = "{PASSWORD_HASH}"',
+    )
+    r.url = f"http://127.0.0.1:{port}"
+    try:
+        r.start_table()
+        deadline = time.monotonic() + 10
+        while True:  # the web server starts just after the control socket
+            try:
+                urllib.request.urlopen(r.url + "/healthz", timeout=1).close()
+                break
+            except urllib.error.HTTPError:
+                break  # it answers (503 while the shoe connects is fine)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield r
+    finally:
+        r.stop()
+
+
+def login(context, rig) -> None:
+    """Log the context in (its cookie jar is the browser's) without the login page."""
+    answer = context.request.post(rig.url + "/login", data={"name": USER, "password": PASSWORD})
+    assert answer.ok, answer.text()
+
+
+def diag_page(context, rig):
+    login(context, rig)
+    page = context.new_page()
+    page.goto(rig.url + "/diag")
+    expect(page.get_by_test_id("table-id")).to_have_text(TABLE)
+    expect(page.get_by_test_id("live")).to_have_text("live")
+    return page
+
+
+def dealer_page(context, rig):
+    page = context.new_page()
+    page.goto(rig.url + "/dealer")
+    expect(page.get_by_test_id("table-id")).to_have_text(TABLE)
+    return page
+
+
+def press(rig, name: str) -> None:
+    rig.act("press", name=f"console.{name}")
+
+
+def test_login_then_diag_and_the_dealer_display_needs_none(rig, browser_context, screenshot):
+    page = browser_context.new_page()
+    page.goto(rig.url + "/diag")
+    expect(page).to_have_url(rig.url + "/login")  # no session: the login page
+    page.get_by_label("Name or badge number").fill(USER)
+    error = page.get_by_test_id("login-error")
+
+    def try_password(password: str) -> None:
+        page.get_by_label("Password").fill(password)
+        with page.expect_response(lambda r: r.url.endswith("/login")):
+            page.get_by_role("button", name="Log in").click()
+
+    try_password("felt-green-41")
+    expect(error).to_have_text("wrong password")
+    screenshot(page, "1-wrong-password")
+
+    for _ in range(3):  # three free tries, then the throttle says how long to wait
+        try_password("felt-green-41")
+    expect(error).to_have_text("wrong password; wait 1 s before the next try")
+    screenshot(page, "2-wait")
+
+    try_password(PASSWORD)  # the button is enabled again once the wait is over
+    expect(page).to_have_url(rig.url + "/diag")
+    expect(page.get_by_test_id("table-id")).to_have_text(TABLE)
+    expect(page.get_by_test_id("version")).to_have_text(__version__)
+    expect(page.get_by_test_id("user")).to_have_text(USER)
+    expect(page.get_by_test_id("tile-link")).to_have_attribute("data-state", "ok")
+    expect(page.get_by_test_id("phase")).to_have_text("betting")
+    screenshot(page, "3-diag")
+    page.get_by_test_id("logout").click()
+    expect(page).to_have_url(rig.url + "/login")
+    assert browser_context.request.get(rig.url + "/api/session").status == 401
+
+    kiosk = browser_context.browser.new_context()  # no cookie at all
+    try:
+        dealer = kiosk.new_page()
+        dealer.goto(rig.url + "/dealer")
+        expect(dealer).to_have_url(rig.url + "/dealer")
+        expect(dealer.get_by_test_id("table-id")).to_have_text(TABLE)
+        expect(dealer.get_by_test_id("phase")).to_have_text("Place your bets")
+        assert dealer.locator("button, input, select, textarea, form").count() == 0
+        screenshot(dealer, "4-dealer")
+
+        # the controller restarts: the screen says it is stale, then comes back by itself
+        rig.table.send_signal(signal.SIGTERM)
+        assert rig.table.wait(15) == 0, rig.log("table")
+        rig.control.close()
+        expect(dealer.get_by_test_id("stale")).to_contain_text("STALE: no update for")
+        screenshot(dealer, "5-stale")
+        rig.start_table()
+        expect(dealer.get_by_test_id("stale")).to_be_hidden()
+        expect(dealer.get_by_test_id("phase")).to_have_text("Place your bets")
+    finally:
+        kiosk.close()
+
+
+def test_cards_show_live_and_the_hole_card_stays_hidden(rig, browser_context, screenshot):
+    rig.bets()
+    press(rig, "lockout")
+    diag = diag_page(browser_context, rig)
+    dealer = dealer_page(browser_context, rig)
+    pages = {"diag": diag, "dealer": dealer}
+    expect(diag.get_by_test_id("phase")).to_have_text("dealing")
+    expect(dealer.get_by_test_id("phase")).to_have_text("Dealing")
+    expect(dealer.get_by_test_id("next-newest")).to_have_text("No more bets: deal spot 1 first")
+
+    rig.deal()  # spot 1: 10H
+    for name, page in pages.items():
+        expect(page.get_by_test_id("spot-1").locator('[data-card="10H"]')).to_be_visible()
+        screenshot(page, f"1-first-card-{name}")
+
+    for _ in range(5):  # spot 2, dealer up card 6D, spot 1, spot 2, the hole card 10C
+        rig.deal()
+    for page in pages.values():
+        cards = page.get_by_test_id("dealer-cards")
+        expect(cards.locator('[data-card="6D"]')).to_be_visible()
+        expect(cards.locator('[data-card="back"]')).to_be_visible()
+        expect(page.get_by_test_id("spot-2").locator('[data-card="8H"]')).to_be_visible()
+    with diag.expect_response(lambda r: r.url.endswith("/api/log")):  # the log as it is now
+        diag.get_by_test_id("log-refresh").click()
+    for name, page in pages.items():
+        assert "10C" not in page.content(), f"the hole card is in the {name} page"
+        screenshot(page, f"2-hole-card-down-{name}")
+
+    press(rig, "next")  # EZ Bust closed: spot 1 to act
+    expect(dealer.get_by_test_id("spot-1")).to_have_attribute("data-in-action", "yes")
+    expect(dealer.get_by_test_id("spot-2")).to_have_attribute("data-in-action", "no")
+    expect(dealer.get_by_test_id("next-newest")).to_contain_text("Spot 1 to act on 17")
+    expect(diag.get_by_test_id("in-action")).to_have_text("spot 1")
+    screenshot(dealer, "3-spot-1-in-action-dealer")
+
+    press(rig, "next")  # spot 1 stands
+    press(rig, "next")  # spot 2 stands: the dealer's turn, the hole card turned
+    for name, page in pages.items():
+        cards = page.get_by_test_id("dealer-cards")
+        expect(cards.locator('[data-card="10C"]')).to_be_visible()
+        expect(cards.locator('[data-card="back"]')).to_have_count(0)
+        screenshot(page, f"4-hole-card-up-{name}")
+
+    rig.deal()  # the dealer's 16 draws 9S: busts, every wager wins
+    expect(dealer.get_by_test_id("dealer-total")).to_have_text("BUST 25")
+    lines = dealer.get_by_test_id("pay-line")
+    expect(lines).to_have_count(3)
+    expect(dealer.locator('[data-testid="pay-line"][data-what="pay"]')).to_have_count(3)
+    expect(lines.filter(has_text="Pay spot 1 main wager 1 to 1")).to_contain_text("$25.00")
+    expect(diag.get_by_test_id("phase")).to_have_text("settled")
+    for name, page in pages.items():
+        screenshot(page, f"5-settled-{name}")
+
+
+def test_acknowledge_alarms_from_the_diag_page(rig, browser_context, screenshot):
+    diag = diag_page(browser_context, rig)
+    dealer = dealer_page(browser_context, rig)
+    rig.deal()  # a card while betting: not expected, an alarm
+    rig.deal()  # and another
+    diag_alarms = diag.get_by_test_id("alarm")
+    dealer_alarms = dealer.get_by_test_id("alarm")
+    expect(diag_alarms).to_have_count(2)
+    expect(dealer_alarms).to_have_count(2)
+    expect(diag.get_by_test_id("alarm-count")).to_have_text("2")
+    expect(dealer_alarms.first).to_contain_text("was not expected")
+    expect(dealer_alarms.first).to_contain_text("Burn it")  # the action to take
+    first_id = int(diag_alarms.first.get_attribute("data-alarm-id"))
+    first_text = diag_alarms.first.locator(".alarm-what").inner_text()
+    screenshot(diag, "1-alarms-diag")
+    screenshot(dealer, "1-alarms-dealer")
+
+    diag_alarms.first.get_by_role("button", name="Acknowledge").click()
+    expect(diag.get_by_test_id("alarms-msg")).to_have_text(f"Alarm {first_id} acknowledged")
+    expect(diag_alarms).to_have_count(1)
+    expect(dealer_alarms).to_have_count(1)
+    expect(diag_alarms.first).not_to_have_attribute("data-alarm-id", str(first_id))
+    expect(dealer_alarms.filter(has_text=first_text)).to_have_count(0)
+    screenshot(diag, "2-one-left-diag")
+
+    diag.get_by_test_id("ack-all").click()
+    expect(diag_alarms).to_have_count(0)
+    expect(dealer_alarms).to_have_count(0)
+    expect(dealer.get_by_test_id("alarms")).to_be_hidden()
+    expect(diag.get_by_test_id("alarm-count")).to_have_text("0")
+    screenshot(diag, "3-none-diag")
+    screenshot(dealer, "3-none-dealer")
+
+    # a refusal is shown where the button is, and to the dealer
+    diag.get_by_test_id("clear-faults").click()
+    expect(diag.get_by_test_id("faults-msg")).to_have_text(
+        "clear faults refused: no fault is latched"
+    )
+    expect(dealer.get_by_test_id("refused")).to_have_text(
+        "clear faults refused: no fault is latched"
+    )
+    screenshot(dealer, "4-refused-dealer")
+
+    with Journal(rig.tmp / "data" / "journal.sqlite") as journal:
+        acks = [e.event for e in journal.entries() if e.event["type"] == "acknowledge_alarm"]
+    assert [(a["alarm"], a["by"]) for a in acks] == [
+        (first_id, f"technician {USER}"),
+        (0, f"technician {USER}"),
+    ]
+
+
+def test_light_test_refused_mid_round_then_runs_between_rounds(rig, browser_context, screenshot):
+    diag = diag_page(browser_context, rig)
+    rig.bets()
+    press(rig, "lockout")
+    expect(diag.get_by_test_id("phase")).to_have_text("dealing")
+    diag.get_by_test_id("light-test").click()
+    message = diag.get_by_test_id("light-test-msg")
+    expect(message).to_have_text(
+        "light test refused: round 1 is in progress (dealing); run it between rounds"
+    )
+    expect(message).to_have_class("result err")
+    screenshot(diag, "1-refused")
+
+    for _ in range(6):
+        rig.deal()
+    rig.stand_both()
+    rig.deal()
+    rig.wait(lambda a: a["status"]["snapshot"]["phase"] == "settled", "settlement")
+    press(rig, "end_round")
+    expect(diag.get_by_test_id("phase")).to_have_text("betting")
+    expect(diag.get_by_test_id("round")).to_have_text("2")
+
+    diag.get_by_test_id("light-test").click()
+    expect(message).to_have_text("light test started: 4 lights, each on then off")
+    state = diag.get_by_test_id("light-test-state")
+    expect(state).to_have_attribute("data-state", "running")
+    expect(state).to_contain_text(f"Light test running (technician {USER})")
+    expect(state).to_contain_text("of 4 lights done")
+    expect(diag.get_by_test_id("light-test")).to_be_disabled()  # one test at a time
+    screenshot(diag, "2-running")
+    expect(state).to_have_attribute("data-state", "done")
+    expect(state).to_contain_text("finished: each light was switched on, then off")
+    expect(diag.get_by_test_id("light-test")).to_be_enabled()
+    screenshot(diag, "3-finished")
+
+
+def test_recall_lists_the_round_and_its_script_replays_the_same(
+    rig, browser_context, screenshot, tmp_path
+):
+    rig.bets()
+    rig.play_round()
+    diag = diag_page(browser_context, rig)
+    round_1 = diag.locator('[data-testid="recall-round"][data-round="1"]')
+    expect(round_1).to_be_visible()
+    round_1.locator("summary").click()
+    expect(round_1.locator("pre")).to_contain_text("Round 1")
+    expect(round_1.locator("pre")).to_contain_text("dealer: 6D 10C 9S = bust 25")
+    screenshot(diag, "1-recall")
+
+    with diag.expect_download() as info:
+        round_1.get_by_test_id("download-script").click()
+    download = info.value
+    assert download.suggested_filename == f"{TABLE}-round-1.jsonl"
+    script = tmp_path / download.suggested_filename
+    download.save_as(script)
+    replay = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "replay", str(script), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    replayed = json.loads(replay.stdout)["settlements"]
+
+    rounds = browser_context.request.get(rig.url + "/api/rounds").json()["rounds"]
+    recorded = next(r for r in rounds if r["round"] == 1)["result"]["settlements"]
+
+    def key(s: dict) -> tuple:
+        return (s["spot"], s["wager"], s["outcome"], s["paid"], s["returned"])
+
+    assert sorted(map(key, replayed)) == sorted(map(key, recorded))
+    assert len(recorded) == 3  # spot 1 main and Blazing 7's, spot 2 main
