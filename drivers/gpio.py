@@ -162,6 +162,7 @@ class GpioDriver:
         self._lights: dict[str, tuple[LightPin, LED]] = {}
         self._shown: dict[str, str] = {}
         self._wanted: dict[str, str] = {}
+        self._unwired: set[str] = set()
         self._fault: str | None = None
         self._closed = False
         self._last_check = clock()
@@ -300,8 +301,9 @@ class GpioDriver:
     def apply(self, effect: Effect) -> bool:
         """Carry out a light effect; False if this table has no light for it (or is closed).
 
-        An unknown light name or state is counted in health (``unknown_light``,
-        ``bad_light_state``), never fatal. Effects other than lights are ignored.
+        A light with no pin in the map is listed in health (``unwired_lights``: a table
+        wires the lamps it has); an unknown state is counted (``bad_light_state``); never
+        fatal. Effects other than lights are ignored.
         """
         if not isinstance(effect, Light):
             return False
@@ -312,8 +314,10 @@ class GpioDriver:
             if self._closed:
                 return False
             if effect.name not in self._lights:
-                self._health.count("unknown_light")
-                self._health.set(last_unknown_light=effect.name)
+                # a table wires the lamps it has: a circle without one is not an error
+                if effect.name not in self._unwired:
+                    self._unwired.add(effect.name)
+                    self._health.set(unwired_lights=sorted(self._unwired))
                 return False
             self._wanted[effect.name] = effect.state
             if self._fault is None:

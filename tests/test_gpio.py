@@ -525,15 +525,17 @@ def test_blink_toggles_the_pin(table, factory):
     assert factory.pin(16).state is False
 
 
-def test_unknown_lights_are_counted_not_fatal(table, factory):
+def test_unwired_lights_are_listed_bad_states_counted_neither_fatal(table, factory):
     driver, _events = table()
     assert not driver.apply(Light("spot7.main", "on"))  # no light wired for spot 7
     assert not driver.apply(Light("spot1.main", "dim"))
     assert not driver.apply(Prompt("bet", "Place your bets"))  # not a light: ignored
     assert driver.apply(Light("spot1.main", "on"))
     health = driver.health()
-    assert health["errors"] == {"unknown_light": 1, "bad_light_state": 1}
-    assert health["last_unknown_light"] == "spot7.main"
+    assert not driver.apply(Light("spot7.main", "off"))
+    health = driver.health()
+    assert health["errors"] == {"bad_light_state": 1}  # a table without a lamp is no error
+    assert health["unwired_lights"] == ["spot7.main"]
     assert factory.pin(16).state is True
 
 

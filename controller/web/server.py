@@ -599,9 +599,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     return
                 view = make()
-                key = _json_bytes(
+                gpio = (view.get("health") or {}).get("gpio") or {}
+                key = _json_bytes(  # what changes at once; ages and counters once a second
                     {k: v for k, v in view.items() if k not in ("health", "uptime_s")}
                     | {"status": {k: v for k, v in (view.get("status") or {}).items() if k != "t"}}
+                    | {"lights": gpio.get("lights")}  # the light test is watched live
                 )
                 now = time.monotonic()
                 if key != last_key or now - last_sent >= STREAM_FULL_S:
