@@ -3,46 +3,14 @@
 "use strict";
 
 (() => {
+  const { el, money, cardEl, SUITS } = window.TableUI;
   const STALE_MS = 5000;
   const RECONNECT_MS = 2000;
-  const SUITS = { H: "\u2665", D: "\u2666", C: "\u2663", S: "\u2660" };
   const $ = (id) => document.getElementById(id);
   let source = null;
   let connectedAt = 0;
   let lastUpdate = 0;
   let last = null;
-
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = String(value);
-      else node.setAttribute(key, String(value));
-    }
-    for (const child of children) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  }
-
-  function money(cents) {
-    if (cents === null || cents === undefined) return "";
-    const sign = cents < 0 ? "-" : "";
-    const abs = Math.abs(cents);
-    return `${sign}$${Math.floor(abs / 100).toLocaleString("en-US")}.${String(abs % 100).padStart(2, "0")}`;
-  }
-
-  function cardEl(text) {
-    if (text === "back") {
-      return el("span", { class: "card back", "data-card": "back", "aria-label": "card face down" });
-    }
-    const suit = text.slice(-1);
-    const rank = text.slice(0, -1);
-    const colour = suit === "H" || suit === "D" ? "red" : "black";
-    return el("span", { class: `card ${colour}`, "data-card": text }, rank + (SUITS[suit] || suit));
-  }
 
   function totalEl(total, soft) {
     if (total === null || total === undefined) return el("span", {});

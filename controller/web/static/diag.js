@@ -4,12 +4,12 @@
 "use strict";
 
 (() => {
+  const { el, money, cardEl } = window.TableUI;
   const STALE_MS = 5000;
   const RECONNECT_MS = 2000;
   const LOG_EVERY_MS = 5000;
   const LOG_SOONEST_MS = 1000;
   const FEED_SHOWN = 20;
-  const SUITS = { H: "\u2665", D: "\u2666", C: "\u2663", S: "\u2660" };
 
   const $ = (id) => document.getElementById(id);
   let csrf = null;
@@ -23,29 +23,6 @@
   const shown = new Map(); // section -> JSON of what it shows (re-render only on change)
 
   // -- small helpers ------------------------------------------------------------------
-
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = String(value);
-      else node.setAttribute(key, String(value));
-    }
-    for (const child of children) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  }
-
-  function money(cents) {
-    if (cents === null || cents === undefined) return "";
-    const sign = cents < 0 ? "-" : "";
-    const abs = Math.abs(cents);
-    const dollars = Math.floor(abs / 100).toLocaleString("en-US");
-    return `${sign}$${dollars}.${String(abs % 100).padStart(2, "0")}`;
-  }
 
   function duration(seconds) {
     if (seconds === null || seconds === undefined) return "never";
@@ -61,21 +38,6 @@
     const d = new Date(epochS * 1000);
     const pad = (n, w = 2) => String(n).padStart(w, "0");
     return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
-  }
-
-  function cardEl(text) {
-    if (text === "back") {
-      return el("span", {
-        class: "card back",
-        "data-card": "back",
-        title: "hole card, face down",
-        "aria-label": "card face down",
-      });
-    }
-    const suit = text.slice(-1);
-    const rank = text.slice(0, -1);
-    const colour = suit === "H" || suit === "D" ? "red" : "black";
-    return el("span", { class: `card ${colour}`, "data-card": text, title: text }, rank + (SUITS[suit] || suit));
   }
 
   function changed(section, data) {
