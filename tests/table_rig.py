@@ -238,3 +238,26 @@ class Rig:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+
+
+SETTLEMENT_KEY = ("spot", "wager", "hand", "outcome", "stake", "paid", "returned")
+
+
+def replayed_settlements(script: Path) -> list[tuple]:
+    """``table-controller replay SCRIPT --json``'s settlements, as (spot, wager, hand,
+    outcome, stake, paid, returned) tuples in settlement order (compare with a recall
+    record's ``result.settlements`` through :func:`settlement_keys`)."""
+    replay = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "replay", str(script), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    return settlement_keys(json.loads(replay.stdout)["settlements"])
+
+
+def settlement_keys(settlements: list[dict]) -> list[tuple]:
+    return [tuple(s.get(k) for k in SETTLEMENT_KEY) for s in settlements]

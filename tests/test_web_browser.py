@@ -8,17 +8,14 @@ they see, live, without reloading. Screenshots of every step go to
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 
 import browser
 import pytest
 from mqtt_broker import broker  # noqa: F401
-from table_rig import ROOT, TABLE, Rig, free_port
+from table_rig import TABLE, Rig, free_port, replayed_settlements, settlement_keys
 
 from controller import __version__
 from controller.journal import Journal
@@ -306,22 +303,8 @@ def test_recall_lists_the_round_and_its_script_replays_the_same(
     assert download.suggested_filename == f"{TABLE}-round-1.jsonl"
     script = tmp_path / download.suggested_filename
     download.save_as(script)
-    replay = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "replay", str(script), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    replayed = json.loads(replay.stdout)["settlements"]
-
+    replayed = replayed_settlements(script)
     rounds = browser_context.request.get(rig.url + "/api/rounds").json()["rounds"]
     recorded = next(r for r in rounds if r["round"] == 1)["result"]["settlements"]
-
-    def key(s: dict) -> tuple:
-        return (s["spot"], s["wager"], s["outcome"], s["paid"], s["returned"])
-
-    assert sorted(map(key, replayed)) == sorted(map(key, recorded))
+    assert replayed == settlement_keys(recorded)
     assert len(recorded) == 3  # spot 1 main and Blazing 7's, spot 2 main

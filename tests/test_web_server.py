@@ -13,15 +13,13 @@ import json
 import re
 import select
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from mqtt_broker import broker  # noqa: F401
-from table_rig import ROOT, Rig, free_port
+from table_rig import ROOT, Rig, free_port, replayed_settlements, settlement_keys
 
 from controller.journal import Journal
 from controller.web.auth import hash_password
@@ -333,18 +331,7 @@ def test_recall_download_replays_to_the_same_settlement(web_rig, tmp_path):
     assert headers["content-disposition"] == 'attachment; filename="hcm-bj-07-round-1.jsonl"'
     path = tmp_path / "round-1.jsonl"
     path.write_bytes(script)
-    replay = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "replay", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    replayed = json.loads(replay.stdout)["settlements"]
-    key = ("spot", "wager", "hand", "outcome", "stake", "paid", "returned")
-    assert [tuple(s.get(k) for k in key) for s in replayed] == [
-        tuple(s.get(k) for k in key) for s in record["result"]["settlements"]
-    ]
+    assert replayed_settlements(path) == settlement_keys(record["result"]["settlements"])
     assert web.request("GET", "/api/rounds/2/script")[0] == 404  # round 2 is not settled
 
 
