@@ -110,7 +110,7 @@ def three_spot_round() -> Floor:
 def test_next_is_the_newest_steps_prompts():
     floor = Floor()
     floor.bets(1, 2, 3)
-    assert floor.view()["next"] == []
+    assert floor.view()["next"] == ["Place your bets"]  # no prompt yet: the phase says it
     step = floor.do(ev.Lockout())
     assert floor.view()["next"] == prompt_texts(step) == ["No more bets: deal spot 1 first"]
     floor.deal("9H 10S 8D 7D")  # cards that prompt nothing: the last prompt stands

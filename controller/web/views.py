@@ -128,7 +128,8 @@ def dealer_view(
         "round": number,
         "phase": snap.get("phase"),
         "phase_words": phase_words(str(snap.get("phase") or "")),
-        "next": next_steps(feed),
+        # after a restart the feed is empty: the phase says what to do until a prompt comes
+        "next": next_steps(feed) or ([phase_words(snap["phase"])] if snap.get("phase") else []),
         "refused": refusal,
         "pay": [
             pay_line(item)
