@@ -152,7 +152,9 @@ def _cmd_recall(args: argparse.Namespace) -> int:
                 + (f" ({first} to {last})" if count else "")
                 + (f"; the last {len(records)}, newest first" if args.round is None else "")
             )
-            print(format_rounds(records, header), end="")
+            from controller.games import load_game
+
+            print(format_rounds(records, header, load_game(meta["game"])), end="")
     return 0
 
 

@@ -37,8 +37,64 @@ def _signed(cents: int) -> str:
     return ("+" if cents >= 0 else "-") + format_cents(abs(cents))
 
 
-def format_round(record: dict[str, Any]) -> str:
-    """One round: number, time, the dealer's cards and every settled wager."""
+def round_layout(record: dict[str, Any], rules: Any) -> dict[str, Any]:
+    """The layout at settlement, with every card of every hand: the round's events replayed
+    on a fresh table of ``rules`` (the record keeps the events, not the hands). Returns the
+    snapshot's ``dealer`` and ``spots``; raises the replay's error if the events no longer
+    replay (a record written by other software)."""
+    from controller.table.script import parse_script, replay, round_script
+
+    script = parse_script(round_script(record), f"round {record['round']}")
+    snap = replay(script, rules).table.snapshot()
+    return {"dealer": snap.get("dealer") or {}, "spots": snap.get("spots") or []}
+
+
+def action_line(event: dict[str, Any]) -> str | None:
+    """One journaled event in a few casino words (None for a tick).
+
+    >>> print(action_line({"type": "wager", "spot": 3, "circle": "lucky_ladies", "amount": 700}))
+    spot 3 Lucky Ladies $7.00
+    >>> action_line({"type": "double", "spot": 0}), action_line({"type": "card", "card": "KD"})
+    ('double (spot in action)', 'card KD')
+    """
+    from controller.table.view import bet_name
+
+    kind = str(event.get("type", "?"))
+    if kind == "tick":
+        return None
+    if kind == "bet":
+        where = f"spot {event.get('spot')} {bet_name(str(event.get('circle')))}"
+        return f"chips {'on' if event.get('on') else 'off'} {where}"
+    if kind == "wager":
+        amount = event.get("amount")
+        money = format_cents(amount) if isinstance(amount, int) else str(amount)
+        return f"spot {event.get('spot')} {bet_name(str(event.get('circle')))} {money}"
+    if kind == "card":
+        return f"card {event.get('card')}"
+    words = kind.replace("_", " ")
+    if "spot" in event and event["spot"] == 0:
+        return f"{words} (spot in action)"
+    fields = [
+        f"{key.replace('_', ' ')} {value}"
+        for key, value in event.items()
+        if key not in ("type", "t") and value is not None
+    ]
+    return " ".join([words, *fields])
+
+
+def action_lines(record: dict[str, Any]) -> list[str]:
+    """The round's events in order, one short line each (ticks left out)."""
+    return [line for event in record["events"] if (line := action_line(event)) is not None]
+
+
+def _hand_text(cards: list[str]) -> str:
+    total = hand_total(parse_cards(cards))
+    return f"{' '.join(cards)} = {'bust ' if total.is_bust else ''}{total.total}"
+
+
+def format_round(record: dict[str, Any], layout: dict[str, Any] | None = None) -> str:
+    """One round: number, time, the dealer's cards and every settled wager; with its
+    ``layout`` (:func:`round_layout`) also every spot's cards and the actions in order."""
     result = record["result"]
     head = f"Round {record['round']}  {format_time(record.get('settled_t'))}"
     if record.get("void"):
@@ -50,6 +106,24 @@ def format_round(record: dict[str, Any]) -> str:
     else:
         dealer = "no cards"
     lines = [head, f"  dealer: {dealer}"]
+    if layout is not None:
+        for spot in layout["spots"]:
+            for n, hand in enumerate(spot["hands"]):
+                where = f"spot {spot['spot']}" + (
+                    f" hand {n + 1}" if len(spot["hands"]) > 1 else ""
+                )
+                flags = [
+                    word
+                    for key, word in (
+                        ("double_down", "doubled"),
+                        ("double_up", "doubled up"),
+                        ("surrendered", "surrendered"),
+                    )
+                    if hand.get(key)
+                ]
+                extra = f" ({', '.join(flags)})" if flags else ""
+                lines.append(f"  {where}: {_hand_text(hand['cards'])}{extra}")
+        lines.append("  actions: " + ", ".join(action_lines(record)))
     split = {line["spot"] for line in result["settlements"] if line.get("hand")}
     for line in result["settlements"]:
         where = f"spot {line['spot']}"
@@ -74,10 +148,25 @@ def format_round(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_rounds(records: list[dict[str, Any]], header: str = "") -> str:
-    """Several rounds (newest first, as ``last_rounds`` gives them), one block each."""
+def format_rounds(records: list[dict[str, Any]], header: str = "", rules: Any | None = None) -> str:
+    """Several rounds (newest first, as ``last_rounds`` gives them), one block each; with
+    ``rules`` every hand's cards and the actions too (:func:`recall_text`)."""
     blocks = [header] if header else []
-    blocks.extend(format_round(record) for record in records)
+    blocks.extend(
+        format_round(record) if rules is None else recall_text(record, rules) for record in records
+    )
     if not records:
         blocks.append("No round is recorded yet (a round is recorded when it is settled).")
     return "\n\n".join(blocks) + "\n"
+
+
+def recall_text(record: dict[str, Any], rules: Any) -> str:
+    """:func:`format_round` with the layout, or without it (and a line saying why) when the
+    round's events do not replay on ``rules``."""
+    from controller.errors import TableControllerError
+
+    try:
+        layout = round_layout(record, rules)
+    except (TableControllerError, KeyError, TypeError) as exc:
+        return format_round(record) + f"\n  (hands not shown: the events do not replay: {exc})"
+    return format_round(record, layout)

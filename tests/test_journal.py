@@ -22,6 +22,7 @@ from conftest import run_cli
 from controller.errors import JournalError
 from controller.games import load_game
 from controller.journal import SCHEMA_VERSION, Journal, JournaledTable
+from controller.recall import round_layout
 from controller.table import Table, TableSettings
 from controller.table import events as ev
 from controller.table.effects import Publish, Record
@@ -355,6 +356,12 @@ def test_recall_on_the_command_line(tmp_path, pa):
     assert heads == [str(n) for n in range(11, 1, -1)]
     assert "11 rounds recorded (1 to 11)" in summary.stdout
     assert f"dealer: {' '.join(record['dealer'])}" in summary.stdout
+    # the recall shows every hand's cards: replayed from the record's events
+    layout = round_layout(record, pa)
+    for spot in layout["spots"]:
+        for hand in spot["hands"]:
+            assert " ".join(hand["cards"]) in summary.stdout
+    assert summary.stdout.count("  actions: ") == 10
     one = run_cli("recall", str(path), "--round", "11", "--json")
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout) == record

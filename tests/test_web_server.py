@@ -326,6 +326,26 @@ def test_recall_download_replays_to_the_same_settlement(web_rig, tmp_path):
     assert [r["round"] for r in rounds] == [1]
     record = rounds[0]
     assert "Round 1" in record["text"] and "dealer: 6D 10C 9S = bust 25" in record["text"]
+    # every card of every hand, and every action in order (replayed from the record's events)
+    assert "  spot 1: 10H 7S = 17\n  spot 2: 9C 8H = 17\n" in record["text"]
+    actions = record["text"].split("  actions: ", 1)[1].split("\n", 1)[0].split(", ")
+    assert actions[:2] == ["chips on spot 1 main wager", "spot 1 main wager $25.00"]
+    assert (
+        actions[-10:]
+        == [
+            "lockout",
+            "card 10H",
+            "card 9C",
+            "card 6D",
+            "card 7S",
+            "card 8H",
+            "card 10C",
+            "next",
+            "next",
+            "next",
+            "card 9S",
+        ][-10:]
+    )
     status, headers, script = web.request("GET", "/api/rounds/1/script")
     assert status == 200
     assert headers["content-disposition"] == 'attachment; filename="hcm-bj-07-round-1.jsonl"'

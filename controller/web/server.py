@@ -548,12 +548,17 @@ class _Handler(BaseHTTPRequestHandler):
         except JournalError as exc:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
             return
-        from controller.recall import format_round
+        from controller.games import load_game
+        from controller.recall import recall_text
 
-        self._json(
-            HTTPStatus.OK,
-            {"rounds": [{**record, "text": format_round(record)} for record in records]},
-        )
+        rules: dict[str, Any] = {}
+        out = []
+        for record in records:  # every hand's cards come from replaying the round (~1 ms)
+            game = record["game"]
+            if game not in rules:
+                rules[game] = load_game(game)
+            out.append({**record, "text": recall_text(record, rules[game])})
+        self._json(HTTPStatus.OK, {"rounds": out})
 
     def _script(self, number: int) -> None:
         try:
