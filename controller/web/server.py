@@ -436,7 +436,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/faults/clear":
             self._table_action("clear faults", lambda ev: ev.ClearFaults(by=by))
         else:
-            started, message = self.web.source.light_test(by)
+            try:
+                started, message = self.web.source.light_test(by)
+            except TimeoutError:
+                self._error(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    "light test: the table did not answer in time; try again",
+                )
+                return
             log.info("web: light test by %s: %s", session.user, message)
             self._json(
                 HTTPStatus.OK if started else HTTPStatus.CONFLICT,
