@@ -95,10 +95,18 @@ def signed_bytes(topic: str, message: Mapping[str, Any]) -> bytes:
     return DOMAIN + topic.encode("utf-8") + b"\n" + canonical(body)
 
 
+#: The fields of an enveloped message that make its content: what a resend must repeat.
+CONTENT_FIELDS = ("v", "table", "seq", "key", "kind", "payload")
+
+
 def digest(message: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the message's content: canonical JSON without ``kid`` and ``sig``,
-    so a resend signed with a rotated key has the same digest as the first send."""
-    return hashlib.sha256(canonical(unsigned(message))).hexdigest()
+    """SHA-256 (hex) of an enveloped message's content (:data:`CONTENT_FIELDS` as canonical
+    JSON). ``boot`` and ``sent_t`` are left out, as are ``kid`` and ``sig``: a resend after a
+    restart carries the new boot and time, and may be signed with a rotated key, yet it is the
+    same message."""
+    return hashlib.sha256(
+        canonical({k: message[k] for k in CONTENT_FIELDS if k in message})
+    ).hexdigest()
 
 
 # -- keys ------------------------------------------------------------------------------------
