@@ -24,6 +24,8 @@ Subcommands so far:
 - ``status [--config FILE | --socket PATH] [--json]``: the running table's status,
   read over its control socket;
 - ``hash-password [--stdin]``: the ``[web] password_hash`` for a password (``docs/web.md``);
+- ``link-key --config FILE | --out PATH --key-id ID``: a new Ed25519 key that signs this
+  table's jackpot link messages (0600), and the public key line for the controller's config;
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
@@ -383,6 +385,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hashpw.set_defaults(run=_cmd_hash_password)
 
+    linkkey = commands.add_parser(
+        "link-key",
+        help="make this table's link signing key (0600) and print its public key",
+    )
+    source = linkkey.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", help="the table config: its [mqtt] signing_key and key_id")
+    source.add_argument("--out", help="where to write the key (with --key-id)")
+    linkkey.add_argument("--key-id", help="the key id (default with --config: its key_id)")
+    linkkey.add_argument("--owner", help="give the file to this user (as root): table-controller")
+    linkkey.set_defaults(run=_cmd_link_key)
+
     status = commands.add_parser("status", help="the running table's status (control socket)")
     where = status.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", help="the table config: its [control] socket")
@@ -401,6 +414,31 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_arguments(demo)
         demo.set_defaults(run=stage.main)
     return parser
+
+
+def _cmd_link_key(args: argparse.Namespace) -> int:
+    from controller.link.signing import make_link_key
+
+    table_id = None
+    if args.config:
+        from controller.config import load_table_config
+
+        config = load_table_config(args.config)
+        path, key_id, table_id = config.mqtt.signing_key, config.mqtt.key_id, config.table_id
+        key_id = args.key_id or key_id
+    else:
+        if not args.key_id:
+            print("link-key: --out needs --key-id (e.g. hcm-bj-07-1)", file=sys.stderr)
+            return 2
+        path, key_id = args.out, args.key_id
+    public = make_link_key(path, key_id, args.owner)
+    print(f"wrote the signing key {path} (mode 0600); keep it on this machine only")
+    print(f"key id: {key_id}")
+    print(f"public key: {public}")
+    print("In the jackpot controller's config:")
+    print(f"[tables.{table_id or 'TABLE-ID'}]")
+    print(f'keys = {{ "{key_id}" = "{public}" }}')
+    return 0
 
 
 def _cmd_hash_password(args: argparse.Namespace) -> int:

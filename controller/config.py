@@ -38,6 +38,14 @@ from controller.games import available_games, find_game, load_game
 from controller.jackpot.pools import parse_config as parse_jackpot_config
 from controller.jackpot.pools import parse_money
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
+from controller.link.signing import (
+    Signer,
+    SigningKeyError,
+    Verifier,
+    check_key_id,
+    load_signing_key,
+    parse_public_key,
+)
 from controller.rules.pays import format_cents
 from controller.rules.profile import SECTIONS as PROFILE_SECTIONS
 from controller.rules.profile import HouseRules, parse_profile
@@ -111,6 +119,9 @@ KEYS: dict[str, tuple[str, ...]] = {
         "window",
         "link_fault_after_s",
         "ack_timeout_s",
+        "signing_key",
+        "key_id",
+        "controller_keys",
     ),
     "web": ("bind", "port", "password_hash"),
     "control": ("socket",),
@@ -123,6 +134,7 @@ OPTIONAL_SECTIONS = ("camera", "web", "control")
 DEFAULT_SETTINGS = TableSettings()
 DEFAULT_DATA_DIR = "/var/lib/table-controller"
 DEFAULT_PASSWORD_FILE = "/etc/table-controller/mqtt-password"
+DEFAULT_SIGNING_KEY = "/etc/table-controller/link-signing.key"
 DEFAULT_SOCKET = "/run/table-controller/control.sock"
 PROPERTY = re.compile(r"^[a-z]{2,8}$")
 SERIAL_URL = re.compile(r"^([a-z][a-z0-9]*)://")
@@ -170,6 +182,12 @@ class MqttConfig:
     window: int = 100
     link_fault_after_s: int = 300
     ack_timeout_s: int = 30
+    #: This table's Ed25519 private key file (``table-controller link-key``) and its key id,
+    #: which the jackpot controller's config lists with the public key.
+    signing_key: Path = Path(DEFAULT_SIGNING_KEY)
+    key_id: str = ""
+    #: The jackpot controller's public keys this table trusts: key id -> base64 text.
+    controller_keys: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,14 +581,47 @@ def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | 
     window = sec.integer("window", 100, 1, 10_000, "messages")
     link_fault = sec.integer("link_fault_after_s", 300, 0, 86_400, "s; 0: never latch")
     ack_timeout = sec.integer("ack_timeout_s", 30, 1, 3600, "s")
+    signing_key = sec.path("signing_key", DEFAULT_SIGNING_KEY, base, f'"{DEFAULT_SIGNING_KEY}"')
+    key_id = sec.text("key_id", f"{table_id}-1" if table_id else "", example='"hcm-bj-07-1"')
+    if key_id is not None:
+        try:
+            check_key_id(key_id)
+        except SigningKeyError as exc:
+            sec.error("key_id", str(exc))
+            key_id = None
+    controller_keys = _read_controller_keys(sec)
     sec.check_unknown()
     values = (host, port, username, password_file, tls_text, keepalive, window)
-    values += (link_fault, ack_timeout)
+    values += (link_fault, ack_timeout, signing_key, key_id, controller_keys)
     if None in values:
         return None
     return MqttConfig(
-        host, port, username, password_file, tls_ca, keepalive, window, link_fault, ack_timeout
-    )
+        host, port, username, password_file, tls_ca, keepalive, window, link_fault, ack_timeout,
+        signing_key, key_id, controller_keys,
+    )  # fmt: skip
+
+
+def _read_controller_keys(sec: _Section) -> tuple[tuple[str, str], ...] | None:
+    example = '{ "jackpot-1" = "BASE64 printed by jackpot-controller link-key" }'
+    given, raw = sec._get("controller_keys", {}, example)
+    if not given:
+        return ()  # link_keys() refuses to start the link without one
+    if not isinstance(raw, dict) or not raw:
+        sec.error(
+            "controller_keys",
+            f"must list the jackpot controller's public keys, e.g. controller_keys = {example}",
+        )
+        return None
+    keys = []
+    for kid, text in raw.items():
+        try:
+            check_key_id(kid)
+            parse_public_key(text)
+        except SigningKeyError as exc:
+            sec.error("controller_keys", f"key {kid!r}: {exc}")
+            return None
+        keys.append((kid, text.strip()))
+    return tuple(keys)
 
 
 def _read_web(sec: _Section) -> WebConfig | None:
@@ -752,6 +803,33 @@ def read_password(config: TableConfig) -> str:
     return text
 
 
+def link_keys(config: TableConfig) -> tuple[Signer, Verifier]:
+    """This table's signer (``[mqtt] signing_key``, ``key_id``) and the verifier of the
+    jackpot controller's messages (``[mqtt] controller_keys``)."""
+    try:
+        key = load_signing_key(config.mqtt.signing_key)
+    except SigningKeyError as exc:
+        raise ConfigError(
+            config.source,
+            "mqtt",
+            "signing_key",
+            f"{exc}. Make this table's key with: table-controller link-key --out "
+            f"{config.mqtt.signing_key} --key-id {config.mqtt.key_id}, then list the public "
+            "key it prints under this table in the jackpot controller's config",
+        ) from None
+    if not config.mqtt.controller_keys:
+        raise ConfigError(
+            config.source,
+            "mqtt",
+            "controller_keys",
+            "missing: list the jackpot controller's public key(s), e.g. controller_keys = "
+            '{ "jackpot-1" = "BASE64" } (printed by jackpot-controller link-key); without one '
+            "every ack and award would be refused",
+        )
+    verifier = Verifier({kid: parse_public_key(text) for kid, text in config.mqtt.controller_keys})
+    return Signer(config.mqtt.key_id, key), verifier
+
+
 def _writable_dir(path: Path) -> str | None:
     """None if ``path`` is a writable folder or could be created; else what is wrong."""
     if path.exists():
@@ -777,13 +855,18 @@ def _writable_dir(path: Path) -> str | None:
 
 
 def check_paths(config: TableConfig) -> list[ConfigError]:
-    """Check the files ``config`` names: the MQTT password file (readable, not empty), the CA
+    """Check the files ``config`` names: the MQTT password file (readable, not empty), the
+    link signing key (an Ed25519 PEM file only its owner may read), the CA
     file (readable, a PEM certificate) and ``data_dir`` (a writable folder, or creatable).
     Creates nothing. ``run`` refuses to start on any of these; ``check-config`` reports them
     unless given ``--no-files``."""
     errors: list[ConfigError] = []
     try:
         read_password(config)
+    except ConfigError as exc:
+        errors.append(exc)
+    try:
+        link_keys(config)
     except ConfigError as exc:
         errors.append(exc)
     ca = config.mqtt.tls_ca

@@ -22,6 +22,12 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
 - publishes each pool's meter retained on ``bj/v1/meters/{pool}``, coalesced to at most
   ``meter_rate`` messages per second per pool (the latest value always goes out).
 
+- checks every table message's Ed25519 signature against that table's keys in the config
+  before the ledger sees it, and signs everything it publishes (controller/link/signing.py);
+- raises an alarm (log line ``ALARM``, ``health()["alarms"]``, the systemd status line) for
+  every message it refuses: a bad signature, a malformed or unknown-table message, a
+  contribution off the game's terms, an unproven claim, a sequence reused with other content.
+
 The Must-Hit-By Mystery trigger never leaves the ledger: nothing here reads it.
 See docs/jackpot/controller.md ("Service").
 """
@@ -39,7 +45,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
@@ -65,6 +71,14 @@ from controller.link.messages import (
     topic_for,
     validate,
 )
+from controller.link.signing import (
+    SignatureError,
+    Signer,
+    SigningKeyError,
+    Verifier,
+    load_signing_key,
+    make_link_key,
+)
 
 log = logging.getLogger("controller.jackpot.service")
 
@@ -72,6 +86,15 @@ CLIENT_ID = "jackpot-controller"
 SUBSCRIPTION = "bj/v1/table/+/#"
 SESSION_EXPIRY_S = 86_400
 BOOT_KEY = "controller_boot"
+#: Alarms kept for health() (the oldest are dropped; the counts by kind keep everything).
+ALARMS_KEPT = 100
+DEFAULT_SIGNING_KEY = "/etc/jackpot-controller/link-signing.key"
+
+
+def _topic_table(topic: str) -> str | None:
+    """The table id level of a bj/v1/table/{id}/... topic, for an alarm (not trusted)."""
+    levels = topic.split("/")
+    return levels[3][:48] if len(levels) > 3 and levels[2] == "table" else None
 
 
 def bump_boot(ledger_path: str | PathLike[str]) -> int:
@@ -94,6 +117,8 @@ def bump_boot(ledger_path: str | PathLike[str]) -> int:
 class JackpotService:
     """The jackpot controller on ``host:port`` for ``config``, its ledger at ``ledger_path``.
 
+    ``signer`` signs what the controller publishes; each table's messages are checked against
+    that table's public keys in ``config.table_keys``.
     ``clock()`` gives wall time in seconds (``sent_t``); ``randbelow`` draws mystery triggers
     (tests inject one); ``rng`` draws the reconnect jitter. The thread starts at once;
     :meth:`close` publishes offline, disconnects and stops it (safe twice).
@@ -108,6 +133,7 @@ class JackpotService:
         username: str,
         password: str,
         *,
+        signer: Signer,
         clock: Callable[[], float] = time.time,
         client_id: str = CLIENT_ID,
         meter_rate: float = 4.0,
@@ -121,6 +147,10 @@ class JackpotService:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
         self.config = config
+        self.signer = signer
+        self._verifiers = {
+            table: Verifier(keys) for table, keys in getattr(config, "table_keys", {}).items()
+        }
         self.ledger_path = Path(ledger_path)
         self.host, self.port = host, port
         self.clock = clock
@@ -136,6 +166,8 @@ class JackpotService:
         self.boot = bump_boot(self.ledger_path)
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._alarms: deque[dict[str, Any]] = deque(maxlen=ALARMS_KEPT)
+        self._alarm_counts: Counter[str] = Counter()
         self._connected = False
         self._online = threading.Event()
         self._stop = threading.Event()
@@ -167,10 +199,18 @@ class JackpotService:
     # -- any thread ------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        """``connected``, ``boot`` and ``counts``: applied, refused, duplicate, gap, resend,
-        ack, award, meter, malformed, unknown_table, stale_status, puback, ledger_error..."""
+        """``connected``, ``boot``, ``counts`` (applied, refused, duplicate, gap, resend, ack,
+        award, meter, malformed, unknown_table, signature, conflict, stale_status, puback,
+        ledger_error...), ``alarm_counts`` by kind and ``alarms``: the last
+        :data:`ALARMS_KEPT`, oldest first, each ``{kind, table, seq, detail, t}``."""
         with self._lock:
-            return {"connected": self._connected, "boot": self.boot, "counts": dict(self._counts)}
+            return {
+                "connected": self._connected,
+                "boot": self.boot,
+                "counts": dict(self._counts),
+                "alarm_counts": dict(self._alarm_counts),
+                "alarms": list(self._alarms),
+            }
 
     def wait_online(self, timeout: float = 10.0) -> bool:
         """True once connected and subscribed."""
@@ -196,8 +236,17 @@ class JackpotService:
         with self._lock:
             self._counts[what] += n
 
+    def _alarm(self, kind: str, table: str | None, seq: Any, detail: str) -> None:
+        """A refused message a technician must see: logged, kept for health(), counted."""
+        entry = {"kind": kind, "table": table, "seq": seq, "detail": detail, "t": self._ms()}
+        with self._lock:
+            self._alarms.append(entry)
+            self._alarm_counts[kind] += 1
+        log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
+
     def _status(self, state: str) -> bytes:
         message = {"v": VERSION, "state": state, "boot": self.boot, "sent_t": self._ms()}
+        message = self.signer.sign(JACKPOT_STATUS_TOPIC, message)
         validate("jackpot_status", message)
         return json.dumps(message).encode()
 
@@ -284,6 +333,7 @@ class JackpotService:
         log.info("jackpot controller offline (boot %d)", self.boot)
 
     def _publish(self, topic: str, message: dict[str, Any], retain: bool = False) -> None:
+        message = self.signer.sign(topic, message)
         info = self._client.publish(topic, json.dumps(message, separators=(",", ":")), 1, retain)
         if info.rc == mqtt.MQTT_ERR_SUCCESS:
             self._inflight[info.mid] = topic
@@ -347,11 +397,20 @@ class JackpotService:
             kind, table, body = parse_message(topic, payload)
         except LinkMessageError as exc:
             self._count("malformed")
-            log.warning("refused a message on %s: %s", topic, exc)
+            self._alarm("malformed", _topic_table(topic), None, f"on {topic[:120]}: {exc}")
             return
         if table not in self.config.tables:
             self._count("unknown_table")
-            log.warning("refused a %s from table %r: not in the config", kind, table)
+            self._alarm("unknown_table", table, body.get("seq"), f"a {kind}: not in the config")
+            return
+        verifier = self._verifiers.get(table)
+        try:
+            if verifier is None:
+                raise SignatureError(kind, "kid", "no public key for this table in the config")
+            verifier.verify(topic, body, kind)
+        except SignatureError as exc:
+            self._count("signature")
+            self._alarm("signature", table, body.get("seq"), f"refused, nothing applied: {exc}")
             return
         if kind == "status":
             self._on_status(table, body, retained)
@@ -368,17 +427,18 @@ class JackpotService:
         status = result.status
         self._count(status.name.lower())
         if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
-            log.warning(
-                "refused %s seq %s of %s: %s", body["kind"], body["seq"], table, result.reason
-            )
+            self._alarm(status.name.lower(), table, body["seq"], f"{body['kind']}: {result.reason}")
+            return
+        if status.value == "conflict":  # the seq was applied with other content: no ack owed
+            alarm = getattr(result, "alarm", None) or "seq_conflict"
+            self._alarm(alarm, table, body["seq"], f"{body['kind']}: {result.reason}")
             return
         if status is Status.GAP:
             self._ask_resend(table, result.resend_from)
             return
         if status is Status.REFUSED:
-            log.warning(
-                "ALARM refused %s seq %d of %s: %s", body["kind"], body["seq"], table, result.reason
-            )
+            alarm = getattr(result, "alarm", None) or f"{body['kind']}_refused"
+            self._alarm(alarm, table, body["seq"], f"{body['kind']} refused: {result.reason}")
         self._send_ack(table, result.ack)
         for award in result.awards:
             self._send_award(award)
@@ -475,12 +535,45 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=1883, help="the broker's port (default 1883)")
     p.add_argument("--username", default=CLIENT_ID, help=f"broker user (default {CLIENT_ID})")
     p.add_argument("--password-file", required=True, help="a file holding the broker password")
+    p.add_argument(
+        "--signing-key",
+        help=f"the controller's Ed25519 key file (default: the config's [link] signing_key, "
+        f"else {DEFAULT_SIGNING_KEY}); make it with: jackpot-controller link-key",
+    )
+    p.add_argument("--key-id", help="its key id (default: [link] key_id, else jackpot-1)")
     p.add_argument("--meter-rate", type=float, default=4.0, help="meter messages/s per pool")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     return p
 
 
+def link_key_main(argv: list[str]) -> int:
+    """``jackpot-controller link-key --out PATH --key-id ID [--owner USER]``."""
+    p = argparse.ArgumentParser(
+        prog="jackpot-controller link-key",
+        description="Make the controller's Ed25519 link signing key (0600) and print its "
+        "public key for the tables' and signs' configs.",
+    )
+    p.add_argument("--out", default=DEFAULT_SIGNING_KEY, help=f"default {DEFAULT_SIGNING_KEY}")
+    p.add_argument("--key-id", default="jackpot-1", help="default jackpot-1")
+    p.add_argument("--owner", help="give the file to this user (as root): jackpot-controller")
+    args = p.parse_args(argv)
+    try:
+        public = make_link_key(args.out, args.key_id, args.owner)
+    except SigningKeyError as exc:
+        p.exit(2, f"jackpot-controller link-key: {exc}\n")
+    print(f"wrote the signing key {args.out} (mode 0600); keep it on this machine only")
+    print(f"key id: {args.key_id}")
+    print(f"public key: {public}")
+    print("In each table's config, [mqtt]:")
+    print(f'controller_keys = {{ "{args.key_id}" = "{public}" }}')
+    print(f"For each sign: jackpot-sign --controller-key {args.key_id}={public}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["link-key"]:
+        return link_key_main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -498,6 +591,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"jackpot-controller: cannot read --password-file: {exc}\n")
     if not password:
         parser.exit(2, f"jackpot-controller: --password-file {args.password_file} is empty\n")
+    key_path = args.signing_key or getattr(config, "link_signing_key", None) or DEFAULT_SIGNING_KEY
+    key_id = args.key_id or getattr(config, "link_key_id", None) or "jackpot-1"
+    try:
+        signer = Signer(key_id, load_signing_key(key_path))
+    except SigningKeyError as exc:
+        parser.exit(
+            2,
+            f"jackpot-controller: {exc}\n  make it with: jackpot-controller link-key --out "
+            f"{key_path} --key-id {key_id}\n",
+        )
+    missing = sorted(t for t in config.tables if not getattr(config, "table_keys", {}).get(t))
+    if missing:
+        log.warning(
+            "no public key in the config for %d table(s) (%s): every message from them is "
+            "refused as unsigned", len(missing), ", ".join(missing[:10])
+        )
     ledger = Path(args.ledger)
     if not ledger.parent.is_dir():
         parser.exit(2, f"jackpot-controller: --ledger: no directory {ledger.parent}\n")
@@ -512,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
             args.port,
             args.username,
             password,
+            signer=signer,
             meter_rate=args.meter_rate,
         )
     except (TableControllerError, ValueError) as exc:
@@ -531,6 +641,10 @@ def main(argv: list[str] | None = None) -> int:
                 state = "the service thread died: watchdog pings stopped"
             elif service.health()["connected"]:
                 state = f"connected to {broker}"
+                alarms = service.health()["alarm_counts"]
+                if alarms:
+                    kinds = ", ".join(f"{k} x{n}" for k, n in sorted(alarms.items()))
+                    state += f"; ALARMS {sum(alarms.values())}: {kinds} (see the log)"
             else:
                 state = f"waiting for the broker at {broker}"
             if state != shown:

@@ -2,7 +2,9 @@
 
 It logs in as a sign user (read-only in config/mosquitto/acl), subscribes over MQTT 5 to the
 retained meters ``bj/v1/meters/#`` and the controller's status ``bj/v1/jackpot/status``, checks
-every message against the link's schemas (``controller.link.messages.parse_message``) and
+every message against the link's schemas (``controller.link.messages.parse_message``) and the
+jackpot controller's signature (``--controller-key``: a meter or status not signed by one of
+those keys is refused and counted, so nobody but the controller can put an amount on it), and
 redraws a plain text screen: each pool's meter in dollars and cents with its sequence number.
 
 A meter is shown as live only while the sign is connected to the broker *and* the controller's
@@ -14,7 +16,8 @@ The pure part is :class:`Board` (what the sign knows) and :func:`render` (the sc
 only wires paho-mqtt to them. paho's network thread never touches the board: its callbacks put
 events on a queue that the main thread applies.
 
-    jackpot-sign --host broker.example --port 1883 --username sign-lobby --password-file pw
+    jackpot-sign --host broker.example --port 1883 --username sign-lobby --password-file pw \
+        --controller-key jackpot-1=BASE64   # printed by jackpot-controller link-key
     jackpot-sign ... --once        # print one screen after the retained messages, then exit
 """
 
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.link.messages import JACKPOT_STATUS_TOPIC, PREFIX, LinkMessageError, parse_message
+from controller.link.signing import SigningKeyError, Verifier, check_key_id, parse_public_key
 from controller.rules.pays import format_cents
 from controller.table.view import pool_name
 
@@ -49,8 +53,10 @@ CLEAR = "\x1b[H\x1b[2J"
 @dataclass
 class Board:
     """What the sign knows: the latest valid meter of each pool, the controller's latest
-    status, whether the broker connection is up, and how many messages were refused."""
+    status, whether the broker connection is up, and how many messages were refused.
+    ``verifier`` holds the jackpot controller's public keys: only what they signed is shown."""
 
+    verifier: Verifier
     meters: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: dict[str, Any] | None = None
     connected: bool = False
@@ -60,6 +66,7 @@ class Board:
         """Apply one message; return why it was ignored, or None when it was taken."""
         try:
             kind, _, message = parse_message(topic, payload)
+            self.verifier.verify(topic, message, kind)
         except LinkMessageError as exc:
             self.refused += 1
             return str(exc)
@@ -192,6 +199,7 @@ class SignClient:
 def run(
     client: SignClient,
     show: Callable[[str], None],
+    verifier: Verifier,
     *,
     once: bool = False,
     every_second: bool = False,
@@ -203,7 +211,7 @@ def run(
         each second with ``every_second``, for the clock on a terminal). With ``once``: after the
     subscription, wait until the retained messages stop arriving for ``quiet`` seconds (or
     ``timeout``), show one screen, return 0 (1: refused, or no subscription in time)."""
-    board = Board()
+    board = Board(verifier)
     client.start()
     started = time.monotonic()
     subscribed_at: float | None = None
@@ -252,6 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--username", default="signs", help="a sign user of the ACL (default signs)")
     p.add_argument("--password-file", required=True, help="a file holding the broker password")
     p.add_argument(
+        "--controller-key",
+        action="append",
+        required=True,
+        metavar="KID=BASE64",
+        help="a public key of the jackpot controller (from jackpot-controller link-key); "
+        "repeat it during a key change",
+    )
+    p.add_argument(
         "--once", action="store_true", help="print one screen after the retained messages, exit"
     )
     p.add_argument(
@@ -270,6 +286,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"jackpot-sign: cannot read --password-file: {exc}\n")
     if not password:
         parser.exit(2, f"jackpot-sign: --password-file {args.password_file} is empty\n")
+    keys = {}
+    for item in args.controller_key:
+        kid, _, text = item.partition("=")
+        try:
+            keys[check_key_id(kid)] = parse_public_key(text)
+        except SigningKeyError as exc:
+            parser.exit(2, f"jackpot-sign: --controller-key {item[:40]!r}: {exc}\n")
     client = SignClient(args.host, args.port, args.username, password)
     clear = CLEAR if sys.stdout.isatty() and not args.once else ""
 
@@ -278,7 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        return run(client, show, once=args.once, every_second=bool(clear), timeout=args.timeout)
+        return run(
+            client,
+            show,
+            Verifier(keys),
+            once=args.once,
+            every_second=bool(clear),
+            timeout=args.timeout,
+        )
     except KeyboardInterrupt:
         return 0
 

@@ -10,6 +10,10 @@ and the alarms). It:
   will before each connect, and publishes the birth (retained ``status`` online, this boot)
   after each CONNACK, so a late will from an earlier boot is recognised by its ``boot``;
 - subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack``, ``/resend`` and ``/award``;
+- signs everything it publishes (envelopes, birth, will, clean death) with the table's key
+  (``signer``) and accepts an ack, resend or award only with a valid signature by one of the
+  jackpot controller's keys (``verifier``); anything else raises a ``signature`` alarm and
+  changes nothing (controller/link/signing.py);
 - publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope, at most
   ``window`` rows beyond the last application ack; after each (re)connect it starts again
   from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``);
@@ -56,6 +60,7 @@ from controller.link.messages import (
     topic_for,
     validate,
 )
+from controller.link.signing import SignatureError, Signer, Verifier
 from controller.outbox import Outbox, OutboxError
 from controller.table.effects import Publish
 from controller.table.events import JackpotAward
@@ -70,7 +75,8 @@ MAX_PAYLOAD = 60_000
 class Alarm:
     """Something a technician must look at. ``kind``: ``puback``, ``suback``, ``invalid``,
     ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_malformed``,
-    ``award_malformed``, ``award_refused`` (the ``on_award`` callback raised), ``connect``."""
+    ``award_malformed``, ``award_refused`` (the ``on_award`` callback raised), ``connect``,
+    ``signature`` (an ack, resend or award not signed by a key of the jackpot controller)."""
 
     kind: str
     detail: str
@@ -95,6 +101,8 @@ class TablePublisher:
 
     ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter;
     ``tls_ca``: a CA certificate file, to connect over TLS and verify the broker.
+    ``signer`` signs what the table sends; ``verifier`` holds the jackpot controller's public
+    keys (controller/link/signing.py).
     ``on_award(event)`` gets each valid award for this table as a ``JackpotAward`` event, on
     the publisher's thread (queue it for the table's thread; do not block).
     The thread starts at once; :meth:`close` stops it (safe twice).
@@ -109,6 +117,8 @@ class TablePublisher:
         username: str,
         password: str,
         *,
+        signer: Signer,
+        verifier: Verifier,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         window: int = 100,
@@ -123,6 +133,8 @@ class TablePublisher:
     ) -> None:
         topic_for(table_id, "status")  # refuses a bad table id now
         self.table_id = table_id
+        self.signer = signer
+        self.verifier = verifier
         self.host, self.port = host, port
         self.clock = clock
         self.rng = rng or random.SystemRandom()
@@ -241,8 +253,10 @@ class TablePublisher:
         }
         if clean is not None:
             message["clean"] = clean
+        topic = topic_for(self.table_id, "status")
+        message = self.signer.sign(topic, message)
         validate("status", message)
-        return topic_for(self.table_id, "status"), json.dumps(message).encode()
+        return topic, json.dumps(message).encode()
 
     def _delay(self) -> float:
         base, cap = self.backoff
@@ -362,6 +376,11 @@ class TablePublisher:
         if got != kind or table_id != self.table_id:
             self._alarm(f"{kind}_malformed", f"{kind} for {table_id!r} on {message.topic}")
             return None
+        try:
+            self.verifier.verify(message.topic, body, kind)
+        except SignatureError as exc:
+            self._alarm("signature", f"{exc}; refused, nothing changed")
+            return None
         return body
 
     def _on_ack(self, client, userdata, message) -> None:
@@ -416,7 +435,9 @@ class TablePublisher:
                     Publish(topic=row.kind, key=row.key, payload=row.payload),
                     int(self.clock() * 1000),
                 )
-                data = json.dumps(message, separators=(",", ":")).encode()
+                topic = topic_for(self.table_id, row.kind)
+                data = json.dumps(self.signer.sign(topic, message), separators=(",", ":"))
+                data = data.encode()
             except LinkMessageError as exc:
                 self._stop_stream(row.seq, "invalid", f"seq {row.seq} fails the schema: {exc}")
                 return
@@ -425,7 +446,7 @@ class TablePublisher:
                     row.seq, "too_large", f"seq {row.seq} is {len(data)} bytes > {self.max_payload}"
                 )
                 return
-            info = self._client.publish(topic_for(self.table_id, row.kind), data, qos=1)
+            info = self._client.publish(topic, data, qos=1)
             if info.rc != mqtt.MQTT_ERR_SUCCESS:
                 return  # connection lost: the loop reconnects and starts from the last ack
             self._inflight[info.mid] = row.seq

@@ -258,3 +258,21 @@ class Verifier:
                 "on the way",
             ) from None
         return kid
+
+
+def make_link_key(path: str | os.PathLike[str], key_id: str, owner: str | None = None) -> str:
+    """Make a new private key file at ``path`` (0600; ``owner``: a user to give it to, as
+    root) for ``key_id``; returns the public key text to list in the peers' configs."""
+    check_key_id(key_id)
+    key = new_signing_key()
+    path = save_signing_key(path, key)
+    if owner:
+        import pwd
+
+        try:
+            entry = pwd.getpwnam(owner)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        except (KeyError, OSError) as exc:
+            path.unlink()
+            raise SigningKeyError(f"cannot give {path} to user {owner!r}: {exc}") from None
+    return public_key_text(key)

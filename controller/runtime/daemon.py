@@ -95,8 +95,11 @@ class TableDaemon:
         from controller.link.publisher import TablePublisher
         from drivers.gpio import GpioDriver, make_pin_factory
 
+        from controller.config import link_keys
+
         cfg = self.config
         now = self.clock()
+        self.signer, self.verifier = link_keys(cfg)
         self.publisher = TablePublisher(
             cfg.journal_path,
             cfg.table_id,
@@ -107,6 +110,8 @@ class TableDaemon:
             window=cfg.mqtt.window,
             keepalive=cfg.mqtt.keepalive_s,
             tls_ca=str(cfg.mqtt.tls_ca) if cfg.mqtt.tls_ca else None,
+            signer=self.signer,
+            verifier=self.verifier,
             on_award=self._sink,
             on_alarm=lambda alarm: log.warning("jackpot link %s: %s", alarm.kind, alarm.detail),
         )
