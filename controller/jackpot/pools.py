@@ -20,18 +20,22 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from controller.errors import ProfileError
 from controller.link.messages import POOL, RESERVED_PREFIXES, TABLE_ID, VERSION
+from controller.link.signing import SigningKeyError, check_key_id, parse_public_key
 from controller.rules.schema import Where
 
 _MONEY = re.compile(r"^\s*\$?\s*(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*$")
 _PERCENT = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*%\s*$")
 _SHARE = re.compile(r"^(\d+)(?:\.(\d+))?% of meter$")
 _PROPERTY = re.compile(r"^[a-z]{2,8}$")
+_GAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")  # common.json#/$defs/game
 
 
 class JackpotConfigError(ProfileError):
@@ -131,22 +135,62 @@ Pool = ProgressivePool | MysteryPool
 
 @dataclass(frozen=True)
 class Property:
-    """One casino on the link: its id is the table id's first segment (``hcm``)."""
+    """One casino on the link: its id is the table id's first segment (``hcm``).
+    ``games``: the game profiles its tables may run (None: any profile)."""
 
     id: str
     name: str
     tables: tuple[str, ...]
+    games: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """``[tables.ID]``: a table's public keys (key id -> Ed25519 key) and, optionally, the
+    game profiles it may run (over its property's ``games``)."""
+
+    id: str
+    keys: Mapping[str, Ed25519PublicKey]
+    games: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"TableEntry({self.id!r}, keys={sorted(self.keys)}, games={self.games!r})"
 
 
 @dataclass(frozen=True)
 class JackpotConfig:
+    """The controller's config. ``table_entries``: the ``[tables.ID]`` sections given;
+    ``link_key_id``/``link_signing_key``: ``[link]``, the controller's own signing key (the
+    key file's path), None without the section."""
+
     source: str
     pools: Mapping[str, Pool]
     properties: Mapping[str, Property]
+    table_entries: Mapping[str, TableEntry] = field(default_factory=dict)
+    link_key_id: str | None = None
+    link_signing_key: str | None = None
 
     @property
     def tables(self) -> frozenset[str]:
         return frozenset(t for p in self.properties.values() for t in p.tables)
+
+    @property
+    def table_keys(self) -> Mapping[str, Mapping[str, Ed25519PublicKey]]:
+        """Every configured table's public keys by key id (empty for a table without keys)."""
+        return {
+            table: (entry.keys if (entry := self.table_entries.get(table)) else {})
+            for table in sorted(self.tables)
+        }
+
+    def games_for(self, table: str) -> tuple[str, ...] | None:
+        """The game profiles ``table`` may run: its ``[tables.ID] games``, else its
+        property's ``games``; None when neither lists them (any profile whose side bet feeds
+        the pool with that wager)."""
+        entry = self.table_entries.get(table)
+        if entry is not None and entry.games is not None:
+            return entry.games
+        prop = self.properties.get(table.split("-", 1)[0])
+        return prop.games if prop is not None else None
 
     def progressive_for(self, wager: str) -> ProgressivePool | None:
         for pool in self.pools.values():
@@ -235,13 +279,25 @@ def _read_pool(name: str, raw: Any, where: Where) -> Pool:
     return MysteryPool(name, rate, seed, low, high, wagers)
 
 
+def _games(raw: dict, where: Where) -> tuple[str, ...] | None:
+    if "games" not in raw:
+        return None
+    games = _names(raw, "games", where, ())
+    for game in games:
+        if not _GAME.match(game):
+            raise where.error("games", f"{game!r} is not a game profile name like 'pa-standard'")
+    if len(set(games)) != len(games):
+        raise where.error("games", "a game is listed twice")
+    return games
+
+
 def _read_property(pid: str, raw: Any, where: Where, seen: set[str]) -> Property:
     raw = _table(raw, where)
     if not _PROPERTY.match(pid) or pid in RESERVED_PREFIXES:
         raise where.error(None, f"property id {pid!r} must be 2-8 lower-case letters")
-    unknown = sorted(set(raw) - {"name", "tables"})
+    unknown = sorted(set(raw) - {"name", "tables", "games"})
     if unknown:
-        raise where.error(unknown[0], "unknown key; allowed keys here: name, tables")
+        raise where.error(unknown[0], "unknown key; allowed keys here: name, tables, games")
     name = raw.get("name", pid)
     if not isinstance(name, str):
         raise where.error("name", "must be a string")
@@ -252,7 +308,49 @@ def _read_property(pid: str, raw: Any, where: Where, seen: set[str]) -> Property
         if table in seen:
             raise where.error("tables", f"{table!r} is listed twice")
         seen.add(table)
-    return Property(pid, name, tables)
+    return Property(pid, name, tables, _games(raw, where))
+
+
+def _read_table(table: str, raw: Any, where: Where, tables: frozenset[str]) -> TableEntry:
+    raw = _table(raw, where)
+    if table not in tables:
+        raise where.error(
+            None, f"table {table!r} is not listed under any [properties.ID] tables: list it there"
+        )
+    unknown = sorted(set(raw) - {"keys", "games"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: keys, games")
+    keys_raw = raw.get("keys", {})
+    if not isinstance(keys_raw, dict):
+        raise where.error(
+            "keys", 'must be a table of key id = public key, e.g. keys = { "hcm-bj-07-a" = "..." }'
+        )
+    keys: dict[str, Ed25519PublicKey] = {}
+    for kid, text in keys_raw.items():
+        try:
+            keys[check_key_id(kid)] = parse_public_key(text)
+        except SigningKeyError as exc:
+            raise where.error("keys", f"key {kid!r}: {exc}") from None
+    return TableEntry(table, keys, _games(raw, where))
+
+
+def _read_link(raw: Any, where: Where) -> tuple[str, str]:
+    raw = _table(raw, where)
+    unknown = sorted(set(raw) - {"key_id", "signing_key"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: key_id, signing_key")
+    if "key_id" not in raw:
+        raise where.error("key_id", "missing; the id of the controller's signing key")
+    try:
+        key_id = check_key_id(raw["key_id"])
+    except SigningKeyError as exc:
+        raise where.error("key_id", str(exc)) from None
+    path = raw.get("signing_key")
+    if not isinstance(path, str) or not path.strip():
+        raise where.error(
+            "signing_key", "must be the path of the controller's private key file (a string)"
+        )
+    return key_id, path
 
 
 def parse_config(text: str, source: str) -> JackpotConfig:
@@ -262,9 +360,9 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     except tomllib.TOMLDecodeError as exc:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
-    unknown = sorted(set(data) - {"pools", "properties"})
+    unknown = sorted(set(data) - {"pools", "properties", "tables", "link"})
     if unknown:
-        raise top.error(unknown[0], "unknown section; allowed: pools, properties")
+        raise top.error(unknown[0], "unknown section; allowed: pools, properties, tables, link")
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
     if not pools_raw:
@@ -289,7 +387,15 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         p: _read_property(p, r, top.child("properties").child(p), seen)
         for p, r in props_raw.items()
     }
-    return JackpotConfig(source, pools, properties)
+    tables = frozenset(seen)
+    entries = {
+        t: _read_table(t, r, top.child("tables").child(t), tables)
+        for t, r in _table(data.get("tables", {}), top.child("tables")).items()
+    }
+    key_id = signing_key = None
+    if "link" in data:
+        key_id, signing_key = _read_link(data["link"], top.child("link"))
+    return JackpotConfig(source, pools, properties, entries, key_id, signing_key)
 
 
 def load_config(path: Any) -> JackpotConfig:
@@ -337,13 +443,41 @@ class MysteryStep:
         return f"MysteryStep(hit={self.hit})"
 
 
+def mystery_ceiling_problem(pool: MysteryPool, meter: Fraction, added: Fraction) -> str | None:
+    """Why adding ``added`` could leave the meter at or past ``must_hit_by``, or None.
+
+    Decided without the trigger, for every trigger the range allows, so a refusal tells
+    nothing about the secret: without a hit the meter stays below the trigger (at most
+    ``must_hit_by``); with one it restarts at the seed plus the excess over the trigger,
+    largest for the lowest trigger, ``must_hit_from``.
+
+    >>> pool = MysteryPool("m", Fraction(1, 2), 100, 100, 200, ("b7",))
+    >>> mystery_ceiling_problem(pool, Fraction(150), Fraction(49)) is None
+    True
+    >>> mystery_ceiling_problem(pool, Fraction(150), Fraction(50))
+    'this contribution could take the meter to must_hit_by or past it after a hit'
+    """
+    reached = meter + added
+    if reached < pool.must_hit_from:
+        return None
+    if pool.seed + (reached - pool.must_hit_from) < pool.must_hit_by:
+        return None
+    return "this contribution could take the meter to must_hit_by or past it after a hit"
+
+
 def mystery_step(pool: MysteryPool, meter: Fraction, added: Fraction, trigger: int) -> MysteryStep:
-    """Add ``added`` to the mystery meter whose hidden trigger is ``trigger`` cents."""
+    """Add ``added`` to the mystery meter whose hidden trigger is ``trigger`` cents.
+    ValueError if the meter would reach ``must_hit_by`` (the ledger refuses such a
+    contribution first: :func:`mystery_ceiling_problem`)."""
     reached = meter + added
     if reached < trigger:
-        return MysteryStep(reached, False)
-    excess = reached - trigger
-    return MysteryStep(pool.seed + excess, True, trigger, excess)
+        step = MysteryStep(reached, False)
+    else:
+        excess = reached - trigger
+        step = MysteryStep(pool.seed + excess, True, trigger, excess)
+    if step.meter >= pool.must_hit_by:
+        raise ValueError(f"the {pool.name} meter would reach must_hit_by")
+    return step
 
 
 def draw_trigger(pool: MysteryPool, randbelow: Callable[[int], int]) -> int:
