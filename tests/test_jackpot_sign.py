@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from link_keys import CONTROLLER_KID, controller_signer, controller_verifier, table_signer
 from mqtt_broker import CONTROLLER, ROOT, SIGN, broker  # noqa: F401
 
 from controller.jackpot.sign import Board, SignClient, render, run
@@ -60,12 +61,18 @@ def test_offline_status_no_status_and_lost_connection_never_show_a_meter_as_live
         assert "$" not in screen and "seq" not in screen  # no amount at all
 
 
+def signed(topic: str, message: dict) -> bytes:
+    """``message`` as the jackpot controller sends it: signed with its key."""
+    return json.dumps(controller_signer().sign(topic, message)).encode()
+
+
 def test_board_validates_keeps_the_latest_sequence_and_a_new_boot_replaces_meters():
-    board = Board(connected=True)
-    assert board.receive(JACKPOT_STATUS_TOPIC, json.dumps(ONLINE).encode()) is None
-    assert board.receive(meter_topic("blazing_7s"), json.dumps(B7).encode()) is None
+    board = Board(controller_verifier(), connected=True)
+    assert board.receive(JACKPOT_STATUS_TOPIC, signed(JACKPOT_STATUS_TOPIC, ONLINE)) is None
+    assert board.receive(meter_topic("blazing_7s"), signed(meter_topic("blazing_7s"), B7)) is None
     older = {**B7, "amount": 5, "seq": 41}
-    assert "not after" in board.receive(meter_topic("blazing_7s"), json.dumps(older).encode())
+    got = board.receive(meter_topic("blazing_7s"), signed(meter_topic("blazing_7s"), older))
+    assert "not after" in got
     assert board.meters["blazing_7s"]["amount"] == 1_234_567
     # malformed, wrong topic, a float amount, a mystery trigger: refused, nothing changed
     bad = [
@@ -74,15 +81,23 @@ def test_board_validates_keeps_the_latest_sequence_and_a_new_boot_replaces_meter
         (meter_topic("blazing_7s"), json.dumps({**B7, "amount": 1.5, "seq": 50}).encode()),
         (meter_topic("blazing_7s"), json.dumps({**B7, "trigger": 1, "seq": 51}).encode()),
         ("bj/v1/jackpot/hcm-bj-07/ack", b"{}"),
+        # a forger with a broker password but not the controller's key: nothing shown
+        (meter_topic("blazing_7s"), json.dumps({**B7, "amount": 10**12, "seq": 52}).encode()),
+        (meter_topic("blazing_7s"), json.dumps(table_signer("hcm-bj-07").sign(
+            meter_topic("blazing_7s"), {**B7, "amount": 10**12, "seq": 53})).encode()),
+        (meter_topic("blazing_7s"), json.dumps({**json.loads(signed(
+            meter_topic("blazing_7s"), {**B7, "seq": 54})), "amount": 10**12}).encode()),
+        (meter_topic("mystery"), signed(meter_topic("blazing_7s"), {**B7, "seq": 55})),
     ]
     for topic, payload in bad:
         assert board.receive(topic, payload) is not None
     assert board.refused == len(bad) and list(board.meters) == ["blazing_7s"]
     assert board.meters["blazing_7s"]["seq"] == 42
     reboot = {**ONLINE, "boot": 4}
-    board.receive(JACKPOT_STATUS_TOPIC, json.dumps(reboot).encode())
+    board.receive(JACKPOT_STATUS_TOPIC, signed(JACKPOT_STATUS_TOPIC, reboot))
     assert board.meters == {}
-    assert board.receive(meter_topic("blazing_7s"), json.dumps({**B7, "seq": 1}).encode()) is None
+    topic = meter_topic("blazing_7s")
+    assert board.receive(topic, signed(topic, {**B7, "seq": 1})) is None
     assert "$12,345.67" in board.screen(NOW)
 
 
@@ -108,6 +123,8 @@ def run_sign(broker, tmp_path: Path) -> subprocess.CompletedProcess:  # noqa: F8
             "--once",
             "--timeout",
             "10",
+            "--controller-key",
+            f"{CONTROLLER_KID}={controller_signer().public_key}",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -120,7 +137,7 @@ def publish_retained(broker, messages) -> None:  # noqa: F811
     controller = broker.client(CONTROLLER)
     try:
         for topic, message in messages:
-            rc = controller.publish(topic, json.dumps(message).encode(), qos=1, retain=True)
+            rc = controller.publish(topic, signed(topic, message), qos=1, retain=True)
             assert not rc.is_failure, (topic, rc)
     finally:
         controller.close()
@@ -175,7 +192,7 @@ def test_live_sign_goes_offline_when_the_broker_connection_is_lost(broker, tmp_p
 
     client = SignClient("127.0.0.1", broker.port, SIGN, broker.passwords[SIGN])
     with pytest.raises(_Seen):
-        run(client, show, every_second=True)
+        run(client, show, controller_verifier(), every_second=True)
     live = [s for s in screens if s.rstrip().endswith("live")]
     assert live and "$12,345.67" in live[0]
     assert "OFFLINE: connection to the broker lost" in screens[-1]
