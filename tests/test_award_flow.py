@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from _journal_feeder import SETTINGS, session_events
+from link_keys import controller_signer, controller_verifier, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
 
 from controller.jackpot.ledger import Ledger
-from controller.jackpot.pools import load_config
 from controller.jackpot.service import JackpotService
 from controller.journal import JournaledTable
 from controller.link.awards import award_event
@@ -31,7 +31,7 @@ from controller.table import events as ev
 from controller.table.effects import Prompt
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = load_config(ROOT / "config" / "jackpot.example.toml")
+CONFIG = jackpot_config()
 T7, T8 = TABLES
 TRIGGER_OFFSET = 61_357
 
@@ -68,6 +68,7 @@ def service(broker, ledger: Path) -> JackpotService:  # noqa: F811
         broker.port,
         CONTROLLER,
         broker.passwords[CONTROLLER],
+        signer=controller_signer(),
         backoff=(0.05, 0.5),
         randbelow=lambda n: next(draws),
     )
@@ -89,6 +90,8 @@ class Runtime:
             broker.port,
             T7,
             broker.passwords[T7],
+            signer=table_signer(T7),
+            verifier=controller_verifier(),
             backoff=(0.05, 0.5),
             on_award=self.awards.put,
         )
@@ -187,9 +190,15 @@ def test_an_award_offered_again_after_a_restart_is_handled_once(setup, broker): 
 def award_message(**changes) -> dict:
     message = {"v": 1, "table": T7, "award_id": f"{T7}/9", "state": "offered", "claim_seq": 9,
                "claim_key": "round-3/spot-2/mystery", "round": 3, "spot": 2, "pool": "mystery",
-               "meter": "100% of meter", "amount": 25_000, "order": 1, "sent_t": 1}  # fmt: skip
+               "meter": "100% of meter", "amount": 25_000, "order": 1, "meter_before": 25_000,
+               "sent_t": 1}  # fmt: skip
     message.update(changes)
     return message
+
+
+def signed(message: dict, topic: str = topic_for(T7, "award")) -> bytes:
+    """``message`` signed with the controller's key, as the jackpot controller sends it."""
+    return json.dumps(controller_signer().sign(topic, message)).encode()
 
 
 def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup, broker):  # noqa: F811
@@ -201,7 +210,7 @@ def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup,
         validate("award", award_message())
         wait_for(lambda: runtime.pub.health()["connected"], what="the table online")
         for _ in range(20):  # until the table's subscription is live
-            assert controller.publish(topic, json.dumps(award_message())).value in (0, 16)
+            assert controller.publish(topic, signed(award_message())).value in (0, 16)
             with contextlib.suppress(queue.Empty):
                 first = runtime.awards.get(timeout=0.5)
                 break
@@ -213,23 +222,36 @@ def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup,
             assert runtime.awards.get().award_id == first.award_id
         bad = [
             b"{not json",
-            json.dumps(award_message(table=T8)).encode(),  # another table's, on T7's topic
-            json.dumps(award_message(state="paid")).encode(),
+            signed(award_message(table=T8)),  # another table's, on T7's topic
+            signed(award_message(state="paid")),
             json.dumps(award_message(amount=250.0)).encode(),
-            json.dumps(award_message(extra=1)).encode(),
+            signed(award_message(extra=1)),
         ]
         for payload in bad:
             assert controller.publish(topic, payload).value in (0, 16)
+        unsigned = json.dumps(award_message(award_id=f"{T7}/11")).encode()
+        forged = json.loads(signed(award_message(award_id=f"{T7}/12")))
+        forged["amount"] = 2_500_000  # changed after signing
+        by_table = json.dumps(table_signer(T7).sign(topic, award_message(award_id=f"{T7}/13")))
+        not_signed = [unsigned, json.dumps(forged).encode(), by_table.encode()]
+        for payload in not_signed:
+            assert controller.publish(topic, payload).value in (0, 16)
         last = award_message(award_id=f"{T7}/10")
-        assert controller.publish(topic, json.dumps(last)).value in (0, 16)
+        assert controller.publish(topic, signed(last)).value in (0, 16)
         assert runtime.next_award().award_id == f"{T7}/10"  # in order: the bad ones were seen
     finally:
         controller.close()
     assert runtime.awards.empty()
     kinds = [a.kind for a in runtime.pub.alarms]
-    assert kinds == ["award_malformed"] * len(bad)
+    assert kinds == ["award_malformed"] * len(bad) + ["signature"] * len(not_signed)
     assert T8 in runtime.pub.alarms[1].detail
-    assert runtime.pub.health()["errors"] == {"award_malformed": len(bad)}
+    assert "unsigned" in runtime.pub.alarms[len(bad)].detail
+    assert "does not match" in runtime.pub.alarms[len(bad) + 1].detail
+    assert "not trusted" in runtime.pub.alarms[len(bad) + 2].detail
+    assert runtime.pub.health()["errors"] == {
+        "award_malformed": len(bad),
+        "signature": len(not_signed),
+    }
 
 
 def test_award_event_maps_the_schema_to_the_event():

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+from link_keys import controller_signer, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, TABLES, broker, find_mosquitto  # noqa: F401
 from tcp_proxy import TcpProxy
 
 from controller.jackpot.ledger import Ledger
-from controller.jackpot.pools import load_config
 from controller.jackpot.service import JackpotService
 from controller.link.messages import envelope, parse_message, topic_for
 from controller.table.effects import Publish
@@ -119,12 +119,13 @@ def test_the_check_sees_a_loss_a_changed_trigger_and_a_wrong_sum(tmp_path):
 
 # -- replays and claims that do not qualify ------------------------------------------------------
 
-CONFIG = load_config(ROOT / "config" / "jackpot.example.toml")
+CONFIG = jackpot_config()
 
 
 def message(kind: str, seq: int, payload: dict, boot: int = 1) -> bytes:
     publish = Publish(topic=kind, key=f"k-{seq}", payload=payload)
-    return json.dumps(envelope(T7, boot, seq, publish, 1_770_000_000_000 + seq)).encode()
+    message = envelope(T7, boot, seq, publish, 1_770_000_000_000 + seq)
+    return json.dumps(table_signer(T7).sign(topic_for(T7, kind), message)).encode()
 
 
 def contribution_payload(seq: int) -> dict:
@@ -154,7 +155,7 @@ def snapshot(ledger: Path) -> dict:
 
 def test_an_old_replay_after_a_restart_changes_nothing(tmp_path, broker):  # noqa: F811
     ledger = tmp_path / "ledger.db"
-    kw = {"backoff": (0.05, 0.5), "randbelow": lambda n: 61_357}
+    kw = {"backoff": (0.05, 0.5), "randbelow": lambda n: 61_357, "signer": controller_signer()}
     args = (CONFIG, ledger, broker.host, broker.port, CONTROLLER, broker.passwords[CONTROLLER])
     table = broker.client(T7, client_id="raw-table")
     assert table.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
@@ -172,11 +173,19 @@ def test_an_old_replay_after_a_restart_changes_nothing(tmp_path, broker):  # noq
     try:
         assert svc.wait_online(10)
         for seq, boot in ((1, 1), (2, 2), (1, 3)):  # old seqs, from this boot or a later one
-            changed = contribution_payload(seq) | {"stake": 5_000}
-            table.publish(topic_for(T7, "contribution"), message("contribution", seq, changed,
+            same = contribution_payload(seq)
+            table.publish(topic_for(T7, "contribution"), message("contribution", seq, same,
                           boot))  # fmt: skip
             assert next_of(table, "ack")["seq"] == 3
         wait_for(lambda: svc.health()["counts"].get("duplicate") == 3, what="3 duplicates")
+        # the same sequence numbers with other content: refused and alarmed, never acked
+        for seq, boot in ((1, 1), (2, 2), (3, 3)):
+            changed = contribution_payload(seq) | {"stake": 5_000}
+            table.publish(topic_for(T7, "contribution"), message("contribution", seq, changed,
+                          boot))  # fmt: skip
+        wait_for(lambda: svc.health()["alarm_counts"].get("seq_conflict") == 3, what="alarms")
+        assert svc.health()["counts"].get("duplicate") == 3
+        assert [a["seq"] for a in svc.health()["alarms"]] == [1, 2, 3]
     finally:
         svc.close()
         table.close()
@@ -191,7 +200,8 @@ def test_a_claim_that_does_not_qualify_is_refused_logged_and_moves_nothing(
     caplog.set_level("INFO")
     ledger = tmp_path / "ledger.db"
     svc = JackpotService(CONFIG, ledger, broker.host, broker.port, CONTROLLER,
-                         broker.passwords[CONTROLLER], backoff=(0.05, 0.5))  # fmt: skip
+                         broker.passwords[CONTROLLER], backoff=(0.05, 0.5),
+                         signer=controller_signer())  # fmt: skip
     table = broker.client(T7, client_id="raw-table")
     try:
         assert svc.wait_online(10)
@@ -222,4 +232,6 @@ def test_a_claim_that_does_not_qualify_is_refused_logged_and_moves_nothing(
     with Ledger(ledger, CONFIG) as led:
         row = led.applied()[-1]
         assert row[3] == "refused" and row[4] == award["reason"]
-    assert f"ALARM refused hit_claim seq 2 of {T7}" in caplog.text
+    assert "ALARM claim_" in caplog.text and f"from {T7} seq 2" in caplog.text
+    (alarm,) = svc.health()["alarms"]
+    assert (alarm["table"], alarm["seq"]) == (T7, 2) and alarm["kind"].startswith("claim_")

@@ -19,10 +19,19 @@ from pathlib import Path
 
 import pytest
 from _journal_feeder import SETTINGS, session_events
+from link_keys import (
+    CONTROLLER_KID,
+    controller_signer,
+    controller_verifier,
+    jackpot_config,
+    jackpot_config_text,
+    table_signer,
+    write_key,
+)
 from mqtt_broker import CONTROLLER, SIGN, TABLES, broker  # noqa: F401
 
 from controller.jackpot.ledger import Ledger
-from controller.jackpot.pools import contribution, load_config
+from controller.jackpot.pools import contribution
 from controller.jackpot.service import JackpotService, main
 from controller.journal import JournaledTable
 from controller.link.messages import envelope, parse_message, topic_for
@@ -32,7 +41,7 @@ from controller.table.effects import Publish
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
-CONFIG = load_config(EXAMPLE)
+CONFIG = jackpot_config()
 T7, T8 = TABLES
 TRIGGER_OFFSET = 61_357  # trigger = $250 + 613.57 = 86357 cents: must never be published
 
@@ -104,6 +113,7 @@ def service(broker, ledger: Path, **kwargs) -> JackpotService:  # noqa: F811
         broker.port,
         CONTROLLER,
         broker.passwords[CONTROLLER],
+        signer=controller_signer(),
         **kwargs,
     )
     assert svc.wait_online(10), "the service did not come online"
@@ -112,7 +122,10 @@ def service(broker, ledger: Path, **kwargs) -> JackpotService:  # noqa: F811
 
 def publisher(broker, path: Path, **kwargs) -> TablePublisher:  # noqa: F811
     kwargs.setdefault("backoff", (0.05, 0.5))
-    return TablePublisher(path, T7, broker.host, broker.port, T7, broker.passwords[T7], **kwargs)
+    return TablePublisher(
+        path, T7, broker.host, broker.port, T7, broker.passwords[T7],
+        signer=table_signer(T7), verifier=controller_verifier(), **kwargs,
+    )  # fmt: skip
 
 
 def trigger(ledger: Path) -> int:
@@ -186,6 +199,7 @@ def test_a_table_stream_is_applied_once_acked_and_metered(tmp_path, pa, broker, 
     seen = {}
     for m in got:
         kind, _, body = parse_message(m.topic, m.payload)
+        controller_verifier().verify(m.topic, body, kind)  # the signs' meters are signed
         seen[body.get("pool", kind)] = body
     assert seen["jackpot_status"]["state"] == "offline"
     assert seen["jackpot_status"]["boot"] == 1
@@ -195,6 +209,7 @@ def test_a_table_stream_is_applied_once_acked_and_metered(tmp_path, pa, broker, 
     acks = []
     for m in table.drain(0.3):
         kind, _, body = parse_message(m.topic, m.payload)
+        assert controller_verifier().verify(m.topic, body, kind) == CONTROLLER_KID
         if kind == "ack":
             acks.append(body["seq"])
     assert acks == sorted(acks) and acks[-1] == len(rows)
@@ -213,7 +228,11 @@ def contribution_message(seq: int, boot: int = 1, table: str = T7, spot: int = 1
     publish = Publish(topic="contribution", key=f"round-{seq}/spot-{spot}/c", payload=payload)
     message = envelope(T7, boot, seq, publish, 1_770_000_000_000 + seq)
     message["table"] = table
-    return json.dumps(message).encode()
+    return json.dumps(table_signer(T7).sign(topic_for(table, "contribution"), message)).encode()
+
+
+def signed_status(message: dict) -> str:
+    return json.dumps(table_signer(T7).sign(topic_for(T7, "status"), message))
 
 
 def next_of(client, kind: str, timeout: float = 5.0) -> dict:
@@ -254,10 +273,10 @@ def test_gap_resend_forgeries_and_stale_wills(tmp_path, broker):  # noqa: F811
         # a birth from boot 2: the latest ack again; then a late will of boot 1 is ignored
         status = topic_for(T7, "status")
         birth = {"v": 1, "table": T7, "boot": 2, "state": "online", "sent_t": 1}
-        table.publish(status, json.dumps(birth), retain=True)
+        table.publish(status, signed_status(birth), retain=True)
         assert next_of(table, "ack")["seq"] == 3
         will = {"v": 1, "table": T7, "boot": 1, "state": "offline", "clean": False, "sent_t": 0}
-        table.publish(status, json.dumps(will), retain=True)
+        table.publish(status, signed_status(will), retain=True)
         wait_for(lambda: svc.health()["counts"].get("stale_status") == 1, what="stale will")
         counts = svc.health()["counts"]
         assert counts.get("table_offline", 0) == 0 and counts["table_online"] == 1
@@ -282,7 +301,7 @@ def test_a_mystery_hit_is_offered_and_offered_again_on_birth(tmp_path, broker): 
         assert (award["state"], award["pool"], award["amount"]) == ("offered", "mystery", 25_000)
         assert award["award_id"] == f"{T7}/1" and award["order"] == 1
         birth = {"v": 1, "table": T7, "boot": 1, "state": "online", "sent_t": 1}
-        table.publish(topic_for(T7, "status"), json.dumps(birth), retain=True)
+        table.publish(topic_for(T7, "status"), signed_status(birth), retain=True)
         assert next_of(table, "award")["award_id"] == f"{T7}/1"
     finally:
         table.close()
@@ -313,8 +332,13 @@ CHILD = [sys.executable, "-c", "import sys; from controller.jackpot.service impo
 
 
 def start_child(broker, ledger: Path, pw: Path) -> subprocess.Popen:  # noqa: F811
-    args = ["--config", str(EXAMPLE), "--ledger", str(ledger), "--host", broker.host]
+    config, key = ledger.parent / "jackpot.toml", ledger.parent / "controller.key"
+    if not config.exists():
+        config.write_text(jackpot_config_text())
+        write_key(controller_signer(), key)
+    args = ["--config", str(config), "--ledger", str(ledger), "--host", broker.host]
     args += ["--port", str(broker.port), "--password-file", str(pw), "--log-level", "WARNING"]
+    args += ["--signing-key", str(key), "--key-id", CONTROLLER_KID]
     return subprocess.Popen(
         [*CHILD, *args],
         cwd=ROOT,

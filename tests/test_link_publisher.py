@@ -21,6 +21,15 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 import pytest
 from _journal_feeder import SETTINGS, session_events
+from link_keys import (
+    CONTROLLER_KID,
+    controller_signer,
+    controller_verifier,
+    table_kid,
+    table_signer,
+    table_verifier,
+    write_key,
+)
 from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -68,6 +77,7 @@ class FakeController:
     def _on_message(self, client, userdata, msg) -> None:
         try:
             kind, table, message = parse_message(msg.topic, msg.payload)
+            table_verifier(table).verify(msg.topic, message, kind)
         except ValueError as exc:
             with self._lock:
                 self.refused.append(str(exc))
@@ -87,8 +97,13 @@ class FakeController:
         self.send(table, "ack", {"v": 1, "table": table, "seq": seq, "sent_t": 0})
 
     def send(self, table: str, kind: str, body: dict | bytes) -> None:
-        payload = body if isinstance(body, bytes) else json.dumps(body)
-        self.client.publish(f"bj/v1/jackpot/{table}/{kind}", payload, qos=1)
+        """Publish ``body`` to the table, signed with the controller's key (bytes: as is)."""
+        topic = f"bj/v1/jackpot/{table}/{kind}"
+        if isinstance(body, bytes):
+            payload = body
+        else:
+            payload = json.dumps(controller_signer().sign(topic, body))
+        self.client.publish(topic, payload, qos=1)
 
     def seqs(self, table: str = T7) -> list[int]:
         with self._lock:
@@ -122,6 +137,8 @@ def outbox_state(path: Path) -> tuple[int, int, int]:
 def publisher(broker, path, table_id=T7, user=T7, **kwargs) -> TablePublisher:  # noqa: F811
     kwargs.setdefault("backoff", (0.05, 0.5))
     kwargs.setdefault("rng", random.Random(1))
+    kwargs.setdefault("signer", table_signer(table_id))
+    kwargs.setdefault("verifier", controller_verifier())
     return TablePublisher(
         path, table_id, broker.host, broker.port, user, broker.passwords[user], **kwargs
     )
@@ -260,11 +277,24 @@ def test_forged_and_malformed_acks_change_nothing(tmp_path, pa, broker, controll
         controller.send(T7, "ack", b"not json")
         controller.send(T7, "ack", {"v": 1, "table": T7, "seq": len(keys) + 5, "sent_t": 0})
         controller.send(T7, "resend", {"v": 1, "table": T7, "from": 0, "sent_t": 0})
-        wait_for(lambda: len(pub.alarms) == 5, what="five alarms")
+        # well-formed acks the controller did not sign: unsigned, signed by the table's own
+        # key, and a true signature moved to another message
+        ack3 = {"v": 1, "table": T7, "seq": 3, "sent_t": 0}
+        controller.send(T7, "ack", json.dumps(ack3).encode())
+        topic = f"bj/v1/jackpot/{T7}/ack"
+        controller.send(T7, "ack", json.dumps(table_signer(T7).sign(topic, ack3)).encode())
+        moved = controller_signer().sign(topic, {**ack3, "seq": 1})
+        controller.send(T7, "ack", json.dumps({**moved, "seq": 3}).encode())
+        wait_for(lambda: len(pub.alarms) == 8, what="eight alarms")
         time.sleep(0.2)
         assert outbox_state(path) == (len(keys), 0, len(keys))
         errors = pub.health()["errors"]
-        assert errors == {"ack_malformed": 3, "ack_refused": 1, "resend_malformed": 1}
+        assert errors == {
+            "ack_malformed": 3,
+            "ack_refused": 1,
+            "resend_malformed": 1,
+            "signature": 3,
+        }
         assert controller.seqs() == list(range(1, len(keys) + 1))  # nothing re-sent
         controller.ack(T7, 2)  # a true ack still works
         wait_for(lambda: outbox_state(path)[1] == 2, what="the true ack")
@@ -324,8 +354,11 @@ CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from controller.link.publisher import TablePublisher
+from controller.link.signing import Signer, Verifier, load_signing_key, parse_public_key
+signer = Signer(sys.argv[7], load_signing_key(sys.argv[6]))
+verifier = Verifier({sys.argv[8]: parse_public_key(sys.argv[9])})
 pub = TablePublisher(sys.argv[2], sys.argv[3], "127.0.0.1", int(sys.argv[4]), sys.argv[3],
-                     sys.argv[5], backoff=(0.05, 0.5))
+                     sys.argv[5], backoff=(0.05, 0.5), signer=signer, verifier=verifier)
 while not pub.health()["connected"]:
     time.sleep(0.02)
 print("up", flush=True)
@@ -352,6 +385,10 @@ def test_a_killed_publisher_leaves_the_retained_will_with_its_boot(
             T7,
             str(broker.port),
             broker.passwords[T7],
+            str(write_key(table_signer(T7), tmp_path / "t7.key")),
+            table_kid(T7),
+            CONTROLLER_KID,
+            controller_signer().public_key,
         ],
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
