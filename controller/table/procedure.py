@@ -116,27 +116,6 @@ class Procedure:
         )
         self._out.append(settled)
         self._prompt("pay", settlement_prompt(settled), spot)
-        if line.meter is not None:
-            rnd = self._round
-            spot_state = rnd.spots[spot]
-            self._out.append(
-                Publish(
-                    "hit_claim",
-                    f"round-{rnd.number}/spot-{spot}/{settled.wager}/claim",
-                    {
-                        "round": rnd.number,
-                        "game": self.rules.name,
-                        "spot": spot,
-                        "wager": settled.wager,
-                        "pool": line.meter_pool,
-                        "stake": line.stake,
-                        "line": line.reason,
-                        "meter": str(line.meter),
-                        "cards": [str(c) for c in spot_state.first_two],
-                        "up_card": str(rnd.dealer[0]),
-                    },
-                )
-            )
 
     # -- the initial deal ---------------------------------------------------
 
@@ -629,6 +608,27 @@ class Procedure:
                 self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
         self._finish_round()
 
+    def _hit_claim(self, line: dict[str, Any]) -> Publish:
+        """The claim of one settled meter line (``Settled.to_dict()``)."""
+        rnd = self._round
+        spot = line["spot"]
+        return Publish(
+            "hit_claim",
+            f"round-{rnd.number}/spot-{spot}/{line['wager']}/claim",
+            {
+                "round": rnd.number,
+                "game": self.rules.name,
+                "spot": spot,
+                "wager": line["wager"],
+                "pool": line["pool"],
+                "stake": line["stake"],
+                "line": line["reason"],
+                "meter": line["meter"],
+                "cards": [str(c) for c in rnd.spots[spot].first_two],
+                "up_card": str(rnd.dealer[0]),
+            },
+        )
+
     def _finish_round(self) -> None:
         """Round settled (or void): publish the result, write the recall record."""
         state, rnd = self.state, self._round
@@ -642,12 +642,25 @@ class Procedure:
             "game": self.rules.name,
             "void": rnd.void or None,
             "dealer": [str(c) for c in rnd.dealer],
+            "spots": [
+                {
+                    "spot": spot.number,
+                    "first_two": [str(c) for c in spot.first_two],
+                    "hands": [[str(c) for c in hand.cards] for hand in spot.hands],
+                }
+                for spot in rnd.spots.values()
+            ],
             "settlements": lines,
             "stake": sum(line["stake"] for line in lines),
             "paid": sum(line["paid"] for line in lines),
             "returned": sum(line["returned"] for line in lines),
         }
         self._out.append(Publish("round_result", f"round-{rnd.number}/result", result))
+        # The meter lines are claimed after the result that holds their cards: the jackpot
+        # controller checks a claim's cards against the round's reported result.
+        for line in lines:
+            if line.get("meter") is not None:
+                self._out.append(self._hit_claim(line))
         text = f"Round {rnd.number} void" if rnd.void else f"Round {rnd.number} settled"
         self._prompt("round_settled", f"{text}: pay and collect, then press end round")
         events = [*state.carried, *state.log]
