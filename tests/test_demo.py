@@ -3,7 +3,8 @@ jackpot controller, sign, shoe simulator and table daemon.
 
 - ``--rounds 5``: exit 0, five rounds in the table's journal, the ledger applied exactly what
   the journal's outbox wrote (every message, in order, the contributions to the cent), nothing
-  left running; a second run in the same ``--dir`` resumes at round 6;
+  left running; a second run in the same ``--dir`` resumes at round 6 with the same link
+  signing keys;
 - without ``--rounds``: SIGINT after two rounds stops everything cleanly.
 """
 
@@ -21,8 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from controller.demo.play import new_items, sign_meters
-from controller.demo.stage import JACKPOT_CONFIG, TABLE_ID, find_mosquitto, pin_allocation
+from controller.demo.play import DemoError, new_items, sign_meters
+from controller.demo.stage import (
+    CONTROLLER_KEY_ID,
+    TABLE_ID,
+    TABLE_KEY_ID,
+    find_mosquitto,
+    jackpot_config,
+    link_keys,
+    pin_allocation,
+)
 from controller.demo.stage import table_config as demo_table_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +114,7 @@ def check_ledger(workdir: Path) -> None:
     pubs, (written, acked) = journal_publishes(workdir / "table" / "journal.sqlite")
     assert written == len(pubs) and acked == written
     assert any(p.topic == "contribution" for p in pubs)  # 5+ rounds with Blazing 7's bets
-    config = load_config(JACKPOT_CONFIG)
+    config = load_config(workdir / "jackpot.toml")
     expected: dict[str, Fraction] = {}
     for p in pubs:
         if p.topic != "contribution":
@@ -143,7 +152,8 @@ def test_the_demo_table_config_loads_with_distinct_pins(tmp_path: Path) -> None:
     pins = [pin for section in pin_allocation().values() for pin in section.values()]
     assert len(pins) == len(set(pins)) == 26 and min(pins) == 2 and max(pins) == 27
     path = tmp_path / "table.toml"
-    path.write_text(demo_table_config(tmp_path, 1883))
+    keys = link_keys(tmp_path)
+    path.write_text(demo_table_config(tmp_path, 1883, keys))
     config = load_table_config(path)
     assert config.table_id == TABLE_ID and config.gpio.pin_factory == "mock"
     assert len(config.gpio.pin_map.pins()) == 26
@@ -151,10 +161,48 @@ def test_the_demo_table_config_loads_with_distinct_pins(tmp_path: Path) -> None:
     from controller.web.auth import hash_password, verify_password
 
     stored = hash_password("demo password", n=2**10)
-    path.write_text(demo_table_config(tmp_path, 1883, web_port=8099, web_hash=stored))
+    path.write_text(demo_table_config(tmp_path, 1883, keys, web_port=8099, web_hash=stored))
     web = load_table_config(path).web
     assert (web.enabled, web.bind, web.port) == (True, "127.0.0.1", 8099)
     assert verify_password("demo password", web.password_hash)
+
+
+def test_the_demo_makes_its_link_keys_once_and_both_configs_trust_them(tmp_path: Path) -> None:
+    """The table signs with its own key, which the jackpot config lists; the table trusts the
+    controller's key; a second start reuses the same files (0600)."""
+    from controller.config import link_keys as table_link_keys
+    from controller.config import load_table_config
+    from controller.jackpot.pools import parse_config
+    from controller.link.signing import Signer, Verifier, load_signing_key
+
+    keys = link_keys(tmp_path)
+    assert keys.table_file.parent == keys.controller_file.parent == tmp_path / "keys"
+    for path in (keys.table_file, keys.controller_file):
+        assert path.stat().st_mode & 0o777 == 0o600
+    made = {path: path.read_bytes() for path in (keys.table_file, keys.controller_file)}
+    assert link_keys(tmp_path) == keys  # resumed: read again, not made again
+    assert {path: path.read_bytes() for path in made} == made
+    assert keys.controller_arg == f"{CONTROLLER_KEY_ID}={keys.controller_public}"
+
+    path = tmp_path / "table.toml"
+    path.write_text(demo_table_config(tmp_path, 1883, keys))
+    signer, verifier = table_link_keys(load_table_config(path))
+    assert (signer.key_id, signer.public_key) == (TABLE_KEY_ID, keys.table_public)
+    controller = Signer(CONTROLLER_KEY_ID, load_signing_key(keys.controller_file))
+    topic = f"bj/v1/jackpot/{TABLE_ID}/ack"
+    assert verifier.verify(topic, controller.sign(topic, {"v": 1, "seq": 1})) == CONTROLLER_KEY_ID
+
+    jackpot = parse_config(jackpot_config(keys), "jackpot.toml")
+    table_topic = f"bj/v1/table/{TABLE_ID}/status"
+    signed = signer.sign(table_topic, {"v": 1, "state": "online"})
+    assert Verifier(jackpot.table_keys[TABLE_ID]).verify(table_topic, signed) == TABLE_KEY_ID
+
+
+def test_a_demo_key_others_may_read_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    keys = link_keys(tmp_path)
+    keys.table_file.chmod(0o644)
+    with pytest.raises(DemoError, match=r"chmod 600 .*hcm-bj-07\.key.*remove .* to make a new"):
+        link_keys(tmp_path)
 
 
 def test_sign_screen_and_feed_helpers() -> None:
@@ -191,6 +239,8 @@ def test_demo_plays_five_rounds_then_resumes_at_round_six(tmp_path: Path) -> Non
     assert rounds_in_journal(workdir) == (5, 1, 5)
     check_ledger(workdir)
     assert_nothing_left(workdir)
+    keys = {path: path.read_bytes() for path in (workdir / "keys").iterdir()}
+    assert len(keys) == 2
 
     second = subprocess.run(
         demo(workdir, "--rounds", "1"), capture_output=True, text=True, timeout=60, cwd=ROOT
@@ -202,6 +252,8 @@ def test_demo_plays_five_rounds_then_resumes_at_round_six(tmp_path: Path) -> Non
     assert rounds_in_journal(workdir) == (6, 1, 6)
     check_ledger(workdir)
     assert_nothing_left(workdir)
+    assert {path: path.read_bytes() for path in (workdir / "keys").iterdir()} == keys
+    assert "ALARM" not in (workdir / "jackpot-controller.log").read_text()
     assert "REFUSED" not in first.stdout + second.stdout
 
 

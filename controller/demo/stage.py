@@ -7,12 +7,16 @@ The stage sets up a work folder (``--dir``, or a new temporary one removed at ex
    a free port, persistence in ``DIR/broker/``, passwords made with ``mosquitto_passwd``, the
    repo's ACL (``config/mosquitto/acl``); the production limits are copied from
    ``config/mosquitto/mosquitto.conf``;
-2. ``jackpot-controller``: ``config/jackpot.example.toml``, ledger ``DIR/ledger.sqlite``;
-3. ``jackpot-sign``: the reference sign as ``sign-lobby``; its screens go to ``DIR/sign.log``;
+2. ``jackpot-controller``: ``DIR/jackpot.toml`` (``config/jackpot.example.toml`` with the demo
+   table's public key under ``[tables.hcm-bj-07]``), ledger ``DIR/ledger.sqlite``, its link
+   signing key ``DIR/keys/jackpot-controller.key``;
+3. ``jackpot-sign``: the reference sign as ``sign-lobby``, trusting the controller's public key;
+   its screens go to ``DIR/sign.log``;
 4. ``shoe-sim``: a seeded shoe on a pseudo-terminal, linked at ``DIR/shoe``;
 5. ``table-controller run --config DIR/table.toml``: the table ``hcm-bj-07`` (3 spots,
    ``pa-standard``, mock GPIO pins, the demo broker, control socket ``DIR/control.sock``,
-   journal in ``DIR/table/``).
+   journal in ``DIR/table/``, link signing key ``DIR/keys/hcm-bj-07.key``, the controller's
+   public key in ``[mqtt] controller_keys``).
 
 Then :class:`~controller.demo.play.Director` plays rounds with the autopilot and prints one
 line per settled round. ``--rounds N`` stops after N rounds; Ctrl-C or SIGTERM stops at
@@ -23,7 +27,9 @@ run in the same ``--dir``, which reuses it). Children run in their own sessions,
 reaches only the stage, and die with it (``PR_SET_PDEATHSIG``) if it is killed.
 
 A second run in the same ``--dir`` resumes: the journal, the ledger and the broker's
-persistence are kept, the passwords too (``DIR/secrets/``). ``DIR/pids.json`` lists the
+persistence are kept, the passwords too (``DIR/secrets/``), and the link signing keys
+(``DIR/keys/``: made at the first start, mode 0600; every message on the jackpot link is
+signed end to end, controller/link/signing.py). ``DIR/pids.json`` lists the
 processes of the last run. See ``docs/demo.md``.
 """
 
@@ -67,6 +73,9 @@ USERS = (TABLE_ID, CONTROLLER_USER, SIGN_USER)
 HOST = "127.0.0.1"
 WEB_PORT = 8080
 """The demo's web pages (dealer display, diagnostics) when the port is free."""
+CONTROLLER_KEY_ID = "jackpot-demo-1"
+TABLE_KEY_ID = f"{TABLE_ID}-1"
+"""The key ids of the demo's link signing keys (``DIR/keys/``)."""
 
 CIRCLES = ("main", "lucky_ladies", "twenty_one_plus_three_xtreme", "blazing_7s")
 """pa-standard's bet circles, one sensor each per spot."""
@@ -132,21 +141,80 @@ def pin_allocation(spots: int = SPOTS) -> dict[str, dict[str, int]]:
     return out
 
 
+@dataclass(frozen=True)
+class LinkKeys:
+    """The demo's link signing keys: each private key file (0600) and its public key text."""
+
+    controller_file: Path
+    controller_public: str
+    table_file: Path
+    table_public: str
+
+    @property
+    def controller_arg(self) -> str:
+        """The controller's key as ``jackpot-sign --controller-key`` takes it."""
+        return f"{CONTROLLER_KEY_ID}={self.controller_public}"
+
+
+def link_keys(workdir: Path) -> LinkKeys:
+    """The controller's and the table's link signing keys in ``DIR/keys/``: made at the first
+    start (``make_link_key``, mode 0600), read again on a resumed run. A key file that cannot
+    be used raises :class:`DemoError` naming it."""
+    from controller.link.signing import (
+        SigningKeyError,
+        load_signing_key,
+        make_link_key,
+        public_key_text,
+    )
+
+    folder = workdir / "keys"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    found: list[tuple[Path, str]] = []
+    for name, key_id in ((CONTROLLER_USER, CONTROLLER_KEY_ID), (TABLE_ID, TABLE_KEY_ID)):
+        path = folder / f"{name}.key"
+        try:
+            if path.exists():
+                public = public_key_text(load_signing_key(path))
+            else:
+                public = make_link_key(path, key_id)
+        except SigningKeyError as exc:
+            raise DemoError(
+                f"{exc} (the demo's {name} link key; remove {path} to make a new one)"
+            ) from None
+        found.append((path, public))
+    (controller_file, controller_public), (table_file, table_public) = found
+    return LinkKeys(controller_file, controller_public, table_file, table_public)
+
+
+def jackpot_config(keys: LinkKeys, example: Path = JACKPOT_CONFIG) -> str:
+    """The demo's jackpot config: ``example`` with the demo table's public key listed."""
+    text = example.read_text(encoding="utf-8").rstrip("\n")
+    return (
+        f"{text}\n\n# Added by `table-controller demo`: the demo table's link signing key.\n"
+        f"[tables.{TABLE_ID}]\nkeys = {{ {json.dumps(TABLE_KEY_ID)} = "
+        f"{json.dumps(keys.table_public)} }}\n"
+    )
+
+
 def _toml(value: Any) -> str:
+    if isinstance(value, dict):  # an inline table of strings
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
     return json.dumps(value) if isinstance(value, str) else str(value).lower()
 
 
 def table_config(
     workdir: Path,
     port: int,
+    keys: LinkKeys,
     *,
     tick_ms: int = TICK_MS,
     sensor_debounce_ms: int = SENSOR_DEBOUNCE_MS,
     web_port: int | None = None,
     web_hash: str = "",
 ) -> str:
-    """The demo table's config file (``table-controller run --config``); with ``web_port``
-    the web pages (dealer display, diagnostics page with the login ``web_hash``)."""
+    """The demo table's config file (``table-controller run --config``), signing with
+    ``keys.table_file`` and trusting the controller's public key; with ``web_port`` the web
+    pages (dealer display, diagnostics page with the login ``web_hash``)."""
     sections: list[tuple[str, dict[str, Any]]] = [
         (
             "table",
@@ -188,6 +256,9 @@ def table_config(
                 "keepalive_s": 30,
                 "link_fault_after_s": 300,
                 "ack_timeout_s": 30,
+                "signing_key": str(keys.table_file),
+                "key_id": TABLE_KEY_ID,
+                "controller_keys": {CONTROLLER_KEY_ID: keys.controller_public},
             },
         ),
         ("control", {"socket": str(workdir / "control.sock")}),
@@ -480,16 +551,24 @@ class Stage:
 
     def start(self, stop: threading.Event) -> tuple[ShoeLine, Child]:
         """Start everything; returns the shoe simulator's command line and the table."""
+        from controller.jackpot.pools import load_config
+
         python = sys.executable
-        keys = self.passwords()
+        passwords = self.passwords()
+        keys = link_keys(self.workdir)
+        jackpot_path = self.workdir / "jackpot.toml"
+        jackpot_path.write_text(jackpot_config(keys), encoding="utf-8")
+        load_config(jackpot_path)  # a bad generated config fails here, before the controller
         self.start_broker(stop)
         link = ["--host", HOST, "--port", str(self.port)]
         self.spawn(
             "jackpot-controller",
             [
-                *(python, "-m", "controller.jackpot.service", "--config", str(JACKPOT_CONFIG)),
+                *(python, "-m", "controller.jackpot.service", "--config", str(jackpot_path)),
                 *("--ledger", str(self.workdir / "ledger.sqlite"), *link),
-                *("--username", CONTROLLER_USER, "--password-file", str(keys[CONTROLLER_USER])),
+                *("--username", CONTROLLER_USER),
+                *("--password-file", str(passwords[CONTROLLER_USER])),
+                *("--signing-key", str(keys.controller_file), "--key-id", CONTROLLER_KEY_ID),
             ],
         )
         sign_log = self.workdir / "sign.log"
@@ -497,7 +576,8 @@ class Stage:
             "sign",
             [
                 *(python, "-m", "controller.jackpot.sign", *link, "--username", SIGN_USER),
-                *("--password-file", str(keys[SIGN_USER])),
+                *("--password-file", str(passwords[SIGN_USER])),
+                *("--controller-key", keys.controller_arg),
             ],
             stdout=sign_log,
             stop_signal=signal.SIGINT,  # the sign's clean exit (it disconnects)
@@ -541,7 +621,7 @@ class Stage:
                 f"http://{HOST}:{self.web_port}/diag (any name, password {password})"
             )
         config_path.write_text(
-            table_config(self.workdir, self.port, web_port=self.web_port, web_hash=web_hash),
+            table_config(self.workdir, self.port, keys, web_port=self.web_port, web_hash=web_hash),
             encoding="utf-8",
         )
         load_table_config(config_path)  # a bad generated config fails here, before the daemon
