@@ -56,6 +56,9 @@ EXAMPLES: list[ev.Event] = [
     ev.Tick(),
     ev.JackpotAward("hcm-bj-07/12", 4, 3, "blazing_7s", 1234567, "100% of meter"),
     ev.JackpotAward("hcm-bj-07/13", 5, 1, "mystery", 0, "100% of meter", "refused", t=3),
+    ev.JackpotAward(
+        "hcm-bj-07/14", 6, 2, "blazing_7s", 9, "10% of meter", claim_key="k", meter_before=99
+    ),
     ev.ConfirmAward("hcm-bj-07/12", t=8),
     ev.TableFault("shoe", "offline 30 s"),
     ev.TableFault("journal", "disk full", False, t=4),
@@ -65,6 +68,8 @@ EXAMPLES: list[ev.Event] = [
     ev.JackpotLink(True, t=6),
     ev.AcknowledgeAlarm(0),
     ev.AcknowledgeAlarm(12, "tech 0042", t=7),
+    ev.LinkAlarm("ack_refused", "ack 9 is beyond seq 4", t=9),
+    ev.LinkAlarm("signature"),
 ]
 
 
@@ -174,6 +179,11 @@ def test_any_event_round_trips(event):
         ({"type": "acknowledge_alarm", "alarm": 2.0}, ["field 'alarm'", "whole"]),
         ({"type": "acknowledge_alarm", "alarm": True}, ["field 'alarm'", "whole"]),
         ({"type": "acknowledge_alarm", "alarm": 1, "by": 42}, ["field 'by'", "text"]),
+        ({"type": "link_alarm"}, ["field 'kind' is required"]),
+        ({"type": "link_alarm", "kind": "Ack Refused"}, ["kind must be", "ack_refused"]),
+        ({"type": "link_alarm", "kind": ""}, ["kind must be"]),
+        ({"type": "jackpot_award", "award_id": "a", "round": 1, "spot": 1, "pool": "p",
+          "amount": 5, "line": "100% of meter", "meter_before": "5"}, ["'meter_before'", "whole"]),
     ],
 )
 def test_malformed_event_names_the_field(obj, words):

@@ -17,6 +17,7 @@ CardDrawn(card=Card(rank=<Rank.QUEEN: 12>, suit=<Suit.HEARTS: 'H'>), source='sho
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -60,6 +61,10 @@ FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link")
 that could not be written, or the jackpot controller's link down past its time limit."""
 AWARD_STATES = ("offered", "committed", "refused")
 """A jackpot award's ``state`` as the controller sends it (docs/jackpot/schemas/award.json)."""
+LINK_ALARM_KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
+"""What a :class:`LinkAlarm`'s ``kind`` looks like: the publisher's alarm kinds
+(``ack_refused``, ``award_malformed``, ``signature``, ``puback`` ...;
+``controller.link.publisher.Alarm``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +265,10 @@ class JackpotAward(Event):
     """The jackpot link: the controller's award for a verified hit claim or a Must-Hit-By
     Mystery hit (docs/jackpot/schemas/award.json). ``line`` is the meter share
     (``100% of meter``), ``amount`` the cents to hand pay, ``state`` one of
-    :data:`AWARD_STATES`; ``round`` is the table's round the hit belongs to."""
+    :data:`AWARD_STATES`; ``round`` is the table's round the hit belongs to.
+    ``claim_key``: the key of the table's ``hit_claim`` (or Mystery ``contribution``) the
+    award answers; ``meter_before``: the whole cents the meter held when the award was
+    taken. Both are None only in journals written before the table checked awards (0.1.0)."""
 
     TYPE: ClassVar[str] = "jackpot_award"
     award_id: str
@@ -271,6 +279,8 @@ class JackpotAward(Event):
     line: str
     state: str = "offered"
     t: int | None = None
+    claim_key: str | None = None
+    meter_before: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +337,18 @@ class AcknowledgeAlarm(Event):
     t: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LinkAlarm(Event):
+    """The jackpot link's publisher raised an alarm of ``kind`` (an acknowledgement refused,
+    a malformed or badly signed message, a broker refusal ...; :data:`LINK_ALARM_KIND`), with
+    its ``detail``. It enters the alarm register for a technician."""
+
+    TYPE: ClassVar[str] = "link_alarm"
+    kind: str
+    detail: str = ""
+    t: int | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -356,6 +378,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ClearFaults,
         JackpotLink,
         AcknowledgeAlarm,
+        LinkAlarm,
     )
 }
 
@@ -423,4 +446,9 @@ def parse_event(obj: Any) -> Event:
         raise EventError(f"'table_fault' event: kind must be one of {', '.join(FAULT_KINDS)}")
     if isinstance(event, JackpotAward) and event.state not in AWARD_STATES:
         raise EventError(f"'jackpot_award' event: state must be one of {', '.join(AWARD_STATES)}")
+    if isinstance(event, LinkAlarm) and not LINK_ALARM_KIND.fullmatch(event.kind):
+        raise EventError(
+            "'link_alarm' event: kind must be the publisher's alarm kind, lower-case letters, "
+            f"digits and _ (up to 40), such as ack_refused; got {event.kind!r}"
+        )
     return event

@@ -25,12 +25,14 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from typing import Any
 
 from controller.errors import EventError, ProcedureError, RuleViolation, WagerError
 from controller.rules.cards import Card
-from controller.rules.pays import format_cents
+from controller.rules.pays import MeterShare, format_cents, parse_pay
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
@@ -55,6 +57,7 @@ from controller.table.settings import TableSettings
 from controller.table.state import (
     DEALER,
     IN_PROGRESS,
+    Claim,
     HandInPlay,
     OpenAlarm,
     Phase,
@@ -62,7 +65,7 @@ from controller.table.state import (
     SpotInPlay,
     TableState,
 )
-from controller.table.view import bet_name, pool_name, snapshot
+from controller.table.view import bet_name, link_alarm_words, pool_name, snapshot
 
 REFUSALS = (ProcedureError, RuleViolation, WagerError)
 
@@ -79,9 +82,28 @@ MAX_OPEN_ALARMS = 100
 """The alarm register holds at most this many open alarms; beyond it the oldest open one is
 dropped unacknowledged (and counted in ``state.alarms_dropped``)."""
 
-# Events that are not part of the round's recall record: a technician's acknowledgement acts
-# on the alarm register, which a recalled round replayed alone does not have.
-_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm,)
+MAX_CLAIMS = 1000
+"""The table remembers at most this many unanswered hit claims, and as many Mystery-eligible
+contributions, for the awards that answer them; beyond it the oldest is forgotten (an award
+for it is then refused). Nothing is added while the link is down (no progressive wager is
+taken), so a claim waiting in the outbox is not pushed out by newer ones; at 7 spots a
+contribution is remembered for at least 142 rounds."""
+
+MYSTERY_LINE = "100% of meter"
+"""The line of every Must-Hit-By Mystery award: the whole trigger the meter reached."""
+
+# Events that are not part of the round's recall record: a technician's acknowledgement and a
+# link alarm act on the alarm register, which a recalled round replayed alone does not have.
+_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm)
+
+
+class RefusedWithAlarm(ProcedureError):
+    """A refusal a technician must see: the event is refused (journaled as refused, nothing
+    else changes) and ``alarm`` enters the alarm register."""
+
+    def __init__(self, reason: str, alarm: Alarm):
+        super().__init__(reason)
+        self.alarm = alarm
 
 
 def table_circles(rules: HouseRules) -> tuple[str, ...]:
@@ -139,6 +161,7 @@ class Table(Procedure):
             ev.ClearFaults: self._on_clear_faults,
             ev.JackpotLink: self._on_link,
             ev.AcknowledgeAlarm: self._on_acknowledge_alarm,
+            ev.LinkAlarm: self._on_link_alarm,
         }
 
     # -- the one entry point ----------------------------------------------------
@@ -163,12 +186,18 @@ class Table(Procedure):
                 )
             handler(event)
         except REFUSALS as exc:
-            step = Step(False, (Refused(event.TYPE, str(exc)),))
+            refused = Refused(event.TYPE, str(exc))
+            if isinstance(exc, RefusedWithAlarm):
+                step = Step(False, (refused, exc.alarm))
+                self._register_alarms(step.effects, round_number)
+            else:
+                step = Step(False, (refused,))
         else:
             self._alarm_light()
             effects = tuple(self._out)
             step = Step(True, effects, journal=bool(effects) or not isinstance(event, Tick))
             self._register_alarms(effects, round_number)
+            self._remember_claims(effects)
         self._event = None
         self._out = []
         for_recall = not isinstance(event, _NOT_IN_ROUND_LOG) and not (
@@ -749,14 +778,168 @@ class Table(Procedure):
     # -- the jackpot link ------------------------------------------------------------------
 
     def _on_award(self, event: ev.JackpotAward) -> None:
-        # Any phase, between rounds too; never refused: the controller verified the hit, so
-        # even an award for a spot or pool this table does not know is shown to the dealer.
+        # Any phase, between rounds too. Prompted only if it answers a claim this table
+        # published, with an amount that is the line's share of the meter it names; anything
+        # else is refused with an alarm for a technician (docs/table.md "Award proof").
+        if event.claim_key is None:
+            self._unchecked_award(event)
+            return
         state, award_id = self.state, event.award_id
         closed = state.awards_closed.get(award_id)
         what = f"spot {event.spot} wins {pool_name(event.pool)} {event.line}"
         if event.state == "offered":
             if award_id in state.awards or closed is not None:
                 return  # the controller repeats an award until the confirm is applied
+            self._proven_claim(event)
+            state.awards[award_id] = event
+            self._prompt(
+                "jackpot_award",
+                f"Jackpot: {what}: {format_cents(event.amount)} hand pay; call the supervisor",
+                event.spot,
+            )
+        elif event.state == "committed":
+            if closed in ("committed", "refused"):
+                return
+            if closed != "confirmed":
+                raise self._unproven(
+                    event,
+                    "the dealer has not confirmed its hand pay yet"
+                    if award_id in state.awards
+                    else "this table was never offered that award",
+                )
+            state.awards_closed[award_id] = "committed"
+            self._prompt(
+                "jackpot_committed",
+                f"Jackpot award {award_id} committed: {what}, "
+                f"{format_cents(event.amount)} hand paid",
+                event.spot,
+            )
+        else:
+            if closed is not None:
+                return
+            if award_id in state.awards:
+                raise self._unproven(
+                    event,
+                    "it was offered to this table and waits for its hand pay; the jackpot "
+                    "controller never refuses an award it offered",
+                )
+            claim = self._proven_claim(event)
+            del state.claims[claim.key]
+            state.awards_closed[award_id] = "refused"
+            self._prompt(
+                "jackpot_refused",
+                f"Jackpot claim refused by the jackpot controller: spot {event.spot} "
+                f"{pool_name(event.pool)} {event.line}: no hand pay; call the supervisor",
+                event.spot,
+            )
+
+    def _proven_claim(self, event: ev.JackpotAward) -> Claim:
+        """The claim ``event`` answers; raises :class:`RefusedWithAlarm` unless it names one
+        this table made, with the same round, spot, pool and line and, when offered, an
+        amount that is the line's share of ``meter_before``."""
+        state, key = self.state, event.claim_key
+        assert key is not None
+        claim = state.claims.get(key) or state.mystery_claims.get(key)
+        if claim is None:
+            raise self._unproven(
+                event, f"it answers no claim this table has open (claim key {key[:80]!r})"
+            )
+        wrong = []
+        if event.round != claim.round:
+            wrong.append(f"round {event.round}, not {claim.round}")
+        if event.spot != claim.spot:
+            wrong.append(f"spot {event.spot}, not {claim.spot}")
+        if claim.mystery and event.pool == claim.pool:
+            wrong.append(f"pool {event.pool} is the progressive meter, not a Mystery meter")
+        elif not claim.mystery and event.pool != claim.pool:
+            wrong.append(f"pool {event.pool}, not {claim.pool}")
+        if event.line != claim.line:
+            wrong.append(f"line {event.line!r}, not {claim.line!r}")
+        if wrong:
+            raise self._unproven(event, f"it does not match claim {key}: {'; '.join(wrong)}")
+        if event.state == "refused":
+            if claim.mystery:
+                raise self._unproven(
+                    event, "a Must-Hit-By Mystery contribution is never answered by a refusal"
+                )
+            return claim
+        other = next((a.award_id for a in state.awards.values() if a.claim_key == key), None)
+        if other is not None:
+            raise self._unproven(event, f"claim {key} is already answered by award {other}")
+        before = event.meter_before
+        if before is None:
+            raise self._unproven(
+                event,
+                "it does not say what the meter held (meter_before): its amount cannot be checked",
+            )
+        pay = parse_pay(claim.line)
+        share = pay.percent if isinstance(pay, MeterShare) else Fraction(0)
+        low = math.floor(before * share / 100)
+        high = min(before, math.floor((before + 1) * share / 100))
+        if not max(low, 1) <= event.amount <= high:
+            meter = format_cents(before)
+            if share == 100:
+                expected = f"the meter's {meter}"
+            else:
+                share_text = claim.line.removesuffix(" of meter")
+                expected = f"{share_text} of the meter's {meter} ({format_cents(low)}"
+                expected += ")" if low == high else f" to {format_cents(high)})"
+            raise self._unproven(
+                event, f"its amount {format_cents(event.amount)} is not {expected}"
+            )
+        return claim
+
+    def _unproven(self, event: ev.JackpotAward, why: str) -> RefusedWithAlarm:
+        amount = f"{format_cents(event.amount)} for " if event.amount else ""
+        return RefusedWithAlarm(
+            f"jackpot award refused: {event.award_id} ({event.state}) {why}; call a "
+            "technician; do not pay",
+            Alarm(
+                "award_unproven",
+                f"Jackpot award {event.award_id} ({event.state}, {amount}spot {event.spot}) "
+                f"refused: {why}",
+                "Call a technician; do not pay: no hand pay is owed for it (the jackpot link "
+                "may be forged)",
+            ),
+        )
+
+    def _remember_claims(self, effects: tuple[Effect, ...]) -> None:
+        """Remember each hit claim and Mystery-eligible contribution an accepted step
+        publishes: the messages a jackpot award may answer (wherever the procedure emits
+        them)."""
+        state = self.state
+        for effect in effects:
+            if not isinstance(effect, Publish):
+                continue
+            p = effect.payload
+            if effect.topic == "hit_claim":
+                memory = state.claims
+                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], p["meter"])
+            elif effect.topic == "contribution" and p.get("mystery"):
+                memory = state.mystery_claims
+                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], MYSTERY_LINE, True)
+            else:
+                continue
+            memory.pop(effect.key, None)
+            memory[effect.key] = claim
+            if len(memory) > MAX_CLAIMS:
+                del memory[next(iter(memory))]
+
+    def _forget_claim(self, key: str | None) -> None:
+        if key is not None:
+            self.state.claims.pop(key, None)
+            self.state.mystery_claims.pop(key, None)
+
+    def _unchecked_award(self, event: ev.JackpotAward) -> None:
+        # An award without claim_key was journaled by 0.1.0, before the table checked awards
+        # (the link's schema requires claim_key): replayed as it was then, so that journal
+        # recovers to the state it had.
+        state, award_id = self.state, event.award_id
+        closed = state.awards_closed.get(award_id)
+        what = f"spot {event.spot} wins {pool_name(event.pool)} {event.line}"
+        if event.state == "offered":
+            if award_id in state.awards or closed is not None:
+                return
             state.awards[award_id] = event
             self._prompt(
                 "jackpot_award",
@@ -804,6 +987,7 @@ class Table(Procedure):
             )
         del state.awards[award.award_id]
         state.awards_closed[award.award_id] = "confirmed"
+        self._forget_claim(award.claim_key)
         self._out.append(
             Publish(
                 "award_confirm",
@@ -946,6 +1130,13 @@ class Table(Procedure):
                 "acknowledged already or never raised; reload the alarm list"
             )
         del alarms[event.alarm]
+
+    def _on_link_alarm(self, event: ev.LinkAlarm) -> None:
+        code = f"link_{event.kind}"
+        if any(alarm.code == code for alarm in self.state.alarms.values()):
+            return  # one open alarm per kind: the technician acknowledges it, then the next
+        text, action = link_alarm_words(event.kind, event.detail)
+        self._alarm(code, text, action)
 
     def _alarm_light(self) -> None:
         state = self.state

@@ -115,6 +115,22 @@ class OpenAlarm:
     t: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A message the table published that a jackpot award may answer: a ``hit_claim``
+    (``mystery`` False: the award names the same ``pool`` and ``line``) or a Must-Hit-By
+    Mystery eligible ``contribution`` (``mystery`` True: ``pool`` is the progressive pool the
+    stake fed; the award names another pool, the Mystery meter, and the line
+    ``100% of meter``). ``key`` is the message's key (the award's ``claim_key``)."""
+
+    key: str
+    round: int
+    spot: int
+    pool: str
+    line: str
+    mystery: bool = False
+
+
 @dataclass(slots=True)
 class TableState:
     """Everything the table knows. ``seen`` counts each card drawn since the last
@@ -129,7 +145,10 @@ class TableState:
     ``jackpot_link``: whether the jackpot controller's link is up (the runtime says).
     ``alarms`` is the alarm register: id -> every alarm raised and not yet acknowledged, in
     raising order; ``alarm_seq`` the ids handed out so far; ``alarms_dropped`` how many open
-    alarms were dropped unacknowledged because the register was full."""
+    alarms were dropped unacknowledged because the register was full.
+    ``claims`` are the hit claims and ``mystery_claims`` the Mystery-eligible contributions
+    this table published, by key, that no closed award has answered yet (oldest first, each
+    bounded): a jackpot award is prompted only if it answers one of them."""
 
     round_number: int = 1
     phase: Phase = Phase.BETTING
@@ -156,6 +175,8 @@ class TableState:
     alarms_dropped: int = 0
     awards: dict[str, JackpotAward] = field(default_factory=dict)
     awards_closed: dict[str, str] = field(default_factory=dict)
+    claims: dict[str, Claim] = field(default_factory=dict)
+    mystery_claims: dict[str, Claim] = field(default_factory=dict)
     lights: dict[str, str] = field(default_factory=dict)
     carried: list[Event] = field(default_factory=list)
     log: list[Event] = field(default_factory=list)

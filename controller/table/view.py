@@ -46,6 +46,64 @@ def pool_name(pool: str) -> str:
     return POOL_NAMES.get(pool, pool)
 
 
+_CALL = "Call a technician"
+_FORGED = f"{_CALL}: it may be forged; keep dealing, pay no jackpot that is not prompted"
+LINK_ALARM_WORDS = {
+    "ack_refused": (
+        "The jackpot controller's acknowledgement was refused (it does not match what this "
+        "table sent)",
+        _FORGED,
+    ),
+    "ack_malformed": ("A malformed acknowledgement arrived on the jackpot link", _FORGED),
+    "resend_malformed": ("A malformed resend request arrived on the jackpot link", _FORGED),
+    "award_malformed": (
+        "A malformed jackpot award arrived on the jackpot link: it was not shown",
+        f"{_CALL}; do not pay it: it may be forged",
+    ),
+    "award_refused": (
+        "A jackpot award could not be handed to the table",
+        f"{_CALL}: check the jackpot controller's awards for this table",
+    ),
+    "signature": ("A jackpot link message failed its signature check: it was refused", _FORGED),
+    "puback": (
+        "The broker refused a jackpot message from this table",
+        f"{_CALL}: the table's messages wait in its outbox and are sent again",
+    ),
+    "suback": (
+        "The broker refused the table's subscription to the jackpot controller's messages",
+        f"{_CALL}: no acknowledgement or award can reach this table (check the broker's ACL)",
+    ),
+    "invalid": (
+        "A jackpot message from this table fails the link's contract: it was not sent and "
+        "the messages after it wait",
+        f"{_CALL} at once: progressive contributions and claims are held back",
+    ),
+    "too_large": (
+        "A jackpot message from this table is too large to send: the messages after it wait",
+        f"{_CALL} at once: progressive contributions and claims are held back",
+    ),
+}
+"""Link alarms (:class:`~controller.table.events.LinkAlarm`) in casino words: kind ->
+(what happened, what to do). Another kind is said as "Jackpot link problem (kind)"."""
+MAX_DETAIL = 200
+"""A link alarm's detail is cut to this many characters in its text."""
+
+
+def link_alarm_words(kind: str, detail: str) -> tuple[str, str]:
+    """The text and action of a link alarm of ``kind``.
+
+    >>> link_alarm_words("ack_refused", "ack 7 is beyond seq 5")[0]
+    "The jackpot controller's acknowledgement was refused (it does not match what this table \
+sent): ack 7 is beyond seq 5"
+    """
+    what, action = LINK_ALARM_WORDS.get(
+        kind, (f"Jackpot link problem ({kind})", f"{_CALL}: check the jackpot link")
+    )
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 3] + "..."
+    return (f"{what}: {detail}" if detail else what), action
+
+
 def settlement_prompt(line: Settled) -> str:
     """The dealer's instruction for one settled wager."""
     where = f"spot {line.spot}" + (f" hand {line.hand + 1}" if line.hand else "")
