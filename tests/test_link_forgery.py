@@ -70,13 +70,19 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
 
 
 def ledger_money(path: Path) -> dict:
-    """What holds money in the ledger: meters, movements, awards, applied (not refused)."""
+    """What holds money in the ledger: meters, movements, awards (a refused claim's award
+    is recorded, for 0 cents), the trigger row, applied messages (not refused)."""
     db = sqlite3.connect(path)
     try:
         return {
             "meters": db.execute("SELECT * FROM meters ORDER BY pool").fetchall(),
             "movements": db.execute("SELECT * FROM movements ORDER BY n").fetchall(),
-            "awards": db.execute("SELECT * FROM awards ORDER BY rowid").fetchall(),
+            "awards": db.execute(
+                "SELECT * FROM awards WHERE state != 'refused' ORDER BY rowid"
+            ).fetchall(),
+            "refused_award_cents": db.execute(
+                "SELECT COALESCE(SUM(amount), 0) FROM awards WHERE state = 'refused'"
+            ).fetchone(),
             "mystery": db.execute("SELECT * FROM mystery ORDER BY pool").fetchall(),
             "applied": db.execute(
                 "SELECT table_id, seq, key FROM applied WHERE outcome='applied' ORDER BY n"
@@ -141,11 +147,12 @@ class RawTable:
             data = json.dumps(signer.sign(topic, message) if signer else message).encode()
         return self.client.publish(topic, data)
 
-    def next_of(self, kind: str, timeout: float = 5.0) -> dict:
+    def next_of(self, kind: str, match=lambda body: True, timeout: float = 5.0) -> dict:
+        """The next ``kind`` message that ``match`` accepts (others are skipped)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             m = self.client.get(0.2)
-            if m is not None and m.topic.endswith("/" + kind):
+            if m is not None and m.topic.endswith("/" + kind) and match(json.loads(m.payload)):
                 return json.loads(m.payload)
         raise AssertionError(f"no {kind}")
 
@@ -165,6 +172,7 @@ def test_a_stolen_or_leaked_table_identity_moves_no_money_off_the_games_terms(
             message = table.envelope(seq, row.kind, row.key, row.payload)
             assert table.send(row.kind, message).value in (0, 16)
         assert wait_for(lambda: svc.health()["counts"].get("applied") == len(rows))
+        assert table.next_of("ack", lambda a: a["seq"] == len(rows))
         seq = len(rows)
         before = ledger_money(ledger)
         results = [r for r in rows if r.kind == "round_result"]
@@ -189,7 +197,7 @@ def test_a_stolen_or_leaked_table_identity_moves_no_money_off_the_games_terms(
             ("contribution", contribution(stake=499), "stake"),
             ("contribution", contribution(stake=1), "stake"),
             ("contribution", contribution(round=fresh_round, pool="mystery"), "pool"),
-            ("contribution", contribution(round=fresh_round, wager="main", pool="main"), "pool"),
+            ("contribution", contribution(round=fresh_round, wager="main", pool="main"), "wager"),
             ("contribution", contribution(round=fresh_round, game="no-such-game"), "game"),
             ("contribution", contribution(round=fresh_round, game="double-up"), "game"),
             ("contribution", contribution(), "round"),  # the same spot and round again
@@ -467,7 +475,7 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
                 ATTEMPTS["the controller's key (an insider)"] += 1
                 data = json.dumps(controller_signer().sign(a_topic, message))
                 send = lambda d=data: insider.publish(a_topic, d)  # noqa: E731
-                table_alarm("an unproven award", send, "award")
+                table_alarm("an unproven award", send, "award_unproven")
             ATTEMPTS["the controller's key (an insider)"] += 1
             beyond = controller_signer().sign(k_topic, ack)  # an ack for what was never sent
             send = lambda: insider.publish(k_topic, json.dumps(beyond))  # noqa: E731
