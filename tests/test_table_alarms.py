@@ -327,3 +327,97 @@ def test_a_bad_acknowledge_alarm_line_names_the_field(line, words):
     assert str(info.value).startswith("ack.jsonl:1: 'acknowledge_alarm' event: ")
     for word in words:
         assert word in str(info.value)
+
+
+# -- link alarms ---------------------------------------------------------------------------------
+
+
+def test_a_link_alarm_enters_the_register_in_casino_words_and_is_acknowledged():
+    t = table()
+    step = t.handle(ev.LinkAlarm("ack_refused", "ack 9 is beyond the last sent seq 4", t=100))
+    assert step.accepted
+    (alarm,) = alarms(step)
+    assert alarm.code == "link_ack_refused"
+    assert alarm.text == (
+        "The jackpot controller's acknowledgement was refused (it does not match what this "
+        "table sent): ack 9 is beyond the last sent seq 4"
+    )
+    assert alarm.action.startswith("Call a technician")
+    (listed,) = t.snapshot()["alarms"]
+    assert (listed["code"], listed["t"], listed["round"]) == ("link_ack_refused", 100, 1)
+    assert t.state.log == []  # not part of the round's recall record
+    assert t.state.lights.get("alarm", "off") == "off"  # the light follows conditions
+    assert t.handle(ev.AcknowledgeAlarm(listed["id"], by="tech 0042")).accepted
+    assert t.snapshot()["alarms"] == []
+
+
+def test_one_open_link_alarm_per_kind():
+    t = table()
+    assert alarms(t.handle(ev.LinkAlarm("signature", "bad signature on ack")))
+    again = t.handle(ev.LinkAlarm("signature", "bad signature on award"))
+    assert again.accepted and again.effects == ()  # open already: not doubled
+    assert [a.code for a in alarms(t.handle(ev.LinkAlarm("puback", "PUBACK 135")))] == [
+        "link_puback"
+    ]
+    assert [a["code"] for a in t.snapshot()["alarms"]] == ["link_signature", "link_puback"]
+    t.handle(ev.AcknowledgeAlarm(1))
+    (raised,) = alarms(t.handle(ev.LinkAlarm("signature", "bad signature on meter")))
+    assert "bad signature on meter" in raised.text  # acknowledged: the next one is raised
+    (other,) = alarms(t.handle(ev.LinkAlarm("retained_junk", "x" * 500)))
+    assert other.text.startswith("Jackpot link problem (retained_junk): xxx")
+    assert len(other.text) < 260 and other.text.endswith("...")
+
+
+def test_link_alarms_and_refused_awards_recover_from_the_journal(tmp_path, pa):
+    path = tmp_path / "t.journal"
+    forged = ev.JackpotAward(
+        "hcm-bj-07/9", 1, 3, "blazing_7s", 1_000_000, "100% of meter",
+        claim_key="round-1/spot-3/blazing_7s/claim", meter_before=1_000_000,
+    )  # fmt: skip
+    events = [
+        ev.LinkAlarm("ack_refused", "ack 9", t=100),
+        ev.LinkAlarm("ack_refused", "ack 10", t=200),  # open already
+        forged,  # refused: answers no claim; alarm
+        ev.LinkAlarm("award_malformed", "award for 'hcm-bj-08'", t=300),
+        ev.AcknowledgeAlarm(1, by="tech 0042", t=400),
+        ev.LinkAlarm("ack_refused", "ack 11", t=500),
+    ]
+    with JournaledTable(path, pa, SETTINGS) as live:
+        steps = [live.handle(e) for e in events]
+        end = register(live)
+        entries = list(live.journal.entries())
+    assert [s.accepted for s in steps] == [True, True, False, True, True, True]
+    assert [(e.event["type"], e.accepted) for e in entries] == [
+        (e.TYPE, s.accepted) for e, s in zip(events, steps, strict=True)
+    ]
+    assert [a["code"] for a in end[3]] == ["award_unproven", "link_award_malformed",
+                                           "link_ack_refused"]  # fmt: skip
+    with JournaledTable(path, pa, SETTINGS) as recovered:
+        assert register(recovered) == end
+    fresh = table()
+    fresh.run(events)
+    assert register(fresh) == end
+
+
+def test_the_daemon_raises_one_link_alarm_per_kind_a_minute():
+    from controller.link.publisher import Alarm as PublisherAlarm
+    from controller.runtime.daemon import LinkAlarmGate
+
+    submitted: list[ev.Event] = []
+    now = [0.0]
+    gate = LinkAlarmGate(submitted.append, every_s=60, clock=lambda: now[0])
+    for detail in ("ack 9", "ack 10", "ack 11"):
+        gate(PublisherAlarm("ack_refused", detail))
+    gate(PublisherAlarm("signature", "bad"))
+    gate(PublisherAlarm("connect", "CONNACK 135"))  # the link watch's business
+    assert submitted == [ev.LinkAlarm("ack_refused", "ack 9"), ev.LinkAlarm("signature", "bad")]
+    assert gate.held["ack_refused"] == 2
+    now[0] = 61.0
+    gate(PublisherAlarm("ack_refused", "ack 12"))
+    assert submitted[-1] == ev.LinkAlarm(
+        "ack_refused", "ack 12 (2 more of this kind before it, in the log)"
+    )
+    gate(PublisherAlarm("Odd Kind!", "x"))
+    assert submitted[-1] == ev.LinkAlarm("other", "Odd Kind!: x")
+    for event in submitted:  # each one reads back from the journal
+        assert ev.parse_event(json.loads(json.dumps(event.to_dict()))) == event

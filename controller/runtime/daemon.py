@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +52,59 @@ def _watchdog_ms() -> int | None:
     except ImportError:  # pragma: no cover
         return None
     return sdnotify.watchdog_interval_ms()
+
+
+LINK_ALARM_EVERY_S = 60.0
+"""At most one table alarm per kind of link alarm in this many seconds; the rest go to the log."""
+LINK_ALARMS_NOT_AT_TABLE = ("connect",)
+"""Link alarms that stay in the log: a broker that cannot be reached is the link watch's
+(``jackpot_link`` down, then the ``link`` fault)."""
+
+
+class LinkAlarmGate:
+    """The publisher's ``on_alarm``: logs every alarm and submits a
+    :class:`~controller.table.events.LinkAlarm` for the alarm register, at most one per kind
+    per ``every_s`` (``clock``: seconds); the ones held back are counted in the log and in the
+    next one's detail. Called on the publisher's thread."""
+
+    def __init__(
+        self,
+        submit: Callable[[ev.Event], None],
+        *,
+        every_s: float = LINK_ALARM_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._submit = submit
+        self.every_s = every_s
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self.held: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, alarm: Any) -> None:
+        kind, detail = str(alarm.kind), str(alarm.detail)
+        log.warning("jackpot link %s: %s", kind, detail)
+        if kind in LINK_ALARMS_NOT_AT_TABLE:
+            return
+        if not ev.LINK_ALARM_KIND.fullmatch(kind):  # the journal must read it back
+            kind, detail = "other", f"{kind[:40]}: {detail}"
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < self.every_s:
+                self.held[kind] += 1
+                log.warning(
+                    "jackpot link %s: not raised at the table again within %g s (%d held back)",
+                    kind,
+                    self.every_s,
+                    self.held[kind],
+                )
+                return
+            self._last[kind] = now
+            held = self.held.pop(kind, 0)
+        if held:
+            detail += f" ({held} more of this kind before it, in the log)"
+        self._submit(ev.LinkAlarm(kind, detail[:1000]))
 
 
 class TableDaemon:
@@ -92,10 +147,9 @@ class TableDaemon:
             runtime.submit(event)
 
     def _open(self, password: str) -> None:
+        from controller.config import link_keys
         from controller.link.publisher import TablePublisher
         from drivers.gpio import GpioDriver, make_pin_factory
-
-        from controller.config import link_keys
 
         cfg = self.config
         now = self.clock()
@@ -112,8 +166,9 @@ class TableDaemon:
             tls_ca=str(cfg.mqtt.tls_ca) if cfg.mqtt.tls_ca else None,
             signer=self.signer,
             verifier=self.verifier,
-            on_award=self._sink,
-            on_alarm=lambda alarm: log.warning("jackpot link %s: %s", alarm.kind, alarm.detail),
+            # the table's clock stamps an award (the publisher's t is wall time)
+            on_award=lambda award: self._sink(dataclasses.replace(award, t=None)),
+            on_alarm=LinkAlarmGate(self._sink),
         )
         self.parts.append(("publisher", self.publisher.close))
         self.pin_factory = make_pin_factory(cfg.gpio.pin_factory)
