@@ -6,6 +6,11 @@ dealing a known card order, and the daemon with gpiozero's mock pins, driven the
 hardware would: chips placed and buttons pressed through the control socket's simulated
 inputs, cards drawn from the simulated shoe. ``Rig(tmp, broker, web=...)`` adds a ``[web]``
 section (the diagnostics page and the dealer display) on a free port.
+
+The link is signed end to end as in production, with the session's test keys
+(tests/link_keys.py): the table's key file and the controller's are written into ``tmp``, the
+jackpot config (``tmp/jackpot.toml``) lists the table's public key, the table config the
+controller's.
 """
 
 from __future__ import annotations
@@ -18,6 +23,14 @@ import sys
 import time
 from pathlib import Path
 
+from link_keys import (
+    CONTROLLER_KID,
+    controller_signer,
+    jackpot_config_text,
+    table_mqtt_lines,
+    table_signer,
+    write_key,
+)
 from mqtt_broker import CONTROLLER
 
 from controller.runtime.control import ControlClient
@@ -35,8 +48,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def table_config(tmp: Path, port: int, password_file: Path, web: str = "") -> Path:
-    """The test table's config; ``web`` is the body of a ``[web]`` section (none if empty)."""
+def table_config(
+    tmp: Path, port: int, password_file: Path, web: str = "", signing_key: Path | None = None
+) -> Path:
+    """The test table's config; ``web`` is the body of a ``[web]`` section (none if empty);
+    ``signing_key``: the table's key file (default ``tmp/table.key``, written if missing)."""
+    signing_key = signing_key or tmp / "table.key"
+    if not signing_key.exists():
+        write_key(table_signer(TABLE), signing_key)
     path = tmp / "table.toml"
     path.write_text(
         f"""
@@ -82,7 +101,7 @@ host = "127.0.0.1"
 port = {port}
 password_file = "{password_file}"
 ack_timeout_s = 30
-
+{table_mqtt_lines(TABLE, signing_key)}
 [control]
 socket = "{tmp / "control.sock"}"
 """
@@ -103,6 +122,9 @@ class Rig:
         ctl_pw = tmp / "controller.pw"
         ctl_pw.write_text(broker.passwords[CONTROLLER] + "\n")
         self.config = table_config(tmp, broker.port, table_pw, web)
+        self.jackpot_config = tmp / "jackpot.toml"
+        self.jackpot_config.write_text(jackpot_config_text(), encoding="utf-8")
+        controller_key = write_key(controller_signer(), tmp / "controller.key")
         self.ledger = tmp / "ledger.sqlite"
         self.procs: list[subprocess.Popen] = []
         self.jackpot = self._start(
@@ -112,7 +134,7 @@ class Rig:
                 "-m",
                 "controller.jackpot.service",
                 "--config",
-                str(ROOT / "config" / "jackpot.example.toml"),
+                str(self.jackpot_config),
                 "--ledger",
                 str(self.ledger),
                 "--host",
@@ -123,6 +145,10 @@ class Rig:
                 CONTROLLER,
                 "--password-file",
                 str(ctl_pw),
+                "--signing-key",
+                str(controller_key),
+                "--key-id",
+                CONTROLLER_KID,
             ],
         )
         cards = ",".join(ROUND_CARDS * 4)

@@ -9,7 +9,8 @@ inputs, cards drawn from the simulated shoe.
 The crash test deals two rounds, starts a third, kills the daemon with SIGKILL after three
 cards, restarts it and checks that the round resumes exactly (the same snapshot, the next
 card goes where it should, the same settlement) and that every contribution reached the
-ledger exactly once.
+ledger exactly once, and that the table's last word (its retained offline status) carries its
+own link signature.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from link_keys import table_kid, table_verifier
 from mqtt_broker import CONTROLLER, BrokerClient, broker  # noqa: F401
 from table_rig import ROUND_CARDS, TABLE, Rig  # noqa: F401
 
@@ -137,6 +139,7 @@ def test_kill_9_mid_round_resumes_exactly_and_loses_nothing(rig):
         got = watcher.get(timeout=5)
         status = json.loads(got.payload)
         assert status["state"] == "offline" and status["clean"] is True
+        assert table_verifier(TABLE).verify(got.topic, status) == table_kid(TABLE)  # signed
     finally:
         watcher.close()
 
