@@ -259,8 +259,17 @@ def test_award_event_maps_the_schema_to_the_event():
         message = award_message(state=state, **extra)
         if state == "refused":
             message["amount"] = 0
-            del message["order"]
+            del message["order"], message["meter_before"]
         validate("award", message)
         assert award_event(message, 77) == ev.JackpotAward(
-            f"{T7}/9", 3, 2, "mystery", message["amount"], "100% of meter", state, 77
+            f"{T7}/9",
+            3,
+            2,
+            "mystery",
+            message["amount"],
+            "100% of meter",
+            state,
+            77,
+            claim_key="round-3/spot-2/mystery",
+            meter_before=None if state == "refused" else 25_000,
         )
