@@ -8,7 +8,9 @@ them through the proxy. At random moments (seeded): ``kill -9`` the broker (rest
 same port from what it had saved), the controller, a table process (restarted: it recovers
 its journal and goes on), a cut of every connection, or a network outage (the proxy refuses
 connections for a while). Once quiet, :meth:`FaultRun.check` compares the tables' journals
-(every publish their steps made, replayed from the journal) with the ledger.
+(every publish their steps made, replayed from the journal) with the ledger. Every message is
+signed end to end as in production: the controller and each table have their own Ed25519 key,
+made in the work folder (bench/_link_keys.py); the jackpot config lists the tables' keys.
 
     .venv/bin/python bench/jackpot_faults.py [--quick] [--seed N] [--faults N] [--rounds N]
 
@@ -38,6 +40,7 @@ for _p in (str(ROOT), str(TESTS)):
         sys.path.insert(0, _p)
 
 from _journal_feeder import SETTINGS, consumed, session_events  # noqa: E402
+from _link_keys import CONTROLLER_KID, BenchKeys, make_keys, table_kid  # noqa: E402
 from mqtt_broker import CONTROLLER, TABLES, MosquittoBroker  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
@@ -66,18 +69,22 @@ def _stop_on_sigterm() -> threading.Event:
 
 
 def table_child(journal: str, table: str, port: int, pwfile: str, seed: int, rounds: int,
-                pace_ms: float) -> int:  # fmt: skip
+                pace_ms: float, keyfile: str, controller_key: str) -> int:  # fmt: skip
     """Play the session into ``journal`` (recovering what an earlier run journaled) while a
-    TablePublisher sends the outbox; write ``journal.done`` when fed; stop on SIGTERM."""
+    TablePublisher sends the outbox, signed with ``keyfile``, trusting ``controller_key`` (the
+    controller's public key); write ``journal.done`` when fed; stop on SIGTERM."""
     from controller.link.publisher import TablePublisher
+    from controller.link.signing import Signer, Verifier, load_signing_key, parse_public_key
 
     stop = _stop_on_sigterm()
     password = Path(pwfile).read_text(encoding="utf-8").strip()
+    signer = Signer(table_kid(table), load_signing_key(keyfile))
+    verifier = Verifier({CONTROLLER_KID: parse_public_key(controller_key)})
     events = session_events(GAME, seed, rounds)
     with JournaledTable(journal, load_game(GAME), SETTINGS) as t:
         start = consumed(events, GAME, t.recovered)
-        pub = TablePublisher(journal, table, "127.0.0.1", port, table, password,
-                             backoff=BACKOFF, window=20)  # fmt: skip
+        pub = TablePublisher(journal, table, "127.0.0.1", port, table, password, signer=signer,
+                             verifier=verifier, backoff=BACKOFF, window=20)  # fmt: skip
         try:
             for event in events[start:]:
                 if stop.is_set():
@@ -93,14 +100,17 @@ def table_child(journal: str, table: str, port: int, pwfile: str, seed: int, rou
     return 0
 
 
-def service_child(config: str, ledger: str, port: int, pwfile: str) -> int:
-    """The jackpot controller (as ``jackpot-controller`` runs it, with a short backoff)."""
+def service_child(config: str, ledger: str, port: int, pwfile: str, keyfile: str) -> int:
+    """The jackpot controller (as ``jackpot-controller`` runs it, with a short backoff),
+    signing with ``keyfile``."""
     from controller.jackpot.service import JackpotService
+    from controller.link.signing import Signer, load_signing_key
 
     stop = _stop_on_sigterm()
     password = Path(pwfile).read_text(encoding="utf-8").strip()
+    signer = Signer(CONTROLLER_KID, load_signing_key(keyfile))
     svc = JackpotService(load_config(config), ledger, "127.0.0.1", port, CONTROLLER, password,
-                         backoff=BACKOFF, meter_rate=4)  # fmt: skip
+                         signer=signer, backoff=BACKOFF, meter_rate=4)  # fmt: skip
     try:
         while not stop.wait(0.2):
             pass
@@ -127,14 +137,15 @@ class Figures:
         )
 
 
-def write_config(path: Path, tables: tuple[str, ...]) -> Path:
-    """The example config with the test broker's tables all listed under their property."""
+def write_config(path: Path, tables: tuple[str, ...], keys: BenchKeys) -> Path:
+    """The example config with the test broker's tables all listed under their property, each
+    with its public key."""
     text = EXAMPLE.read_text(encoding="utf-8")
     extra = [t for t in tables if f'"{t}"' not in text]
     if extra:
         listed = ", ".join(f'"{t}"' for t in extra)
         text = text.replace('"hcm-bj-07"]', f'"hcm-bj-07", {listed}]', 1)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(text + keys.jackpot_tables(), encoding="utf-8")
     return path
 
 
@@ -150,7 +161,8 @@ class FaultRun:
         self.rounds = rounds
         self.pace_ms = pace_ms
         self.log = log or (lambda text: None)
-        self.config_path = write_config(workdir / "jackpot.toml", self.tables)
+        self.keys = make_keys(workdir / "keys", self.tables)
+        self.config_path = write_config(workdir / "jackpot.toml", self.tables, self.keys)
         self.config = load_config(self.config_path)
         self.ledger = workdir / "ledger.db"
         self.broker = MosquittoBroker(workdir / "broker")
@@ -184,13 +196,16 @@ class FaultRun:
         """The controller child, through the proxy (or straight to ``port``)."""
         pw = self._pwfile(CONTROLLER)
         port = self.proxy.port if port is None else port
-        self.service = self._spawn("--child-service", self.config_path, self.ledger, port, pw)
+        self.service = self._spawn(
+            "--child-service", self.config_path, self.ledger, port, pw, self.keys.controller_file
+        )
 
     def _start_table(self, table: str, index: int) -> None:
         pw = self._pwfile(table)
         self.children[table] = self._spawn(
             "--child-table", self.journal(table), table, self.proxy.port, pw,
-            self.seed * 100 + index, self.rounds, self.pace_ms,
+            self.seed * 100 + index, self.rounds, self.pace_ms, self.keys.table_file(table),
+            self.keys.public["controller"],
         )  # fmt: skip
 
     def start(self) -> None:
@@ -400,11 +415,12 @@ def run(workdir: Path, seed: int, faults: int, rounds: int, tables: int = 2, pac
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child-table":
-        j, table, port, pw, seed, rounds, pace = argv[1:8]
-        return table_child(j, table, int(port), pw, int(seed), int(rounds), float(pace))
+        j, table, port, pw, seed, rounds, pace, key, controller_key = argv[1:10]
+        return table_child(j, table, int(port), pw, int(seed), int(rounds), float(pace), key,
+                           controller_key)  # fmt: skip
     if argv and argv[0] == "--child-service":
-        config, ledger, port, pw = argv[1:5]
-        return service_child(config, ledger, int(port), pw)
+        config, ledger, port, pw, key = argv[1:6]
+        return service_child(config, ledger, int(port), pw, key)
     import tempfile
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -9,7 +9,8 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
    written in the journal's transactions); a ``TablePublisher`` sends it, the controller
    applies each message in a ledger transaction (WAL, synchronous=FULL), acks it (MQTT after
    the commit, then the application ack) and the table deletes it: contributions (of all
-   messages) until the outbox is empty.
+   messages) until the outbox is empty. Every message is signed and checked end to end (each
+   table's key and the controller's, made by jackpot_faults' :class:`FaultRun`).
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
    reader polling the ledger's ``applied`` table every millisecond).
@@ -96,7 +97,9 @@ def backlog(fr: FaultRun, rounds: int) -> tuple[int, int, float]:
         rows = box.pending()
     contributions = sum(r.kind == "contribution" for r in rows)
     pub = TablePublisher(path, T7, fr.broker.host, fr.broker.port, T7,
-                         fr.broker.passwords[T7], backoff=(0.05, 0.5))  # fmt: skip
+                         fr.broker.passwords[T7], signer=fr.keys.table_signer(T7),
+                         verifier=fr.keys.controller_verifier(),
+                         backoff=(0.05, 0.5))  # fmt: skip
     try:
         t0 = time.perf_counter()
         while depth(path):
@@ -132,7 +135,9 @@ def live(fr: FaultRun, rounds: int, pace_ms: float) -> list[float]:
     watcher.start()
     with JournaledTable(path, load_game(GAME), SETTINGS) as table:
         pub = TablePublisher(path, T8, fr.broker.host, fr.broker.port, T8,
-                             fr.broker.passwords[T8], backoff=(0.05, 0.5))  # fmt: skip
+                             fr.broker.passwords[T8], signer=fr.keys.table_signer(T8),
+                             verifier=fr.keys.controller_verifier(),
+                             backoff=(0.05, 0.5))  # fmt: skip
         try:
             for event in session_events(GAME, 12, rounds):
                 step = table.handle(event)

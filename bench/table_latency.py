@@ -2,6 +2,7 @@
 
 The real ``table-controller run`` process with everything real around it: a Mosquitto on a
 free loopback port (tests/mqtt_broker.py), the ``jackpot-controller`` process with its ledger,
+the jackpot link signed end to end (keys made in the work folder, bench/_link_keys.py),
 GPIO on gpiozero's mock pins (chips and buttons through the control socket's simulated
 inputs). The bench itself is the shoe: it opens a raw pty (``drivers.shoe_sim.open_pty``),
 points the table's ``[shoe] url`` symlink at it, sends the version frame and a heartbeat every
@@ -48,6 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+from _link_keys import BenchKeys, make_keys  # noqa: E402
 from mqtt_broker import CONTROLLER, SIGN, BrokerClient, MosquittoBroker  # noqa: E402
 
 from controller.rules.cards import parse_card  # noqa: E402
@@ -69,7 +72,7 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[index]
 
 
-def table_config(tmp: Path, port: int, password_file: Path, tick_ms: int) -> Path:
+def table_config(tmp: Path, port: int, password_file: Path, tick_ms: int, keys: BenchKeys) -> Path:
     path = tmp / "table.toml"
     path.write_text(
         f"""
@@ -115,7 +118,7 @@ host = "127.0.0.1"
 port = {port}
 password_file = "{password_file}"
 ack_timeout_s = 30
-
+{keys.table_mqtt_lines(TABLE)}
 [control]
 socket = "{tmp / "control.sock"}"
 """,
@@ -237,14 +240,19 @@ class Rig:
         table_pw.write_text(self.broker.passwords[TABLE] + "\n")
         ctl_pw = self.tmp / "controller.pw"
         ctl_pw.write_text(self.broker.passwords[CONTROLLER] + "\n")
-        config = table_config(self.tmp, self.broker.port, table_pw, self.tick_ms)
+        keys = make_keys(self.tmp / "keys", [TABLE])
+        config = table_config(self.tmp, self.broker.port, table_pw, self.tick_ms, keys)
+        jackpot = self.tmp / "jackpot.toml"
+        example = (ROOT / "config" / "jackpot.example.toml").read_text(encoding="utf-8")
+        jackpot.write_text(example + keys.jackpot_tables(), encoding="utf-8")
         self._start(
             "jackpot",
             [sys.executable, "-m", "controller.jackpot.service",
-             "--config", str(ROOT / "config" / "jackpot.example.toml"),
+             "--config", str(jackpot),
              "--ledger", str(self.tmp / "ledger.sqlite"),
              "--host", "127.0.0.1", "--port", str(self.broker.port),
-             "--username", CONTROLLER, "--password-file", str(ctl_pw)],
+             "--username", CONTROLLER, "--password-file", str(ctl_pw),
+             *keys.controller_args()],
         )  # fmt: skip
         self.wait_jackpot_online()
         self.shoe = Shoe(self.tmp / "shoe")
