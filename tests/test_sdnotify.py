@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from link_keys import CONTROLLER_KID, controller_signer, write_key
 
 from controller import sdnotify
 from controller.sdnotify import Notifier, notify, watchdog_interval_ms
@@ -207,6 +208,8 @@ def test_jackpot_controller_is_ready_pings_the_watchdog_and_says_stopping(tmp_pa
     args = ["--config", str(ROOT / "config" / "jackpot.example.toml")]
     args += ["--ledger", str(tmp_path / "ledger.sqlite"), "--host", "127.0.0.1"]
     args += ["--port", str(free_port()), "--password-file", str(pw), "--log-level", "ERROR"]
+    key = write_key(controller_signer(), tmp_path / "link.key")
+    args += ["--signing-key", str(key), "--key-id", CONTROLLER_KID]
     code = "import sys; from controller.jackpot.service import main; sys.exit(main(sys.argv[1:]))"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NOTIFY_SOCKET": path}
     env.update(WATCHDOG_USEC="1000000")  # WatchdogSec=1: a ping every 0.5 s
