@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _journal_feeder import SETTINGS, session_events
 from jackpot_faults import GAME, FaultRun
-from mqtt_broker import CONTROLLER, SIGN, TABLES
+from mqtt_broker import OBSERVER, SIGN, TABLES
 
 from controller.games import load_game
 from controller.journal import JournaledTable
@@ -47,7 +47,7 @@ T7, T8 = TABLES
 
 def raw_qos1(broker, n: int, size: int) -> float:
     """Publishes per second, QoS 1 in and out, with paho's default in-flight window."""
-    sub = broker.client(CONTROLLER, client_id="raw-sub")
+    sub = broker.client(OBSERVER)  # not the controller's user: the service runs
     pub = broker.client(T8, client_id="raw-pub")
     try:
         topic = f"bj/v1/table/{T8}/contribution"

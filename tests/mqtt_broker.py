@@ -5,14 +5,25 @@ Use it from a test file with::
     from mqtt_broker import BrokerClient, broker, broker_factory  # noqa: F401
 
 - ``broker``: a started :class:`MosquittoBroker` (stopped after the test), with the users
-  ``hcm-bj-07`` and ``hcm-bj-08`` (tables), ``jackpot-controller`` and ``sign-lobby``;
+  ``hcm-bj-07`` and ``hcm-bj-08`` (tables), ``jackpot-controller`` and ``sign-lobby``, and two
+  test-only users (below);
 - ``broker_factory(**overrides)``: the same with some global options replaced
-  (``broker_factory(max_queued_messages=10)``), for tests of a limit.
+  (``broker_factory(max_queued_messages=10)``), for tests of a limit; ``listener_options=``
+  replaces listener options (``{"allow_anonymous": "true"}``).
 
-The config is generated: the ACL is ``config/mosquitto/acl`` itself, the passwords are random and
-hashed with ``mosquitto_passwd``, and the global limits (queues, in-flight, sizes, session expiry)
-are copied from ``config/mosquitto/mosquitto.conf``, so the tests run against the production
-values. Persistence is on, in the test's directory: :meth:`MosquittoBroker.restart` comes back on
+The config is generated: the ACL is ``config/mosquitto/acl`` itself followed by
+:data:`TEST_ACL`, the passwords are random and hashed with ``mosquitto_passwd``, the global
+limits (queues, in-flight, sizes, session expiry) and the listeners' client-id binding
+(``use_username_as_clientid``) are copied from ``config/mosquitto/mosquitto.conf``, so the tests
+run against the production values.
+
+The client id is the username (as in production), so a second connection with a user's name
+displaces the first. A test that watches while the real controller or table runs uses
+:data:`OBSERVER` (reads everything, publishes nothing; one connection at a time, like any
+user); one that must publish as the controller while the real one runs uses
+:data:`CONTROLLER_TWIN` (the controller's rights, its own name).
+
+Persistence is on, in the test's directory: :meth:`MosquittoBroker.restart` comes back on
 the same port with the sessions and retained messages it saved; :meth:`MosquittoBroker.kill`
 is a ``kill -9`` (nothing saved since the last autosave).
 
@@ -50,7 +61,25 @@ PRODUCTION_CONF = CONFIG_DIR / "mosquitto.conf"
 TABLES = ("hcm-bj-07", "hcm-bj-08")
 CONTROLLER = "jackpot-controller"
 SIGN = "sign-lobby"
-USERS = (*TABLES, CONTROLLER, SIGN)
+OBSERVER = "test-observer"
+CONTROLLER_TWIN = "test-controller-twin"
+USERS = (*TABLES, CONTROLLER, SIGN, OBSERVER, CONTROLLER_TWIN)
+
+TEST_ACL = f"""
+# --- Test only (tests/mqtt_broker.py), appended to config/mosquitto/acl. ---
+# A spy that watches everything without displacing the client it watches.
+user {OBSERVER}
+topic read #
+topic deny bj/v1/table/{OBSERVER}/#
+
+# The controller's rights under another name: a test publishes as the controller while the
+# real one stays connected.
+user {CONTROLLER_TWIN}
+topic read bj/v1/table/+/#
+topic write bj/v1/jackpot/#
+topic write bj/v1/meters/#
+topic deny bj/v1/table/{CONTROLLER_TWIN}/#
+"""
 
 # The demo's broker helpers are the same: one copy of the limits parsing and of the search
 # for the executable (controller/demo/stage.py), so the tests and the demo run the same broker.
@@ -58,6 +87,7 @@ from controller.demo.stage import (  # noqa: E402
     LIMIT_OPTIONS,  # noqa: F401 - re-exported for the broker tests
     find_mosquitto,
     free_port,
+    listener_settings,
 )
 from controller.demo.stage import production_limits as _production_limits  # noqa: E402
 
@@ -79,7 +109,13 @@ class MosquittoBroker:
 
     host = "127.0.0.1"
 
-    def __init__(self, workdir: Path, **overrides: object) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        listener_options: dict[str, str] | None = None,
+        **overrides: object,
+    ) -> None:
         exe = find_mosquitto()
         if exe is None:
             raise BrokerError("mosquitto is not installed (scripts/setup.sh installs it)")
@@ -90,10 +126,14 @@ class MosquittoBroker:
         self.passwords = {user: secrets.token_urlsafe(12) for user in USERS}
         self.limits = production_limits()
         self.limits.update({k: str(v).lower() for k, v in overrides.items()})
+        self.listener_options = listener_settings(PRODUCTION_CONF)
+        self.listener_options.update(listener_options or {})
         self.conf_path = workdir / "mosquitto.conf"
         self.log_path = workdir / "mosquitto.log"
+        self.acl_path = workdir / "acl"
         self._process: subprocess.Popen[bytes] | None = None
         self._write_passwords()
+        self.acl_path.write_text(ACL_FILE.read_text(encoding="utf-8") + TEST_ACL, encoding="utf-8")
         self._write_config()
 
     @property
@@ -123,10 +163,11 @@ class MosquittoBroker:
         lines += [f"{key} {value}" for key, value in self.limits.items()]
         lines += [
             f"listener {self.port} {self.host}",
-            "allow_anonymous false",
             f"password_file {self.password_file}",
-            f"acl_file {ACL_FILE}",
+            f"acl_file {self.acl_path}",
         ]
+        options = {"allow_anonymous": "false", **self.listener_options}
+        lines += [f"{key} {value}" for key, value in options.items()]
         self.conf_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def log(self) -> str:
@@ -194,9 +235,12 @@ class MosquittoBroker:
         self.stop()
         self.start()
 
-    def client(self, username: str, client_id: str | None = None, **kwargs: object) -> BrokerClient:
-        """A connected :class:`BrokerClient` logged in as ``username``."""
-        return BrokerClient(self, username, client_id or username, **kwargs)  # type: ignore[arg-type]
+    def client(
+        self, username: str | None, client_id: str | None = None, **kwargs: object
+    ) -> BrokerClient:
+        """A connected :class:`BrokerClient` logged in as ``username`` (None: no credentials;
+        then ``client_id`` is needed)."""
+        return BrokerClient(self, username, client_id or username or "", **kwargs)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -216,7 +260,7 @@ class BrokerClient:
     def __init__(
         self,
         broker: MosquittoBroker,
-        username: str,
+        username: str | None,
         client_id: str,
         *,
         password: str | None = None,
@@ -229,13 +273,17 @@ class BrokerClient:
         self._lock = threading.Lock()
         self._acks: dict[int, queue.Queue[list[ReasonCode]]] = {}
         self._connack: queue.Queue[ReasonCode] = queue.Queue()
+        self.disconnects: list[ReasonCode] = []  # every loss of the connection, but close()'s
+        self._closing = False
         self._client = mqtt.Client(
             CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5
         )
-        self._client.username_pw_set(
-            username, broker.passwords.get(username, "") if password is None else password
-        )
+        if username is not None:  # None: a client with no credentials at all
+            self._client.username_pw_set(
+                username, broker.passwords.get(username, "") if password is None else password
+            )
         self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
         self._client.on_message = self._on_message
         self._client.on_publish = self._on_publish
         self._client.on_subscribe = self._on_subscribe
@@ -259,6 +307,10 @@ class BrokerClient:
     # paho's thread
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         self._connack.put(reason_code)
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        if not self._closing:
+            self.disconnects.append(reason_code)
 
     def _on_message(self, client, userdata, msg) -> None:
         self.messages.put(Received(msg.topic, msg.payload, msg.qos, bool(msg.retain)))
@@ -315,6 +367,7 @@ class BrokerClient:
 
     def close(self) -> None:
         """A normal DISCONNECT: a session with an expiry interval is kept by the broker."""
+        self._closing = True
         self._client.disconnect()
         self._client.loop_stop()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _journal_feeder import SETTINGS, session_events
 from link_keys import controller_signer, controller_verifier, jackpot_config, table_signer
-from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
+from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, TABLES, broker  # noqa: F401
 
 from controller.jackpot.ledger import Ledger
 from controller.jackpot.service import JackpotService
@@ -204,7 +204,7 @@ def signed(message: dict, topic: str = topic_for(T7, "award")) -> bytes:
 def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup, broker):  # noqa: F811
     *_, start = setup
     runtime = start()
-    controller = broker.client(CONTROLLER, client_id="forger")
+    controller = broker.client(CONTROLLER_TWIN)  # the controller's rights; the real one runs
     topic = topic_for(T7, "award")
     try:
         validate("award", award_message())

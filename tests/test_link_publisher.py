@@ -30,7 +30,7 @@ from link_keys import (
     table_verifier,
     write_key,
 )
-from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
+from mqtt_broker import CONTROLLER, OBSERVER, TABLES, broker  # noqa: F401
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
@@ -407,7 +407,7 @@ def test_a_killed_publisher_leaves_the_retained_will_with_its_boot(
     online = [s for s in controller.status if s["state"] == "online"][-1]
     will = controller.status[-1]
     assert (will["boot"], will["clean"]) == (online["boot"], False) and will["boot"] == 2
-    sub = broker.client(CONTROLLER, client_id="late-reader")  # a newcomer sees it retained
+    sub = broker.client(OBSERVER)  # a newcomer sees it retained
     try:
         assert sub.subscribe(f"bj/v1/table/{T7}/status").value == 1
         msg = sub.get()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from link_keys import table_kid, table_verifier
-from mqtt_broker import CONTROLLER, BrokerClient, broker  # noqa: F401
+from mqtt_broker import OBSERVER, BrokerClient, broker  # noqa: F401
 from table_rig import ROUND_CARDS, TABLE, Rig  # noqa: F401
 
 from controller.games import load_game
@@ -133,7 +133,7 @@ def test_kill_9_mid_round_resumes_exactly_and_loses_nothing(rig):
     # a clean stop: SIGTERM, exit 0, the retained status says offline and clean
     rig.table.send_signal(signal.SIGTERM)
     assert rig.table.wait(15) == 0, rig.log("table")
-    watcher = BrokerClient(rig.broker, CONTROLLER, client_id="test-watcher")
+    watcher = BrokerClient(rig.broker, OBSERVER, OBSERVER)  # the rig's controller runs
     try:
         watcher.subscribe(f"bj/v1/table/{TABLE}/status")
         got = watcher.get(timeout=5)

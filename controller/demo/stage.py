@@ -5,8 +5,8 @@ The stage sets up a work folder (``--dir``, or a new temporary one removed at ex
 
 1. ``mosquitto``: a generated config (``DIR/broker/mosquitto.conf``): one loopback listener on
    a free port, persistence in ``DIR/broker/``, passwords made with ``mosquitto_passwd``, the
-   repo's ACL (``config/mosquitto/acl``); the production limits are copied from
-   ``config/mosquitto/mosquitto.conf``;
+   repo's ACL (``config/mosquitto/acl``); the production limits and client-id binding are
+   copied from ``config/mosquitto/mosquitto.conf``;
 2. ``jackpot-controller``: ``DIR/jackpot.toml`` (``config/jackpot.example.toml`` with the demo
    table's public key under ``[tables.hcm-bj-07]``), ledger ``DIR/ledger.sqlite``, its link
    signing key ``DIR/keys/jackpot-controller.key``;
@@ -105,6 +105,11 @@ LIMIT_OPTIONS = (
     "persistent_client_expiration",
 )
 """Global broker options copied from the production config."""
+
+LISTENER_OPTIONS = ("use_username_as_clientid",)
+"""Listener options copied from the production config, where every listener sets them alike:
+``use_username_as_clientid true`` binds each client id to its broker user (one user cannot
+take another's client id, nor its session)."""
 
 TICK_MS = 50
 SENSOR_DEBOUNCE_MS = 60
@@ -289,6 +294,24 @@ def production_limits(conf: Path = PRODUCTION_CONF) -> dict[str, str]:
     return limits
 
 
+def listener_settings(conf: Path = PRODUCTION_CONF) -> dict[str, str]:
+    """The :data:`LISTENER_OPTIONS` that every listener of ``conf`` sets, with the same value
+    on each; one that a listener lacks, or sets otherwise, is left out."""
+    blocks: list[dict[str, str]] = []
+    with contextlib.suppress(OSError):
+        for line in conf.read_text(encoding="utf-8").splitlines():
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            if words[0] == "listener":
+                blocks.append({})
+            elif blocks and words[0] in LISTENER_OPTIONS:
+                blocks[-1][words[0]] = " ".join(words[1:])
+    if not blocks:
+        return {}
+    return {k: v for k, v in blocks[0].items() if all(b.get(k) == v for b in blocks)}
+
+
 def broker_config(workdir: Path, port: int) -> str:
     """The demo broker's config: loopback only, persistence and passwords in ``workdir``."""
     broker = workdir / "broker"
@@ -313,6 +336,7 @@ def broker_config(workdir: Path, port: int) -> str:
         f"password_file {broker / 'passwd'}",
         f"acl_file {ACL_FILE}",
     ]
+    lines += [f"{key} {value}" for key, value in listener_settings().items()]
     return "\n".join(lines) + "\n"
 
 
