@@ -275,10 +275,15 @@ def test_controller_messages():
         "meter": "100% of meter",
         "amount": 1_234_567,
         "order": 1,
+        "meter_before": 1_234_567,
         "sent_t": 5,
     }
     validate("award", award)
-    refused = {k: v for k, v in award.items() if k != "order"} | {"state": "refused"}
+    with pytest.raises(LinkMessageError) as caught:  # the table checks the share of it
+        validate("award", {k: v for k, v in award.items() if k != "meter_before"})
+    assert caught.value.field == "meter_before"
+    refused = {k: v for k, v in award.items() if k not in ("order", "meter_before")}
+    refused |= {"state": "refused"}
     with pytest.raises(LinkMessageError):
         validate("award", refused | {"amount": 1_234_567, "reason": "not three 7's"})
     validate("award", refused | {"amount": 0, "reason": "the cards are not three 7's"})
