@@ -42,9 +42,13 @@ def listening_controller(broker) -> BrokerClient:  # noqa: F811
     return ctl
 
 
-def test_a_sign_using_the_controllers_client_id_does_not_kick_it_off(broker):  # noqa: F811
+@pytest.mark.parametrize("user", [SIGN, T8])
+def test_a_sign_or_table_using_the_controllers_client_id_does_not_kick_it_off(
+    broker,  # noqa: F811
+    user,
+):
     ctl = listening_controller(broker)
-    attacker = broker.client(SIGN, client_id=CONTROLLER)
+    attacker = broker.client(user, client_id=CONTROLLER)
     attacker.subscribe("bj/v1/table/+/#")  # Mosquitto grants it; the ACL filters delivery
     table = broker.client(T7)
     assert table.publish(contribution(T7), b'{"seq": 1}').value == 0
@@ -54,7 +58,11 @@ def test_a_sign_using_the_controllers_client_id_does_not_kick_it_off(broker):  #
     assert attacker.drain() == []
 
 
-def test_a_sign_using_the_controllers_client_id_leaves_its_session_and_queue(broker):  # noqa: F811
+@pytest.mark.parametrize("user", [SIGN, T8])
+def test_a_sign_or_table_using_the_controllers_client_id_leaves_its_session_and_queue(
+    broker,  # noqa: F811
+    user,
+):
     listening_controller(broker).close()  # away: the broker queues for it
     table = broker.client(T7)
     for seq in (1, 2, 3):
@@ -62,7 +70,7 @@ def test_a_sign_using_the_controllers_client_id_leaves_its_session_and_queue(bro
     # first try to take the session over, then to wipe it
     for clean_start in (False, True):
         attacker = broker.client(
-            SIGN, client_id=CONTROLLER, clean_start=clean_start, session_expiry=DAY
+            user, client_id=CONTROLLER, clean_start=clean_start, session_expiry=DAY
         )
         assert attacker.drain() == [], f"clean_start {clean_start}: got the controller's queue"
         attacker.close()
@@ -73,11 +81,12 @@ def test_a_sign_using_the_controllers_client_id_leaves_its_session_and_queue(bro
     assert msg is not None and msg.payload == b"4"
 
 
-def test_a_table_cannot_take_another_tables_client_id(broker):  # noqa: F811
+@pytest.mark.parametrize("user", [T8, SIGN])
+def test_another_table_or_a_sign_cannot_take_a_tables_client_id(broker, user):  # noqa: F811
     ctl = broker.client(CONTROLLER)
     t7 = persistent(broker, T7)
     assert t7.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
-    attacker = broker.client(T8, client_id=T7, clean_start=False, session_expiry=DAY)
+    attacker = broker.client(user, client_id=T7, clean_start=False, session_expiry=DAY)
     attacker.subscribe(f"bj/v1/jackpot/{T7}/#")  # granted, then filtered by the ACL
     assert ctl.publish(f"bj/v1/jackpot/{T7}/ack", b'{"seq": 1}').value == 0
     msg = t7.get()
@@ -85,11 +94,11 @@ def test_a_table_cannot_take_another_tables_client_id(broker):  # noqa: F811
     assert t7.disconnects == [], "the table was disconnected"
     assert attacker.drain() == []
     attacker.close()
-    # while the table is away, its queued award survives the other table's attempts
+    # while the table is away, its queued award survives the attempts
     t7.close()
     assert ctl.publish(f"bj/v1/jackpot/{T7}/award", b"award").value == 0
     for clean_start in (False, True):
-        attacker = broker.client(T8, client_id=T7, clean_start=clean_start, session_expiry=DAY)
+        attacker = broker.client(user, client_id=T7, clean_start=clean_start, session_expiry=DAY)
         assert attacker.drain() == [], f"clean_start {clean_start}: got the table's award"
         attacker.close()
     t7 = persistent(broker, T7)
