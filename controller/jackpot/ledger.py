@@ -2,9 +2,11 @@
 
 WAL and ``synchronous=FULL`` on every connection. :meth:`Ledger.apply` is one transaction:
 insert the unique (table, seq), move the meters, record the awards and the acknowledgement.
-A replay changes nothing; a gap changes nothing and asks for a resend. A message that is
-refused (a forged claim, a confirm for no award) still takes its sequence number, recorded
-with the reason, so the table's stream goes on; the meters do not move.
+A replay changes nothing; a gap changes nothing and asks for a resend; a sequence number
+applied before with other content (its digest differs) is a conflict: nothing changes, no ack.
+A message that is refused (a contribution off the game's terms, a claim its round's reported
+cards do not prove, a confirm for no award) still takes its sequence number, recorded with the
+reason and an alarm kind, so the table's stream goes on; the meters do not move.
 
 The Must-Hit-By Mystery trigger lives only in the ``mystery`` table: no method returns it,
 no result, repr, snapshot or error message holds it. See docs/jackpot/controller.md.
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import secrets
 import sqlite3
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,17 +35,20 @@ from controller.jackpot.pools import (
     ProgressivePool,
     contribution,
     draw_trigger,
+    mystery_ceiling_problem,
     mystery_step,
     parse_share,
     share_award,
     split_meter,
 )
 from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
+from controller.link.signing import digest
 from controller.rules.cards import parse_cards
 from controller.rules.pays import MeterShare
+from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blazing_7s
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,7 +57,7 @@ CREATE TABLE IF NOT EXISTS applied (
     n INTEGER PRIMARY KEY AUTOINCREMENT,
     table_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
     boot INTEGER NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    UNIQUE (table_id, seq));
+    digest TEXT, UNIQUE (table_id, seq));
 CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
 CREATE TABLE IF NOT EXISTS meters (
     pool TEXT PRIMARY KEY, value TEXT NOT NULL, seq INTEGER NOT NULL, hits INTEGER NOT NULL);
@@ -63,8 +70,18 @@ CREATE TABLE IF NOT EXISTS awards (
     award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
     claim_seq INTEGER NOT NULL, claim_key TEXT NOT NULL, round INTEGER NOT NULL,
     spot INTEGER NOT NULL, meter TEXT NOT NULL, amount INTEGER NOT NULL, state TEXT NOT NULL,
-    hit_order INTEGER, reason TEXT, confirm_seq INTEGER);
+    hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER);
+CREATE TABLE IF NOT EXISTS contributions (
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, spot INTEGER NOT NULL, pool TEXT NOT NULL,
+    seq INTEGER NOT NULL, PRIMARY KEY (table_id, round, spot, pool));
+CREATE TABLE IF NOT EXISTS round_results (
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (table_id, round));
 """
+_AWARD_COLUMNS = (
+    "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
+    " hit_order, reason, meter_before"
+)
 
 
 class LedgerError(TableControllerError, OSError):
@@ -75,6 +92,7 @@ class Status(enum.Enum):
     APPLIED = "applied"  # the sequence is taken; meters moved if the message says so
     REFUSED = "refused"  # the sequence is taken, recorded with the reason; nothing moved
     DUPLICATE = "duplicate"  # already applied (a replay): nothing changed, ack again
+    CONFLICT = "conflict"  # the seq was applied with other content: nothing changed, no ack
     GAP = "gap"  # beyond the next expected sequence: nothing changed, resend from
     UNKNOWN_TABLE = "unknown table"  # no such table in the config: nothing recorded
     MALFORMED = "malformed"  # fails the contract: nothing recorded
@@ -96,6 +114,7 @@ class Award:
     amount: int
     order: int | None = None
     reason: str | None = None
+    meter_before: int | None = None  # whole cents the meter held (offered, committed)
 
     def message(self, sent_t: int) -> dict[str, Any]:
         out = {"v": 1, **{k: v for k, v in vars(self).items() if v is not None}}
@@ -105,7 +124,10 @@ class Award:
 
 @dataclass(frozen=True)
 class Result:
-    """What applying one message did; ``ack`` is the table's highest sequence with no gap."""
+    """What applying one message did; ``ack`` is the table's highest sequence with no gap
+    (None: no ack is owed). ``reason`` says why for every status but ``applied``; ``alarm``
+    is a short kind for the service to raise an alarm on (a refusal, a conflict, a malformed
+    message or an unknown table), None for ``applied``, ``duplicate`` and ``gap``."""
 
     status: Status
     table: str | None
@@ -115,11 +137,13 @@ class Result:
     reason: str | None = None
     awards: tuple[Award, ...] = ()
     meters: tuple[str, ...] = field(default=())  # pools whose meter changed
+    alarm: str | None = None
 
 
 class _Refused(Exception):
-    def __init__(self, reason: str, awards: tuple[Award, ...] = ()):
+    def __init__(self, alarm: str, reason: str, awards: tuple[Award, ...] = ()):
         super().__init__(reason)
+        self.alarm = alarm
         self.reason = reason
         self.awards = awards
 
@@ -173,8 +197,13 @@ class Ledger:
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         if row is None:
             db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise LedgerError(f"{self.path}: ledger schema {row[0]}, expected {SCHEMA_VERSION}")
+        elif row[0] == "1":
+            self._migrate_v1()
+        elif row[0] != str(SCHEMA_VERSION):
+            raise LedgerError(
+                f"{self.path}: ledger schema {row[0]}, this controller reads {SCHEMA_VERSION}"
+                " (and migrates 1): run the controller version that wrote it"
+            )
         for table in sorted(self.config.tables):
             db.execute("INSERT OR IGNORE INTO tables VALUES (?, 0)", (table,))
         for pool in self.config.pools.values():
@@ -187,6 +216,46 @@ class Ledger:
                     "INSERT INTO mystery VALUES (?, ?, 1)",
                     (pool.name, draw_trigger(pool, self._randbelow)),
                 )
+
+    def _migrate_v1(self) -> None:
+        """Schema 1 -> 2 in place, inside the opening transaction: each applied message's
+        digest from its stored JSON; each award's ``meter_before`` (a Mystery hit: its amount,
+        the trigger; a meter line: the whole cents of the pool's movements before it); the
+        contributions and round results already applied."""
+        db = self._db
+        db.execute("ALTER TABLE applied ADD COLUMN digest TEXT")
+        db.execute("ALTER TABLE awards ADD COLUMN meter_before INTEGER")
+        for n, text in db.execute("SELECT n, message FROM applied").fetchall():
+            db.execute("UPDATE applied SET digest=? WHERE n=?", (digest(json.loads(text)), n))
+        taken = db.execute(
+            "SELECT w.award_id, w.pool, w.table_id, w.claim_seq, w.amount, a.kind FROM awards w"
+            " JOIN applied a ON a.table_id=w.table_id AND a.seq=w.claim_seq"
+            " WHERE w.state!='refused'"
+        ).fetchall()
+        before: dict[tuple[str, str, int], int] = {}
+        for pool in {row[1] for row in taken}:
+            total = Fraction(0)
+            for table, seq, what, amount in db.execute(
+                "SELECT table_id, seq, what, amount FROM movements WHERE pool=? ORDER BY n", (pool,)
+            ):
+                if what == "award":
+                    before.setdefault((pool, table, seq), math.floor(total))
+                total += _frac(amount)
+        for award_id, pool, table, seq, amount, kind in taken:
+            value = amount if kind == "contribution" else before.get((pool, table, seq), amount)
+            db.execute("UPDATE awards SET meter_before=? WHERE award_id=?", (value, award_id))
+        db.execute(
+            "INSERT OR IGNORE INTO contributions SELECT table_id,"
+            " json_extract(message, '$.payload.round'), json_extract(message, '$.payload.spot'),"
+            " json_extract(message, '$.payload.pool'), seq FROM applied"
+            " WHERE kind='contribution' AND outcome='applied' ORDER BY n"
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO round_results SELECT table_id,"
+            " json_extract(message, '$.payload.round'), seq FROM applied"
+            " WHERE kind='round_result' AND outcome='applied' ORDER BY n"
+        )
+        db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
 
     # -- reading -------------------------------------------------------------------------
 
@@ -209,8 +278,9 @@ class Ledger:
         return row[0] if row else 0
 
     def awards(self, table: str | None = None) -> list[Award]:
-        sql = "SELECT * FROM awards" + (" WHERE table_id=?" if table else "") + " ORDER BY rowid"
-        return [self._award_row(r) for r in self._db.execute(sql, (table,) if table else ())]
+        sql = f"SELECT {_AWARD_COLUMNS} FROM awards"
+        sql += (" WHERE table_id=?" if table else "") + " ORDER BY rowid"
+        return [Award(*r) for r in self._db.execute(sql, (table,) if table else ())]
 
     def applied(self) -> list[tuple[str, int, str, str, str | None]]:
         """(table, seq, kind, outcome, reason) in apply order."""
@@ -227,11 +297,6 @@ class Ledger:
             out[what] = out.get(what, Fraction(0)) + _frac(amount)
         return out
 
-    @staticmethod
-    def _award_row(row: tuple) -> Award:
-        (aid, pool, table, cseq, ckey, rnd, spot, meter, amount, state, order, reason, _) = row
-        return Award(aid, table, state, cseq, ckey, rnd, spot, pool, meter, amount, order, reason)
-
     # -- applying --------------------------------------------------------------------------
 
     def apply(self, message: dict[str, Any]) -> Result:
@@ -242,30 +307,49 @@ class Ledger:
                 raise LinkMessageError(None, "kind", f"{kind!r} is not a table message kind")
             validate(kind, message)
         except LinkMessageError as exc:
-            return Result(Status.MALFORMED, None, None, reason=str(exc))
+            return Result(Status.MALFORMED, None, None, reason=str(exc), alarm="malformed")
         table, seq = message["table"], message["seq"]
+        content = digest(message)
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
             if row is None:
                 db.execute("ROLLBACK")
-                return Result(Status.UNKNOWN_TABLE, table, seq, reason="not in the config")
+                reason = f"table {table!r} is not in the jackpot config: list it under a property"
+                return Result(
+                    Status.UNKNOWN_TABLE, table, seq, reason=reason, alarm="unknown_table"
+                )
             acked = row[0]
             if seq <= acked:
+                stored = db.execute(
+                    "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
+                ).fetchone()
                 db.execute("ROLLBACK")
-                return Result(Status.DUPLICATE, table, seq, ack=acked)
+                if stored is not None and stored[0] != content:
+                    reason = (
+                        f"seq {seq} was applied with other content: the table reused a sequence "
+                        "number or the message is forged; nothing changed, check the table's "
+                        "outbox and keys"
+                    )
+                    return Result(Status.CONFLICT, table, seq, reason=reason, alarm="seq_conflict")
+                reason = f"seq {seq} was already applied (a resend): acknowledged again"
+                return Result(Status.DUPLICATE, table, seq, ack=acked, reason=reason)
             if seq > acked + 1:
                 db.execute("ROLLBACK")
-                return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1)
+                reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
+                return Result(
+                    Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason
+                )
             self._changed: list[str] = []
             db.execute("SAVEPOINT work")
+            alarm = None
             try:
                 if db.execute(
                     "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
                 ).fetchone():
                     reason = f"key {message['key']!r} was already applied (a replay)"
-                    raise _Refused(reason, self._claim_refusal(message, reason))
+                    raise _Refused("key_replay", reason, self._claim_refusal(message, reason))
                 awards = getattr(self, f"_apply_{kind}")(message)
                 db.execute("RELEASE work")
                 status, reason = Status.APPLIED, None
@@ -276,11 +360,12 @@ class Ledger:
                 for award in refused.awards:
                     self._insert_award(award)
                 status, reason, awards = Status.REFUSED, refused.reason, refused.awards
+                alarm = refused.alarm
             db.execute(
-                "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
+                " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (table, seq, message["key"], kind, message["boot"], status.value, reason,
-                 json.dumps(message, sort_keys=True)),
+                 json.dumps(message, sort_keys=True), content),
             )  # fmt: skip
             db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
             db.execute("COMMIT")
@@ -288,7 +373,9 @@ class Ledger:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        return Result(status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed))
+        return Result(
+            status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
+        )
 
     def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction):
         self._db.execute(
@@ -309,28 +396,118 @@ class Ledger:
 
     def _insert_award(self, a: Award) -> None:
         self._db.execute(
-            "INSERT INTO awards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-            (a.award_id, a.pool, a.table, a.claim_seq, a.claim_key, a.round, a.spot, a.meter,
-             a.amount, a.state, a.order, a.reason),
+            f"INSERT INTO awards ({_AWARD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (a.award_id, a.table, a.state, a.claim_seq, a.claim_key, a.round, a.spot, a.pool,
+             a.meter, a.amount, a.order, a.reason, a.meter_before),
         )  # fmt: skip
+
+    # -- the terms of a table's game -------------------------------------------------------
+
+    def _profile(self, table: str, game: str, alarm: str) -> HouseRules:
+        """The profile ``game``, which ``table`` must be allowed to run."""
+        allowed = self.config.games_for(table)
+        if allowed is not None and game not in allowed:
+            raise _Refused(
+                alarm,
+                f"table {table} may run only {', '.join(allowed)}, not {game!r}: list the game "
+                "under the table's or its property's games in the jackpot config if approved",
+            )
+        if game not in self._games:
+            try:
+                if game.endswith(".toml"):  # load_game would take it for a file path
+                    raise ProfileError(game, "", None, "a profile name, not a file")
+                self._games[game] = load_game(game)
+            except ProfileError as exc:
+                raise _Refused(alarm, f"game {game!r} is not a known profile: {exc}") from None
+        return self._games[game]
+
+    def _wager_terms(
+        self, table: str, p: dict[str, Any], alarm: str
+    ) -> tuple[HouseRules, Any, ProgressivePool]:
+        """The game's profile, its side bet for the payload's wager and the pool it feeds;
+        the stake must be the wager the game fixes. Refused (``alarm``) otherwise."""
+        profile = self._profile(table, p["game"], alarm)
+        game, wager = p["game"], p["wager"]
+        rules = getattr(profile.side_bets, wager) if wager in PROGRESSIVE_WAGERS else None
+        if rules is None:
+            raise _Refused(alarm, f"game {game!r} has no progressive wager {wager!r}")
+        if rules.pool != p["pool"]:
+            raise _Refused(
+                alarm, f"game {game!r} feeds its {wager} wager to pool {rules.pool!r}, "
+                f"not {p['pool']!r}"
+            )  # fmt: skip
+        pool = self.config.pools.get(p["pool"])
+        if not isinstance(pool, ProgressivePool) or wager not in pool.wagers:
+            raise _Refused(alarm, f"no progressive pool {p['pool']!r} fed by wager {wager!r}")
+        if p["stake"] != rules.wager:  # the profile fixes the wager (Blazing 7's: $5)
+            raise _Refused(
+                alarm, f"stake {p['stake']} cents is not the {rules.wager} cent {wager} "
+                f"wager game {game!r} fixes"
+            )  # fmt: skip
+        return profile, rules, pool
+
+    def _reported(self, table: str, rnd: int) -> int | None:
+        """The seq of the table's applied round_result for round ``rnd``."""
+        row = self._db.execute(
+            "SELECT seq FROM round_results WHERE table_id=? AND round=?", (table, rnd)
+        ).fetchone()
+        return row[0] if row else None
+
+    # -- the kinds ---------------------------------------------------------------------------
 
     def _apply_contribution(self, message: dict[str, Any]) -> list[Award]:
         table, seq, p = message["table"], message["seq"], message["payload"]
-        pool = self.config.progressive_for(p["wager"])
-        if pool is None or pool.name != p["pool"]:
-            raise _Refused(f"no progressive pool {p['pool']!r} fed by wager {p['wager']!r}")
+        terms = "contribution_terms"
+        profile, _, pool = self._wager_terms(table, p, terms)
+        eligible = profile.mystery.offered and p["wager"] in profile.mystery.eligible_wagers
+        if p["mystery"] != eligible:
+            raise _Refused(
+                terms, f"game {p['game']!r} makes the {p['wager']} wager "
+                f"{'' if eligible else 'not '}eligible for the Mystery; the contribution says "
+                f"mystery={json.dumps(p['mystery'])}"
+            )  # fmt: skip
+        mystery = self.config.mystery_for(p["wager"]) if eligible else None
+        if eligible and mystery is None:
+            raise _Refused(terms, f"no Mystery pool is fed by wager {p['wager']!r}")
+        if (reported := self._reported(table, p["round"])) is not None:
+            raise _Refused(
+                terms, f"round {p['round']} was already reported (seq {reported}): a "
+                "contribution comes at no more bets, before the round's result"
+            )  # fmt: skip
+        row = self._db.execute(
+            "SELECT seq FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
+            (table, p["round"], p["spot"], pool.name),
+        ).fetchone()
+        if row is not None:
+            raise _Refused(
+                "contribution_duplicate", f"round {p['round']} spot {p['spot']} already "
+                f"contributed to {pool.name} (seq {row[0]}): one contribution per spot and round"
+            )  # fmt: skip
+        self._db.execute(
+            "INSERT INTO contributions VALUES (?, ?, ?, ?, ?)",
+            (table, p["round"], p["spot"], pool.name, seq),
+        )
         added = contribution(pool, p["stake"])
         self._move(pool.name, table, seq, "contribution", added)
         self._set_meter(pool.name, self.meter(pool.name) + added)
-        mystery = self.config.mystery_for(p["wager"]) if p["mystery"] else None
         if mystery is None:
             return []
         added = contribution(mystery, p["stake"])
+        meter = self.meter(mystery.name)
+        if problem := mystery_ceiling_problem(mystery, added):
+            raise _Refused(
+                "mystery_ceiling",
+                f"{mystery.name}: {problem} ({mystery.must_hit_by} cents): the pool's "
+                "contribution is too large for its range; fix the jackpot config",
+            )
         self._move(mystery.name, table, seq, "contribution", added)
         (trigger, cycle) = self._db.execute(
             "SELECT trigger_cents, cycle FROM mystery WHERE pool=?", (mystery.name,)
         ).fetchone()
-        step = mystery_step(mystery, self.meter(mystery.name), added, trigger)
+        try:
+            step = mystery_step(mystery, meter, added, trigger)
+        except ValueError as exc:  # only after a restart above a fresh trigger
+            raise _Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
         del trigger
         if not step.hit:
             self._set_meter(mystery.name, step.meter)
@@ -345,17 +522,26 @@ class Ledger:
             (draw_trigger(mystery, self._randbelow), cycle + 1, mystery.name),
         )
         award = Award(f"{table}/{seq}", table, "offered", seq, message["key"], p["round"],
-                      p["spot"], mystery.name, "100% of meter", step.award, order)  # fmt: skip
+                      p["spot"], mystery.name, "100% of meter", step.award, order, None,
+                      step.award)  # fmt: skip
         self._insert_award(award)
         return [award]
 
-    def _rules(self, game: str) -> Any:
-        if game not in self._games:
-            try:
-                self._games[game] = load_game(game).side_bets.blazing_7s
-            except ProfileError as exc:
-                raise _Refused(f"game {game!r}: {exc}") from None
-        return self._games[game]
+    def _apply_round_result(self, message: dict[str, Any]) -> list[Award]:
+        """Recorded as the proof of the round's cards; no money moves."""
+        table, p = message["table"], message["payload"]
+        profile = self._profile(table, p["game"], "round_result_terms")
+        if (reported := self._reported(table, p["round"])) is not None:
+            raise _Refused(
+                "round_result_duplicate",
+                f"round {p['round']} was already reported (seq {reported}): one result a round",
+            )
+        if problem := _cards_problem(p, profile.shoe.decks):
+            raise _Refused("round_result_cards", problem)
+        self._db.execute(
+            "INSERT INTO round_results VALUES (?, ?, ?)", (table, p["round"], message["seq"])
+        )
+        return []
 
     @staticmethod
     def _claim_refusal(message: dict[str, Any], reason: str) -> tuple[Award, ...]:
@@ -369,79 +555,136 @@ class Ledger:
     def _apply_hit_claim(self, message: dict[str, Any]) -> list[Award]:
         table, seq, p = message["table"], message["seq"], message["payload"]
 
-        def refuse(reason: str) -> _Refused:
-            return _Refused(reason, self._claim_refusal(message, reason))
+        def refuse(alarm: str, reason: str) -> _Refused:
+            return _Refused(alarm, reason, self._claim_refusal(message, reason))
 
-        pool = self.config.pools.get(p["pool"])
-        if not isinstance(pool, ProgressivePool) or p["wager"] not in pool.wagers:
-            raise refuse(f"no progressive pool {p['pool']!r} for wager {p['wager']!r}")
+        try:
+            profile, rules, pool = self._wager_terms(table, p, "claim_terms")
+        except _Refused as exc:
+            raise refuse(exc.alarm, exc.reason) from None
         if p["meter"] not in pool.lines:
-            raise refuse(f"{p['meter']!r} is not a line of pool {pool.name!r}")
-        rules = self._rules(p["game"])
-        if rules is None or rules.pool != pool.name or p["wager"] != blazing_7s.BET:
-            raise refuse(f"game {p['game']!r} has no {p['wager']} wager on pool {pool.name!r}")
-        if p["stake"] != rules.wager:
-            raise refuse(f"stake {p['stake']} is not the game's {rules.wager} cent wager")
+            raise refuse("claim_terms", f"{p['meter']!r} is not a line of pool {pool.name!r}")
+        if p["wager"] != blazing_7s.BET:  # pragma: no cover - the only progressive wager
+            raise refuse("claim_terms", f"no evaluator for wager {p['wager']!r}")
+        # the proof: the round as the table reported it before the claim
+        rnd, spot_no = p["round"], p["spot"]
+        row = self._db.execute(
+            "SELECT a.message FROM round_results r JOIN applied a"
+            " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
+            (table, rnd),
+        ).fetchone()
+        if row is None:
+            raise refuse(
+                "claim_unproven", f"round {rnd} has no round_result from {table}: a table "
+                "publishes the round's result, with every spot's cards, before its claims"
+            )  # fmt: skip
+        result = json.loads(row[0])["payload"]
+        if result["game"] != p["game"]:
+            raise refuse("claim_unproven", f"round {rnd} was reported as {result['game']!r}")
+        spot = next((s for s in result["spots"] if s["spot"] == spot_no), None)
+        dealer = result["dealer"]
+        if spot is None or p["cards"] != spot["first_two"] or dealer[:1] != [p["up_card"]]:
+            shown = f"{spot['first_two'] if spot else 'no cards'} and up card {dealer[:1]}"
+            raise refuse(
+                "claim_cards", f"the claim's cards {p['cards']} and up card {p['up_card']} are "
+                f"not round {rnd} spot {spot_no} as reported: {shown}"
+            )  # fmt: skip
+        if problem := _cards_problem(result, profile.shoe.decks):
+            raise refuse("claim_cards", problem)
+        if not any(
+            (s["spot"], s["wager"], s.get("pool"), s.get("meter"), s["stake"], s["outcome"])
+            == (spot_no, p["wager"], pool.name, p["meter"], p["stake"], "win")
+            and s["reason"] == p["line"]
+            for s in result["settlements"]
+        ):
+            raise refuse(
+                "claim_unproven", f"round {rnd}'s result settled no {p['line']!r} "
+                f"({p['meter']}) on spot {spot_no}'s {p['wager']} wager of pool {pool.name}"
+            )  # fmt: skip
         if not self._db.execute(
-            "SELECT 1 FROM movements m JOIN applied a ON a.table_id=m.table_id AND a.seq=m.seq"
-            " WHERE m.pool=? AND m.table_id=? AND m.what='contribution'"
-            " AND json_extract(a.message, '$.payload.round')=?"
-            " AND json_extract(a.message, '$.payload.spot')=?",
-            (pool.name, table, p["round"], p["spot"]),
+            "SELECT 1 FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
+            (table, rnd, spot_no, pool.name),
         ).fetchone():
-            raise refuse(f"no contribution from round {p['round']} spot {p['spot']}")
+            raise refuse("claim_unproven", f"no contribution from round {rnd} spot {spot_no}")
         if self._db.execute(
             "SELECT 1 FROM awards WHERE table_id=? AND round=? AND spot=? AND pool=?"
             " AND state!='refused'",
-            (table, p["round"], p["spot"], pool.name),
+            (table, rnd, spot_no, pool.name),
         ).fetchone():
-            raise refuse(f"round {p['round']} spot {p['spot']} was already awarded")
+            raise refuse("claim_duplicate", f"round {rnd} spot {spot_no} was already awarded")
         try:
             first_two = parse_cards(" ".join(p["cards"]))
             (up_card,) = parse_cards(p["up_card"])
-            result = blazing_7s.evaluate(first_two, up_card, rules)
+            won = blazing_7s.evaluate(first_two, up_card, rules)
         except (CardError, ValueError) as exc:
-            raise refuse(f"cards not evaluable: {exc}") from None
-        if not result.wins or not isinstance(result.pays, MeterShare):
-            raise refuse(f"the cards do not qualify for {p['meter']!r}: {result.label}")
-        if result.pays.percent != parse_share(p["meter"]):
-            raise refuse(f"the cards make {result.label!r} ({result.pays}), not {p['meter']!r}")
+            raise refuse("claim_cards", f"cards not evaluable: {exc}") from None
+        if not won.wins or not isinstance(won.pays, MeterShare):
+            raise refuse("claim_cards", f"the cards do not qualify for {p['meter']!r}: {won.label}")
+        if won.pays.percent != parse_share(p["meter"]):
+            raise refuse(
+                "claim_cards", f"the cards make {won.label!r} ({won.pays}), not {p['meter']!r}"
+            )
         meter = self.meter(pool.name)
-        amount = share_award(meter, result.pays.percent)
+        before = math.floor(meter)  # the whole cents the award is a share of
+        amount = share_award(Fraction(before), won.pays.percent)
         if amount < 1:
-            raise refuse("the meter holds less than a cent")
+            raise refuse("claim_terms", "the meter holds less than a cent")
         self._move(pool.name, table, seq, "award", Fraction(-amount))
         after = meter - amount
-        if result.pays.percent == 100:
+        if won.pays.percent == 100:
             self._move(pool.name, table, seq, "seed", Fraction(pool.reset))
             after += pool.reset
         order = self._hits(pool.name) + 1
         self._set_meter(pool.name, after, hit=True)
-        offered = Award(f"{table}/{seq}", table, "offered", seq, message["key"], p["round"],
-                        p["spot"], pool.name, p["meter"], amount, order)  # fmt: skip
+        offered = Award(f"{table}/{seq}", table, "offered", seq, message["key"], rnd, spot_no,
+                        pool.name, p["meter"], amount, order, None, before)  # fmt: skip
         self._insert_award(offered)
         return [offered]
 
     def _apply_award_confirm(self, message: dict[str, Any]) -> list[Award]:
-        p = message["payload"]
-        row = self._db.execute("SELECT * FROM awards WHERE award_id=?", (p["award_id"],))
-        row = row.fetchone()
+        p, alarm = message["payload"], "confirm_mismatch"
+        row = self._db.execute(
+            f"SELECT {_AWARD_COLUMNS} FROM awards WHERE award_id=?", (p["award_id"],)
+        ).fetchone()
         if row is None:
-            raise _Refused(f"no award {p['award_id']!r}")
-        award = self._award_row(row)
+            raise _Refused(alarm, f"no award {p['award_id']!r}")
+        award = Award(*row)
         if award.table != message["table"]:
-            raise _Refused(f"award {award.award_id!r} belongs to another table")
+            raise _Refused(alarm, f"award {award.award_id!r} belongs to another table")
         if award.state != "offered":
-            raise _Refused(f"award {award.award_id!r} is {award.state}, not offered")
+            raise _Refused(alarm, f"award {award.award_id!r} is {award.state}, not offered")
         if (p["amount"], p["pool"], p["round"], p["spot"]) != (
             award.amount, award.pool, award.round, award.spot
         ):  # fmt: skip
-            raise _Refused(f"the confirm does not match award {award.award_id!r}")
+            raise _Refused(alarm, f"the confirm does not match award {award.award_id!r}")
         self._db.execute(
             "UPDATE awards SET state='committed', confirm_seq=? WHERE award_id=?",
             (message["seq"], award.award_id),
         )
         return [Award(**{**vars(award), "state": "committed"})]
 
-    def _apply_round_result(self, message: dict[str, Any]) -> list[Award]:
-        return []  # recorded in ``applied``; no money moves
+
+def _cards_problem(result: dict[str, Any], decks: int) -> str | None:
+    """What makes a round_result payload's cards impossible in a shoe of ``decks`` decks:
+    a spot listed twice, first two cards that are not among the spot's hands, or a card
+    dealt (dealer and every hand) more often than the shoe holds it. None if possible."""
+    counts: Counter[str] = Counter(result["dealer"])
+    spots: set[int] = set()
+    for spot in result["spots"]:
+        if spot["spot"] in spots:
+            return f"round {result['round']}: spot {spot['spot']} is listed twice"
+        spots.add(spot["spot"])
+        held = Counter(card for hand in spot["hands"] for card in hand)
+        if Counter(spot["first_two"]) - held:
+            return (
+                f"round {result['round']}: spot {spot['spot']}'s first two cards "
+                f"{spot['first_two']} are not in its hands {spot['hands']}"
+            )
+        counts += held
+    for card, count in sorted(counts.items()):
+        if count > decks:
+            return (
+                f"round {result['round']}: card {card} was dealt {count} times; a {decks}-deck "
+                f"shoe holds it {decks} times"
+            )
+    return None

@@ -443,26 +443,28 @@ class MysteryStep:
         return f"MysteryStep(hit={self.hit})"
 
 
-def mystery_ceiling_problem(pool: MysteryPool, meter: Fraction, added: Fraction) -> str | None:
-    """Why adding ``added`` could leave the meter at or past ``must_hit_by``, or None.
+def mystery_ceiling_problem(pool: MysteryPool, added: Fraction) -> str | None:
+    """Why a contribution of ``added`` could leave the meter at or past ``must_hit_by``, or
+    None.
 
-    Decided without the trigger, for every trigger the range allows, so a refusal tells
-    nothing about the secret: without a hit the meter stays below the trigger (at most
-    ``must_hit_by``); with one it restarts at the seed plus the excess over the trigger,
-    largest for the lowest trigger, ``must_hit_from``.
+    Decided without the trigger, so a refusal tells nothing about the secret. Without a hit
+    the meter stays below the trigger, at most ``must_hit_by``; with one it restarts at the
+    seed plus the excess over the trigger, which is less than ``added`` (the meter was below
+    the trigger): so ``seed + added <= must_hit_by`` keeps it below. A contribution larger
+    than that is too large for the pool's range, whatever the trigger.
 
     >>> pool = MysteryPool("m", Fraction(1, 2), 100, 100, 200, ("b7",))
-    >>> mystery_ceiling_problem(pool, Fraction(150), Fraction(49)) is None
+    >>> mystery_ceiling_problem(pool, Fraction(100)) is None
     True
-    >>> mystery_ceiling_problem(pool, Fraction(150), Fraction(50))
-    'this contribution could take the meter to must_hit_by or past it after a hit'
+    >>> mystery_ceiling_problem(pool, Fraction(201, 2))
+    'a contribution of 201/2 cents could restart the meter after a hit at must_hit_by or above'
     """
-    reached = meter + added
-    if reached < pool.must_hit_from:
+    if pool.seed + added <= pool.must_hit_by:
         return None
-    if pool.seed + (reached - pool.must_hit_from) < pool.must_hit_by:
-        return None
-    return "this contribution could take the meter to must_hit_by or past it after a hit"
+    return (
+        f"a contribution of {added} cents could restart the meter after a hit at must_hit_by "
+        "or above"
+    )
 
 
 def mystery_step(pool: MysteryPool, meter: Fraction, added: Fraction, trigger: int) -> MysteryStep:
