@@ -17,9 +17,11 @@ from controller.config import (
     check_config,
     check_config_file,
     check_paths,
+    link_keys,
     load_table_config,
     read_password,
 )
+from controller.link.signing import make_link_key
 from controller.web.auth import hash_password
 from drivers.gpio_pins import load_pin_map
 
@@ -65,10 +67,13 @@ def on_this_machine(tmp_path: Path, password: str = "s3cret\n") -> Path:
     secret.write_text(password, encoding="utf-8")
     ca = tmp_path / "ca.crt"
     ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    key = tmp_path / "link-signing.key"
+    make_link_key(key, "hcm-bj-07-1")
     return write(
         tmp_path,
         ('"/etc/table-controller/mqtt-password"', f'"{secret}"'),
         ('"/etc/table-controller/ca.crt"', f'"{ca}"'),
+        ('"/etc/table-controller/link-signing.key"', f'"{key}"'),
         ('"/var/lib/table-controller"', '"data"'),  # relative: beside the config file
     )
 
@@ -546,6 +551,58 @@ def test_check_paths_names_a_missing_ca_and_a_data_dir_that_is_a_file(tmp_path):
     assert got[("table", "data_dir")] == f"{tmp_path / 'data'} is not a folder"
     (tmp_path / "ca.crt").unlink()
     assert "cannot read" in check_paths(config)[0].problem
+
+
+def test_the_link_signing_key_is_checked_before_the_table_runs(tmp_path):
+    config = load_table_config(on_this_machine(tmp_path))
+    signer, verifier = link_keys(config)
+    assert signer.key_id == "hcm-bj-07-1" and list(verifier.keys) == ["jackpot-1"]
+    key = tmp_path / "link-signing.key"
+    key.chmod(0o644)  # others may read it: refused, with the fix
+    (error,) = check_paths(config)
+    assert (error.section, error.key) == ("mqtt", "signing_key")
+    assert "chmod 600" in error.problem and "others may read it" in error.problem
+    key.unlink()
+    (error,) = check_paths(config)
+    assert "table-controller link-key --out" in error.problem
+    result = run_cli("check-config", str(tmp_path / "table.toml"))
+    assert result.returncode == 2 and "[mqtt] key 'signing_key'" in result.stderr
+
+
+def test_controller_keys_are_required_to_run_and_checked_when_given(tmp_path):
+    path = on_this_machine(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if x.startswith("controller_keys"))
+    path.write_text(text.replace(line, ""), encoding="utf-8")
+    config = load_table_config(path)  # the file reads; the link cannot start
+    (error,) = check_paths(config)
+    assert (error.key, "missing") == ("controller_keys", error.problem.split(":")[0])
+    for bad, words in (
+        ('controller_keys = { "jackpot-1" = "not base64!" }', "not a public key"),
+        ('controller_keys = { "jackpot-1" = "AAAA" }', "holds 3 bytes"),
+        ('controller_keys = { "bad id!" = "AAAA" }', "key id"),
+        ("controller_keys = 5", "must list"),
+    ):
+        path.write_text(text.replace(line, bad), encoding="utf-8")
+        (error,) = errors_of(path)
+        assert error.key == "controller_keys" and words in str(error), (bad, str(error))
+
+
+def test_link_key_makes_a_private_key_only_its_owner_reads(tmp_path):
+    path = on_this_machine(tmp_path)
+    (tmp_path / "link-signing.key").unlink()
+    result = run_cli("link-key", "--config", str(path))
+    assert result.returncode == 0, result.stderr
+    key = tmp_path / "link-signing.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    public = re.search(r"public key: (\S+)", result.stdout)[1]
+    assert "[tables.hcm-bj-07]" in result.stdout
+    assert f'keys = {{ "hcm-bj-07-1" = "{public}" }}' in result.stdout
+    signer, _ = link_keys(load_table_config(path))
+    assert signer.public_key == public
+    again = run_cli("link-key", "--config", str(path))  # never overwrites a key
+    assert again.returncode == 2 and "never overwritten" in again.stderr
+    assert link_keys(load_table_config(path))[0].public_key == public
 
 
 # -- other kinds -----------------------------------------------------------------------------
