@@ -20,13 +20,14 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   subscription, so its stream may have gone to no one); a will (or any
   status) from a boot older than the table's latest is logged and ignored;
 - publishes each pool's meter retained on ``bj/v1/meters/{pool}``, coalesced to at most
-  ``meter_rate`` messages per second per pool (the latest value always goes out).
-
+  ``meter_rate`` messages per second per pool (the latest value always goes out);
 - checks every table message's Ed25519 signature against that table's keys in the config
   before the ledger sees it, and signs everything it publishes (controller/link/signing.py);
-- raises an alarm (log line ``ALARM``, ``health()["alarms"]``, the systemd status line) for
-  every message it refuses: a bad signature, a malformed or unknown-table message, a
-  contribution off the game's terms, an unproven claim, a sequence reused with other content.
+- raises an alarm (log line ``ALARM``, the alarm log in the ledger file that
+  ``jackpot-controller alarms`` lists and ``ack-alarm`` acknowledges, ``health()``, the
+  systemd status line) for every message it refuses: a bad signature, a malformed or
+  unknown-table message, a contribution off the game's terms, an unproven claim, a sequence
+  reused with other content.
 
 The Must-Hit-By Mystery trigger never leaves the ledger: nothing here reads it.
 See docs/jackpot/controller.md ("Service").
@@ -59,6 +60,7 @@ from paho.mqtt.properties import Properties
 from controller import sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
+from controller.jackpot.alarms import AlarmLog, AlarmLogError
 from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
 from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 from controller.link.messages import (
@@ -149,7 +151,7 @@ class JackpotService:
         self.config = config
         self.signer = signer
         self._verifiers = {
-            table: Verifier(keys) for table, keys in getattr(config, "table_keys", {}).items()
+            table: Verifier(keys) for table, keys in config.table_keys.items()
         }
         self.ledger_path = Path(ledger_path)
         self.host, self.port = host, port
@@ -168,6 +170,8 @@ class JackpotService:
         self._counts: Counter[str] = Counter()
         self._alarms: deque[dict[str, Any]] = deque(maxlen=ALARMS_KEPT)
         self._alarm_counts: Counter[str] = Counter()
+        self._alarm_log: AlarmLog | None = None
+        self._open_alarms = 0
         self._connected = False
         self._online = threading.Event()
         self._stop = threading.Event()
@@ -201,8 +205,9 @@ class JackpotService:
     def health(self) -> dict[str, Any]:
         """``connected``, ``boot``, ``counts`` (applied, refused, duplicate, gap, resend, ack,
         award, meter, malformed, unknown_table, signature, conflict, stale_status, puback,
-        ledger_error...), ``alarm_counts`` by kind and ``alarms``: the last
-        :data:`ALARMS_KEPT`, oldest first, each ``{kind, table, seq, detail, t}``."""
+        ledger_error...), ``alarm_counts`` by kind since this start, ``alarms``: the last
+        :data:`ALARMS_KEPT`, oldest first, each ``{kind, table, seq, detail, t}``, and
+        ``open_alarms``: the alarm log's rows no technician has acknowledged yet."""
         with self._lock:
             return {
                 "connected": self._connected,
@@ -210,6 +215,7 @@ class JackpotService:
                 "counts": dict(self._counts),
                 "alarm_counts": dict(self._alarm_counts),
                 "alarms": list(self._alarms),
+                "open_alarms": self._open_alarms,
             }
 
     def wait_online(self, timeout: float = 10.0) -> bool:
@@ -239,10 +245,18 @@ class JackpotService:
     def _alarm(self, kind: str, table: str | None, seq: Any, detail: str) -> None:
         """A refused message a technician must see: logged, kept for health(), counted."""
         entry = {"kind": kind, "table": table, "seq": seq, "detail": detail, "t": self._ms()}
+        log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
+        open_alarms = self._open_alarms
+        if self._alarm_log is not None:
+            try:
+                self._alarm_log.raise_alarm(kind, table, seq, detail)
+                open_alarms = self._alarm_log.open_count()
+            except (AlarmLogError, sqlite3.Error):  # the refusal stands; the log says why
+                log.exception("could not write the alarm to the alarm log")
         with self._lock:
             self._alarms.append(entry)
             self._alarm_counts[kind] += 1
-        log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
+            self._open_alarms = open_alarms
 
     def _status(self, state: str) -> bytes:
         message = {"v": VERSION, "state": state, "boot": self.boot, "sent_t": self._ms()}
@@ -284,6 +298,9 @@ class JackpotService:
 
     def _run(self) -> None:
         self._ledger = Ledger(self.ledger_path, self.config, randbelow=self._randbelow)
+        self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms)
+        with self._lock:
+            self._open_alarms = self._alarm_log.open_count()
         self._load_boots()
         socket_up = False
         try:
@@ -303,6 +320,7 @@ class JackpotService:
                     continue
                 if self._connected:
                     self._flush_meters()
+                self._flush_alarms()
             if socket_up and self._connected:
                 self._say_goodbye()
         except Exception:
@@ -313,6 +331,23 @@ class JackpotService:
                 self._client.disconnect()
             self._set_connected(False)
             self._ledger.close()
+            with contextlib.suppress(AlarmLogError, sqlite3.Error):
+                self._alarm_log.close()
+
+    def _flush_alarms(self) -> None:
+        """Write counted repeats of open alarms when due; refresh the open count (a
+        technician may acknowledge them from another process)."""
+        alarm_log = self._alarm_log
+        if time.monotonic() - alarm_log._flushed < alarm_log.flush_s:
+            return
+        try:
+            alarm_log.flush()
+            open_alarms = alarm_log.open_count()
+        except (AlarmLogError, sqlite3.Error):
+            log.exception("could not write the alarm log")
+            return
+        with self._lock:
+            self._open_alarms = open_alarms
 
     def _set_connected(self, value: bool) -> None:
         with self._lock:
@@ -429,15 +464,15 @@ class JackpotService:
         if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
             self._alarm(status.name.lower(), table, body["seq"], f"{body['kind']}: {result.reason}")
             return
-        if status.value == "conflict":  # the seq was applied with other content: no ack owed
-            alarm = getattr(result, "alarm", None) or "seq_conflict"
+        if status is Status.CONFLICT:  # the seq was applied with other content: no ack owed
+            alarm = result.alarm or "seq_conflict"
             self._alarm(alarm, table, body["seq"], f"{body['kind']}: {result.reason}")
             return
         if status is Status.GAP:
             self._ask_resend(table, result.resend_from)
             return
         if status is Status.REFUSED:
-            alarm = getattr(result, "alarm", None) or f"{body['kind']}_refused"
+            alarm = result.alarm or f"{body['kind']}_refused"
             self._alarm(alarm, table, body["seq"], f"{body['kind']} refused: {result.reason}")
         self._send_ack(table, result.ack)
         for award in result.awards:
@@ -570,10 +605,60 @@ def link_key_main(argv: list[str]) -> int:
     return 0
 
 
+def alarms_main(argv: list[str], acknowledge: bool) -> int:
+    """``jackpot-controller alarms --ledger PATH [--all] [--json]`` and
+    ``jackpot-controller ack-alarm --ledger PATH ID|all --by NAME``."""
+    name = "ack-alarm" if acknowledge else "alarms"
+    p = argparse.ArgumentParser(
+        prog=f"jackpot-controller {name}",
+        description="Acknowledge an alarm of the alarm log (ID, or all), with your name."
+        if acknowledge
+        else "The alarms of the jackpot controller's alarm log (in its ledger file), newest "
+        "first: what was refused, from which table, how often.",
+    )
+    p.add_argument("--ledger", required=True, help="the ledger file the controller runs on")
+    if acknowledge:
+        p.add_argument("alarm", help="the alarm's id (from jackpot-controller alarms), or all")
+        p.add_argument("--by", required=True, help="your name or badge, kept with the alarm")
+    else:
+        p.add_argument("--all", action="store_true", help="acknowledged ones too (history)")
+        p.add_argument("--json", action="store_true", help="one JSON object per line")
+    args = p.parse_args(argv)
+    if not Path(args.ledger).is_file():
+        p.exit(2, f"jackpot-controller {name}: no ledger file {args.ledger}\n")
+    try:
+        with AlarmLog(args.ledger) as alarm_log:
+            if acknowledge:
+                which = 0 if args.alarm == "all" else int(args.alarm)
+                done = alarm_log.acknowledge(which, args.by)
+                print(f"acknowledged {done} alarm(s) for {args.by.strip()}")
+                return 0
+            rows = alarm_log.rows(include_acked=args.all)
+    except ValueError:
+        p.exit(2, f"jackpot-controller {name}: {args.alarm!r} is not an alarm id or 'all'\n")
+    except (AlarmLogError, sqlite3.Error) as exc:
+        p.exit(2, f"jackpot-controller {name}: {exc}\n")
+    for row in rows:
+        if args.json:
+            print(json.dumps(row.to_dict()))
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_t / 1000))
+        state = f"acknowledged by {row.acked_by}" if row.acked_by else "OPEN"
+        print(
+            f"#{row.id} {when} {row.kind} from {row.table or '?'} (seq {row.seq}), "
+            f"{row.count}x: {row.detail} [{state}]"
+        )
+    if not rows and not args.json:
+        print("no open alarms" if not args.all else "no alarms")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
+    if argv[:1] in (["alarms"], ["ack-alarm"]):
+        return alarms_main(argv[1:], acknowledge=argv[0] == "ack-alarm")
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -591,8 +676,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"jackpot-controller: cannot read --password-file: {exc}\n")
     if not password:
         parser.exit(2, f"jackpot-controller: --password-file {args.password_file} is empty\n")
-    key_path = args.signing_key or getattr(config, "link_signing_key", None) or DEFAULT_SIGNING_KEY
-    key_id = args.key_id or getattr(config, "link_key_id", None) or "jackpot-1"
+    key_path = args.signing_key or config.link_signing_key or DEFAULT_SIGNING_KEY
+    key_id = args.key_id or config.link_key_id or "jackpot-1"
     try:
         signer = Signer(key_id, load_signing_key(key_path))
     except SigningKeyError as exc:
@@ -601,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
             f"jackpot-controller: {exc}\n  make it with: jackpot-controller link-key --out "
             f"{key_path} --key-id {key_id}\n",
         )
-    missing = sorted(t for t in config.tables if not getattr(config, "table_keys", {}).get(t))
+    missing = sorted(t for t in config.tables if not config.table_keys.get(t))
     if missing:
         log.warning(
             "no public key in the config for %d table(s) (%s): every message from them is "
@@ -641,10 +726,14 @@ def main(argv: list[str] | None = None) -> int:
                 state = "the service thread died: watchdog pings stopped"
             elif service.health()["connected"]:
                 state = f"connected to {broker}"
-                alarms = service.health()["alarm_counts"]
-                if alarms:
-                    kinds = ", ".join(f"{k} x{n}" for k, n in sorted(alarms.items()))
-                    state += f"; ALARMS {sum(alarms.values())}: {kinds} (see the log)"
+                health = service.health()
+                if health["open_alarms"]:
+                    counts = sorted(health["alarm_counts"].items())
+                    kinds = ", ".join(f"{k} x{n}" for k, n in counts)
+                    state += (
+                        f"; {health['open_alarms']} OPEN ALARMS ({kinds or 'from before'}): "
+                        f"jackpot-controller alarms --ledger {ledger}"
+                    )
             else:
                 state = f"waiting for the broker at {broker}"
             if state != shown:

@@ -1,0 +1,190 @@
+"""The jackpot controller's alarm log: every refused message a technician must see, kept in the
+ledger file until someone acknowledges it.
+
+One row per open alarm of a kind from a table (``signature`` from ``hcm-bj-07``): a repeat
+while it is open adds to its ``count`` and updates ``last_t``, ``seq`` and ``detail``, so a
+flood of forged messages is one row, not a full disk. A repeat is written at most every
+:attr:`AlarmLog.flush_s` seconds (the first of a kind at once), so a flood costs no fsync per
+message. ``jackpot-controller alarms`` lists them and ``jackpot-controller ack-alarm``
+acknowledges them with a name; acknowledged rows stay as the history.
+
+Its own SQLite connection on the ledger file (WAL, ``synchronous=FULL``), in its own table: a
+ledger transaction never waits for an alarm, and an alarm never rolls back with a refused
+message.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.errors import TableControllerError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS alarms (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, table_id TEXT,
+    first_t INTEGER NOT NULL, last_t INTEGER NOT NULL, count INTEGER NOT NULL,
+    seq INTEGER, detail TEXT NOT NULL, acked_by TEXT, acked_t INTEGER);
+CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
+"""
+DETAIL_MAX = 500
+
+
+class AlarmLogError(TableControllerError, OSError):
+    """The alarm log could not be read or written; the message names the file."""
+
+
+@dataclass(frozen=True)
+class AlarmRow:
+    """One alarm as a technician reads it; ``t`` values are ms since the epoch."""
+
+    id: int
+    kind: str
+    table: str | None
+    first_t: int
+    last_t: int
+    count: int
+    seq: int | None
+    detail: str
+    acked_by: str | None = None
+    acked_t: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+class AlarmLog:
+    """The alarms in the ledger file at ``path``. ``clock()`` gives ms since the epoch."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], int] = lambda: int(time.time() * 1000),
+        flush_s: float = 2.0,
+    ) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self.flush_s = flush_s
+        self._pending: dict[int, tuple[int, int, Any, str]] = {}  # id -> (count+, t, seq, detail)
+        self._open: dict[tuple[str, str | None], int] = {}  # (kind, table) -> id
+        self._flushed = time.monotonic()
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise AlarmLogError(f"{self.path}: cannot open the alarm log: {exc}") from None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self.flush()
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> AlarmLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- raising -------------------------------------------------------------------------
+
+    def raise_alarm(self, kind: str, table: str | None, seq: Any, detail: str) -> int:
+        """Record one occurrence; returns the alarm's id. A new alarm is written at once; a
+        repeat of an open one is added to it at the next :meth:`flush` (due after
+        ``flush_s``, and on close)."""
+        now, detail = self.clock(), str(detail)[:DETAIL_MAX]
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        alarm_id = self._open.get((kind, table))
+        if alarm_id is None:
+            row = self._db.execute(
+                "SELECT id FROM alarms WHERE acked_t IS NULL AND kind=? AND table_id IS ?",
+                (kind, table),
+            ).fetchone()
+            alarm_id = row[0] if row else None
+        if alarm_id is None:
+            cur = self._db.execute(
+                "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail)"
+                " VALUES (?, ?, ?, ?, 1, ?, ?)",
+                (kind, table, now, now, seq, detail),
+            )
+            alarm_id = int(cur.lastrowid)
+        else:
+            count = self._pending.get(alarm_id, (0,))[0] + 1
+            self._pending[alarm_id] = (count, now, seq, detail)
+        self._open[(kind, table)] = alarm_id
+        if time.monotonic() - self._flushed >= self.flush_s:
+            self.flush()
+        return alarm_id
+
+    def flush(self) -> None:
+        """Write the repeats counted since the last flush (one transaction)."""
+        self._flushed = time.monotonic()
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for alarm_id, (count, t, seq, detail) in pending.items():
+                cur = db.execute(
+                    "UPDATE alarms SET count=count+?, last_t=?, seq=?, detail=?"
+                    " WHERE id=? AND acked_t IS NULL",
+                    (count, t, seq, detail, alarm_id),
+                )
+                if cur.rowcount == 0:  # acknowledged meanwhile: the repeats are a new alarm
+                    kind, table = db.execute(
+                        "SELECT kind, table_id FROM alarms WHERE id=?", (alarm_id,)
+                    ).fetchone()
+                    db.execute(
+                        "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (kind, table, t, t, count, seq, detail),
+                    )
+                    self._open.pop((kind, table), None)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    # -- reading and acknowledging -------------------------------------------------------
+
+    def rows(self, *, include_acked: bool = False, limit: int = 200) -> list[AlarmRow]:
+        """Open alarms (and with ``include_acked`` the history), newest first."""
+        where = "" if include_acked else " WHERE acked_t IS NULL"
+        sql = f"SELECT * FROM alarms{where} ORDER BY last_t DESC, id DESC LIMIT ?"
+        return [AlarmRow(*row) for row in self._db.execute(sql, (limit,))]
+
+    def open_count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM alarms WHERE acked_t IS NULL").fetchone()[0]
+
+    def acknowledge(self, alarm_id: int, by: str) -> int:
+        """Acknowledge alarm ``alarm_id`` (0: every open one) for ``by``; returns how many.
+        AlarmLogError if ``by`` is empty or no such open alarm exists."""
+        by = by.strip()
+        if not by:
+            raise AlarmLogError("say who acknowledges: --by NAME (a name or badge)")
+        self.flush()
+        now = self.clock()
+        if alarm_id == 0:
+            cur = self._db.execute(
+                "UPDATE alarms SET acked_by=?, acked_t=? WHERE acked_t IS NULL", (by[:100], now)
+            )
+        else:
+            cur = self._db.execute(
+                "UPDATE alarms SET acked_by=?, acked_t=? WHERE id=? AND acked_t IS NULL",
+                (by[:100], now, alarm_id),
+            )
+            if cur.rowcount == 0:
+                raise AlarmLogError(
+                    f"no open alarm {alarm_id}: list them with jackpot-controller alarms"
+                )
+        self._open.clear()
+        return cur.rowcount

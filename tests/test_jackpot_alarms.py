@@ -1,0 +1,141 @@
+"""The jackpot controller's alarm log (controller/jackpot/alarms.py): what it refused stays in the
+ledger file until a technician acknowledges it, a flood is one row, and the command line
+lists and acknowledges them. Real SQLite with the production settings; the service test runs
+against a real Mosquitto."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from link_keys import controller_signer, jackpot_config, table_signer
+from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
+
+from controller.jackpot.alarms import AlarmLog, AlarmLogError
+from controller.jackpot.service import JackpotService
+from controller.link.messages import topic_for
+
+ROOT = Path(__file__).resolve().parent.parent
+T7 = TABLES[0]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 1_770_000_000_000
+
+    def __call__(self) -> int:
+        self.ms += 1000
+        return self.ms
+
+
+def test_repeats_of_an_open_alarm_are_one_row_with_a_count(tmp_path):
+    path = tmp_path / "ledger.db"
+    with AlarmLog(path, clock=Clock(), flush_s=3600) as log:
+        first = log.raise_alarm("signature", T7, 5, "unsigned")
+        for seq in range(6, 106):
+            assert log.raise_alarm("signature", T7, seq, f"unsigned {seq}") == first
+        other = log.raise_alarm("signature", "hcm-bj-01", 1, "bad key")
+        terms = log.raise_alarm("contribution_terms", T7, 200, "stake 10^15")
+        assert len({first, other, terms}) == 3
+    with AlarmLog(path) as log:  # the repeats were written at close
+        rows = {(r.kind, r.table): r for r in log.rows()}
+        flood = rows[("signature", T7)]
+        assert (flood.count, flood.seq, flood.detail) == (101, 105, "unsigned 105")
+        assert rows[("contribution_terms", T7)].count == 1
+        assert log.open_count() == 3
+
+
+def test_acknowledged_alarms_stay_as_history_and_a_repeat_opens_a_new_one(tmp_path):
+    path = tmp_path / "ledger.db"
+    with AlarmLog(path, clock=Clock(), flush_s=0) as log:
+        first = log.raise_alarm("signature", T7, 1, "unsigned")
+        log.raise_alarm("seq_conflict", T7, 2, "seq 2 with other content")
+        with pytest.raises(AlarmLogError, match="--by NAME"):
+            log.acknowledge(first, "  ")
+        with pytest.raises(AlarmLogError, match="no open alarm 999"):
+            log.acknowledge(999, "tech 12")
+        assert log.acknowledge(first, "tech 12") == 1
+        with pytest.raises(AlarmLogError, match=f"no open alarm {first}"):
+            log.acknowledge(first, "tech 12")  # twice: refused
+        again = log.raise_alarm("signature", T7, 3, "unsigned again")
+        assert again != first
+        assert [r.kind for r in log.rows()] == ["signature", "seq_conflict"]
+        assert log.acknowledge(0, "tech 12") == 2
+        assert log.rows() == [] and log.open_count() == 0
+        history = log.rows(include_acked=True)
+        assert {r.acked_by for r in history} == {"tech 12"} and len(history) == 3
+
+
+def test_a_repeat_after_someone_acknowledged_from_another_process_is_a_new_alarm(tmp_path):
+    path = tmp_path / "ledger.db"
+    service_log = AlarmLog(path, clock=Clock(), flush_s=3600)
+    first = service_log.raise_alarm("signature", T7, 1, "unsigned")
+    with AlarmLog(path) as technician:
+        assert technician.acknowledge(first, "tech 7") == 1
+    service_log.raise_alarm("signature", T7, 2, "unsigned, later")  # counted as a repeat...
+    service_log.close()  # ...but its row was acknowledged: the flush opens a new one
+    with AlarmLog(path) as log:
+        (row,) = log.rows()
+        assert (row.id != first, row.seq, row.count) == (True, 2, 1)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from controller.jackpot.service import main; "
+         "sys.exit(main(sys.argv[1:]))", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_forged_messages_are_alarms_in_the_ledger_file_a_technician_lists_and_acknowledges(
+    tmp_path,
+    broker,  # noqa: F811
+):
+    ledger = tmp_path / "ledger.db"
+    svc = JackpotService(jackpot_config(), ledger, broker.host, broker.port, CONTROLLER,
+                         broker.passwords[CONTROLLER], signer=controller_signer(),
+                         backoff=(0.05, 0.5))  # fmt: skip
+    raw = broker.client(T7)
+    try:
+        assert svc.wait_online(10)
+        topic = topic_for(T7, "contribution")
+        message = {"v": 1, "table": T7, "boot": 1, "seq": 1, "key": "k", "kind": "contribution",
+                   "sent_t": 1, "payload": {"round": 1, "game": "pa-standard", "spot": 1,
+                   "wager": "blazing_7s", "pool": "blazing_7s", "stake": 10**15,
+                   "mystery": True}}  # fmt: skip
+        for _ in range(60):  # a flood of unsigned money: one alarm row
+            raw.publish(topic, json.dumps(message))
+        raw.publish(topic, json.dumps(table_signer(T7).sign(topic, message)))  # off the terms
+        deadline = time.monotonic() + 10
+        while svc.health()["counts"].get("refused", 0) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert svc.health()["counts"]["signature"] == 60
+        assert svc.health()["open_alarms"] == 2
+    finally:
+        raw.close()
+        svc.close()
+    listed = cli("alarms", "--ledger", str(ledger), "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["kind"]: r for r in map(json.loads, listed.stdout.splitlines())}
+    assert rows["signature"]["count"] == 60 and rows["signature"]["table"] == T7
+    assert "stake" in rows["contribution_terms"]["detail"]
+    text = cli("alarms", "--ledger", str(ledger)).stdout
+    assert f"signature from {T7} (seq 1), 60x" in text and "[OPEN]" in text
+    bad = cli("ack-alarm", "--ledger", str(ledger), "nine", "--by", "tech 3")
+    assert bad.returncode == 2 and "not an alarm id" in bad.stderr
+    done = cli("ack-alarm", "--ledger", str(ledger), "all", "--by", "tech 3")
+    assert done.returncode == 0 and "acknowledged 2 alarm(s) for tech 3" in done.stdout
+    assert cli("alarms", "--ledger", str(ledger)).stdout.strip() == "no open alarms"
+    history = cli("alarms", "--ledger", str(ledger), "--all").stdout
+    assert history.count("acknowledged by tech 3") == 2
+    db = sqlite3.connect(ledger)  # the money did not move for any of them
+    try:
+        moved = db.execute("SELECT COUNT(*) FROM movements WHERE what='contribution'")
+        assert moved.fetchone()[0] == 0
+    finally:
+        db.close()
