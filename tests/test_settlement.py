@@ -149,7 +149,11 @@ SPLIT = [
     ("AS,KD", "10S,7C", WIN, 1000,
      "seed 004 rule 6/8: split ace + ten 'is considered 21, and NOT BLACKJACK': paid 1 to 1"),
     ("KD,AS", "10S,7C", WIN, 1000, "a split ten that draws an ace is 21, paid 1 to 1"),
-    ("AS,KD", "10S,6C,5D", PUSH, 0, "a split 21 against the dealer's 3-card 21 pushes"),
+    ("AS,KD", "10S,6C,5D", WIN, 1000,
+     "seed 000: 'If you achieve a score of 21 in two cards and a dealer achieves a score of 21 "
+     "in more than two cards, you win.' (1 to 1: a split 21 is no blackjack)"),
+    ("KD,AS", "3S,8C,KD", WIN, 1000, "a split ten that draws an ace beats a 3-card 21"),
+    ("7S,4D,KC", "10S,6C,5D", PUSH, 0, "a split hand's 3-card 21 ties the dealer's 3-card 21"),
     ("8S,2D,7C", "10S,9C", LOSE, -1000, "a split hand settles like any hand"),
     ("8S,3D,10C", "10S,9C", WIN, 1000, "a split hand settles like any hand"),
 ]
@@ -160,6 +164,55 @@ def test_split_hands(pa, cards, player, dealer, outcome, net, rule):
     hand = PlayerHand(cards(player), 1000, from_split=True, split_index=1)
     [line] = settle_hand(hand, cards(dealer), pa)
     assert (line.outcome, line.net) == (outcome, net), rule
+
+
+TWO_CARD_21 = ("seed 000: If you achieve a score of 21 in two cards and a dealer achieves a "
+               "score of 21 in more than two cards, you win.")
+
+
+@pytest.mark.parametrize("split_index", [0, 1, 2])
+def test_split_two_card_21_beats_a_dealer_21_of_more_cards(pa, cards, split_index):
+    hand = PlayerHand(cards("AS,KD"), 1000, from_split=True, split_index=split_index)
+    [line] = settle_hand(hand, cards("5S,6C,KH"), pa)
+    assert (line.outcome, line.paid, line.returned) == (WIN, 1000, 1000), TWO_CARD_21
+    assert line.reason == "21 in two cards beats the dealer's 21 in 3 cards"
+    [line] = settle_hand(hand, cards("2S,2C,2H,5D,KH"), pa)
+    assert (line.outcome, line.net) == (WIN, 1000), TWO_CARD_21
+
+
+def test_split_two_card_21_still_loses_to_a_dealer_blackjack(pa, cards):
+    """ "If you have a 3 or more card 21 and the dealer has a 2 card 21 (Blackjack), you lose":
+    a split hand is no natural, so its two-card 21 loses to the dealer's natural too."""
+    hand = PlayerHand(cards("AS,KD"), 1000, from_split=True, split_index=1)
+    [line] = settle_hand(hand, cards("AH,QC"), pa)
+    assert (line.outcome, line.net) == (LOSE, -1000)
+
+
+def test_split_two_card_21_pushes_where_the_profile_says_so(edited, cards):
+    """``[split] two_card_21_beats_dealer_21 = false``: the two 21s push (the earlier reading)."""
+    rules = edited(
+        "pa-standard",
+        ("two_card_21_beats_dealer_21 = true", "two_card_21_beats_dealer_21 = false"),
+    )
+    hand = PlayerHand(cards("AS,KD"), 1000, from_split=True, split_index=1)
+    [line] = settle_hand(hand, cards("5S,6C,KH"), rules)
+    assert (line.outcome, line.net) == (PUSH, 0)
+
+
+@pytest.mark.parametrize(
+    ("game", "beats"),
+    [("pa-standard", True), ("blackjack-tie", False), ("double-up", False),
+     ("online-6deck", False)],
+)
+def test_which_profiles_pay_a_split_two_card_21_against_a_dealer_21(game, beats, cards):
+    """PA's card says so; Blackjack Tie rule 2 pushes the primary wager on a tie (rule 8 makes
+    the split 21 "21", which ties a dealer 21); Double Up rule 8 and the online card ("hands of
+    the same value [...] push") say a tie pushes."""
+    rules = load_game(game)
+    assert rules.split.two_card_21_beats_dealer_21 is beats
+    hand = PlayerHand(cards("QS,AD"), 1000, from_split=True, split_index=1)
+    [line] = settle_hand(hand, cards("9S,5C,7H"), rules)
+    assert line.outcome is (WIN if beats else PUSH)
 
 
 def test_split_hand_with_double_down(pa, cards):
@@ -633,6 +686,9 @@ def test_main_wager_follows_the_totals(case):
         assert main.outcome is WIN
     elif player.total < house.total:
         assert main.outcome is LOSE
+    elif len(hand.cards) == 2 and len(dealer) > 2 and rules.split.two_card_21_beats_dealer_21:
+        # a split hand's 21 in two cards against a dealer's 21 in more (seed 000)
+        assert main.outcome is WIN
     else:
         assert main.outcome is PUSH
 

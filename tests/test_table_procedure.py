@@ -245,6 +245,62 @@ def test_after_a_shuffle_the_first_card_is_the_burn_card():
     assert [a.code for a in alarms(d.card("4D"))] == ["unexpected_card"]
 
 
+@pytest.mark.parametrize("kind", ["shuffle", "new_shoe"])
+def test_no_more_bets_waits_for_the_burn_card_after_a_shuffle(kind):
+    d = Dealer("pa-standard", spots=1)
+    d.bets("1 main")
+    step = d.do(ev.ShoeEvent(kind))
+    assert prompts(step, "shuffled")[0].endswith(": burn one card")
+    assert d.snapshot()["shoe"]["burn_expected"] is True
+    reason = d.refused(ev.Lockout())
+    assert reason.startswith("no more bets refused: no burn card")
+    assert reason.endswith("burn one card first")
+    assert prompts(d.card("KD"), "burn") == ["Burn card KD"]
+    assert d.snapshot()["shoe"]["burn_expected"] is False
+    d.do(ev.Lockout())
+    d.card("9C")
+    assert d.snapshot()["spots"][0]["hands"][0]["cards"] == ["9C"]
+
+
+def test_a_shuffle_noted_after_settlement_wants_its_burn_card_before_the_next_round():
+    d = Dealer("double-up", spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal("10H 9D 8S 8C")
+    d.do(ev.Next())
+    assert d.phase is Phase.SETTLED
+    d.do(ev.ShoeEvent("shuffle"))  # noted: the round's cards are still on the layout
+    d.do(ev.EndRound())
+    assert "burn one card first" in d.refused(ev.Lockout())
+    d.card("2H")
+    d.do(ev.Lockout())
+
+
+@pytest.mark.parametrize("profile", ["online-6deck", "pa-standard without burn"])
+def test_without_burn_after_shuffle_the_first_card_is_dealt(profile, edited):
+    if profile == "online-6deck":
+        rules = load_game(profile)
+    else:
+        rules = edited("pa-standard", ("burn_after_shuffle = true", "burn_after_shuffle = false"))
+    assert rules.shoe.burn_after_shuffle is False
+    d = Dealer(rules, spots=1)
+    d.bets("1 main")
+    step = d.do(ev.ShoeEvent("shuffle"))
+    assert prompts(step, "shuffled") == ["Shoe shuffled"]
+    assert d.snapshot()["shoe"]["burn_expected"] is False
+    d.do(ev.Lockout())
+    step = d.card("KD")  # spot 1's first card, not a burn card
+    assert not prompts(step, "burn") and not alarms(step)
+    assert d.snapshot()["spots"][0]["hands"][0]["cards"] == ["KD"]
+
+
+def test_without_burn_after_shuffle_a_card_during_betting_is_unexpected():
+    d = Dealer("online-6deck", spots=1)
+    d.do(ev.ShoeEvent("new_shoe", "6 decks"))
+    assert prompts(d.card("4D"), "burn") == []
+    assert d.snapshot()["pending_cards"] == 1
+
+
 def test_assign_during_the_initial_deal_and_a_foreign_card_cannot_be_assigned(edited):
     one_deck = edited("pa-standard", ("decks = 6", "decks = 1"))
     d = Dealer(one_deck, spots=1)
@@ -552,6 +608,91 @@ def test_ez_bust_wins_when_the_dealer_busts():
     assert (line.outcome, line.paid, line.returned) == ("win", 500, 500)
 
 
+EZ_BUST_ALL_BUST = (
+    "seed 000: If all players' hands bust, the dealer does not play its hand to completion and "
+    "any undecided EZ Bust Blackjack bet is a push."
+)
+
+
+def test_ez_bust_a_paid_blackjack_is_no_bust_so_the_dealer_plays_out():
+    d = Dealer("pa-standard")
+    d.bets("1 main", "2 main")
+    d.do(ev.Lockout())
+    # spot 1: A K (blackjack, paid 3 to 2 at once against 5 up); spot 2: 10 6; dealer 5 8
+    d.deal("AH 10S 5D KC 6C 8C")
+    assert [(x.wager, x.outcome) for x in settled(d.effects)] == [("main", "blackjack")]
+    d.do(ev.EzBust(1, 500))
+    d.do(ev.EzBust(2, 500))
+    d.do(ev.Next())
+    step = d.card("KS")  # spot 2: 26, busts; spot 1's blackjack is no bust
+    assert d.phase is Phase.DEALER, EZ_BUST_ALL_BUST
+    assert prompts(step, "dealer_draws") == ["Dealer draws on 13"]
+    step = d.card("QD")  # dealer 23
+    assert prompts(step, "dealer_stands") == ["Dealer breaks with 23"]
+    lines = {(x.spot, x.outcome, x.paid, x.returned) for x in settled(step, "ez_bust")}
+    assert lines == {(1, "win", 500, 500), (2, "win", 500, 500)}
+
+
+def test_ez_bust_loses_when_the_dealer_played_out_for_a_blackjack_and_stood():
+    d = Dealer("pa-standard", spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal("AH 4D KC 8C")  # blackjack paid at once; dealer 4 8
+    d.do(ev.EzBust(1, 500))
+    d.do(ev.Next())
+    assert d.phase is Phase.DEALER
+    step = d.card("5S")  # 17: the dealer stands without busting
+    [line] = settled(step, "ez_bust")
+    assert (line.outcome, line.paid, line.returned) == ("lose", 0, 0)
+
+
+def _surrender_then_bust(rules: HouseRules) -> Dealer:
+    d = Dealer(rules)
+    d.bets("1 main", "2 main")
+    d.do(ev.Lockout())
+    d.deal("10H 10S 6D 6C 6H 9C")  # spot 1: 16, spot 2: 16, dealer 6 up, 9 down
+    d.do(ev.EzBust(1, 500))
+    d.do(ev.Next())
+    d.do(ev.Surrender(1))
+    d.card("KS")  # spot 2 busts
+    return d
+
+
+def test_ez_bust_a_surrendered_hand_is_no_bust_so_the_dealer_plays_out():
+    """docs/profiles.md: a surrendered hand is given up, not broken."""
+    d = _surrender_then_bust(load_game("pa-standard"))
+    assert d.phase is Phase.DEALER, EZ_BUST_ALL_BUST
+    step = d.card("QD")  # dealer 25
+    [line] = settled(step, "ez_bust")
+    assert (line.outcome, line.paid) == ("win", 500)
+
+
+@pytest.mark.parametrize("reading", ["unless_all_bust_or_surrendered", "for_open_hands"])
+def test_ez_bust_readings_where_the_dealer_stops_for_a_surrender(edited, reading):
+    rules = edited(
+        "pa-standard",
+        ('dealer_plays_out = "unless_all_bust"', f'dealer_plays_out = "{reading}"'),
+    )
+    d = _surrender_then_bust(rules)
+    assert d.phase is Phase.SETTLED
+    [line] = settled(d.effects, "ez_bust")
+    assert (line.outcome, line.returned, line.reason) == ("push", 500, "All player hands busted")
+
+
+def test_ez_bust_the_earlier_reading_stops_for_a_paid_blackjack(edited):
+    old, new = 'dealer_plays_out = "unless_all_bust"', 'dealer_plays_out = "for_open_hands"'
+    rules = edited("pa-standard", (old, new))
+    d = Dealer(rules, spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal("AH 4D KC 8C")
+    d.do(ev.EzBust(1, 500))
+    d.do(ev.Next())
+    assert d.phase is Phase.SETTLED
+    [line] = settled(d.effects, "ez_bust")
+    assert line.outcome == "push"
+
+
 # -- player actions ------------------------------------------------------------------------
 
 
@@ -620,6 +761,66 @@ def test_double_up_forces_the_hand_to_stand():
     d.card("2S")
     assert d.snapshot()["spots"][0]["hands"][0]["cards"] == ["10H", "7C"]
     assert d.snapshot()["spots"][1]["hands"][0]["cards"] == ["9S", "9D", "2S"]
+
+
+DOUBLE_UP_RULE_4 = (
+    "seed 003 rule 4: an optional Double Up wager [...] on any 2-card hand, including split "
+    "hands, except for a natural blackjack"
+)
+
+
+def _split_to_21(hole: str) -> tuple[Dealer, Step]:
+    """Double Up: spot 1 splits kings against a 9; hand 1 draws an ace: 21 in two cards."""
+    d = Dealer("double-up", spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal(f"KH 9S KD {hole}")  # spot 1: K K, dealer 9 up
+    d.do(ev.Split(1))
+    return d, d.card("AS")
+
+
+def test_double_up_is_offered_on_a_split_two_card_21():
+    d, step = _split_to_21("5C")
+    assert d.snapshot()["in_action"] == {"spot": 1, "hand": 0}, DOUBLE_UP_RULE_4
+    assert prompts(step, "action") == ["Spot 1 hand 1 to act on soft 21: stand, Double Up"]
+    step = d.do(ev.DoubleUp(1))
+    assert prompts(step, "double_up") == ["Spot 1 hand 1 Double Up $10.00: the hand stands"]
+    assert prompts(step, "deal_card") == ["Deal spot 1 hand 2 its second card"]
+    d.card("8H")  # hand 2: K 8, 18
+    d.do(ev.Next())
+    step = d.card("4D")  # dealer 9 5 4: 18
+    lines = {(x.hand, x.wager, x.outcome, x.paid) for x in settled(step)}
+    assert lines == {(0, "main", "win", 1000), (0, "double_up", "win", 1000),
+                     (1, "main", "push", 0)}
+
+
+def test_double_up_on_a_split_21_paid_when_the_dealer_ends_on_16():
+    """Rule 10: "If the player has a total of 21, the dealer pay all active wagers including
+    Double Up [...] even money"."""
+    d, _ = _split_to_21("7C")
+    d.do(ev.DoubleUp(1))
+    d.card("7H")  # hand 2: K 7, 17
+    step = d.do(ev.Next())  # dealer 9 7: 16 ends the game
+    lines = {(x.hand, x.wager, x.outcome, x.paid, x.returned) for x in settled(step)}
+    assert lines == {(0, "main", "win", 1000, 1000), (0, "double_up", "win", 1000, 1000),
+                     (1, "main", "push", 0, 1000)}
+
+
+def test_a_split_21_that_stands_settles_without_a_double_up():
+    d, _ = _split_to_21("7C")
+    step = d.do(ev.Next())
+    assert prompts(step, "stand") == ["Spot 1 hand 1 stands on 21"]
+    assert d.snapshot()["in_action"] == {"spot": 1, "hand": 1}
+
+
+def test_split_21_ends_by_itself_where_no_double_up_is_offered():
+    d = Dealer("pa-standard", spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal("10H 9S KD 7C")
+    d.do(ev.Split(1))
+    d.card("AS")
+    assert d.snapshot()["in_action"] == {"spot": 1, "hand": 1}
 
 
 def test_double_down_takes_one_card():

@@ -50,6 +50,11 @@ class ShoeRules:
         minimum=Fraction(1, 4),
         maximum=Fraction(9, 10),
     )
+    burn_after_shuffle: bool = key(
+        True,
+        "after a shuffle or a new shoe the dealer burns one card before the first round: no "
+        "more bets is refused until it came out of the shoe; off: no burn card is expected",
+    )
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,11 @@ class SplitRules:
     )
     split_aces_one_card: bool = key(
         True, "each split ace receives one card only (no hit, no double)"
+    )
+    two_card_21_beats_dealer_21: bool = key(
+        False,
+        "a split hand's 21 in two cards beats a dealer's 21 of three or more cards and is paid "
+        "1 to 1 (it is no blackjack); false: the two 21s push",
     )
 
 

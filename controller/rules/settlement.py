@@ -199,6 +199,17 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
     if player.total < dealer_total.total:
         why = f"{dealer_total.total} beats {player.total}"
         return [_lose(name, stake, why) for name, stake in stakes.items()]
+    if (
+        player.total == 21
+        and len(hand.cards) == 2
+        and len(dealer) > 2
+        and rules.split.two_card_21_beats_dealer_21
+    ):
+        # seed 000: "If you achieve a score of 21 in two cards and a dealer achieves a score
+        # of 21 in more than two cards, you win." A split hand's two-card 21 is no blackjack:
+        # it is paid 1 to 1.
+        why = f"21 in two cards beats the dealer's 21 in {len(dealer)} cards"
+        return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
     why = f"standoff at {player.total}"
     lines = [_push("main", hand.wager, why), _push("double_down", hand.double_down, why)]
     lines.append(_lose("double_up", hand.double_up, f"{why}: a tie loses the Double Up wager"))

@@ -312,15 +312,31 @@ class Procedure:
         if hand.double_down:
             return len(hand.cards) >= 3
         count = hand_total(hand.cards)
-        if count.is_bust or count.total == 21:
+        if count.is_bust:
             return True
+        if count.total == 21:
+            # a split hand's two-card 21 is no natural: it stays open for its Double Up
+            # (seed 003 rule 4, "on any 2-card hand, including split hands")
+            return not self._double_up_open(hand)
         if hand.split_aces and self.rules.split.split_aces_one_card:
             du = self.rules.double_up
             return not (du.offered and du.after_split_aces)
         return False
 
-    def _advance(self) -> None:
-        """Put the first unfinished hand in action, or start the dealer's turn."""
+    def _double_up_open(self, hand: HandInPlay) -> bool:
+        """Whether ``hand`` may still make its Double Up wager (of its own wager's size)."""
+        try:
+            actions.check_double_up(self._hand_state(hand), hand.wager, self.rules)
+        except (RuleViolation, WagerError):
+            return False
+        return True
+
+    def _advance(self, second_card: bool = False) -> None:
+        """Put the first unfinished hand in action, or start the dealer's turn.
+
+        ``second_card``: the hand in action has just received its second card (a split
+        hand): its choices are prompted again.
+        """
         rnd = self._round
         previous = rnd.in_action
         for spot in rnd.spots.values():
@@ -336,7 +352,7 @@ class Procedure:
                     self._prompt("deal_card", f"Deal {where} its second card", spot.number)
                 elif hand.double_down:
                     self._prompt("deal_card", f"Deal {where} its double-down card", spot.number)
-                elif previous != rnd.in_action:
+                elif previous != rnd.in_action or second_card:
                     choices = ", ".join(self._choices(spot, hand))
                     total = hand_total(hand.cards)
                     count = f"soft {total.total}" if total.soft else str(total.total)
@@ -394,7 +410,7 @@ class Procedure:
             hand.settled = True
             for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
                 self._settle(spot_no, line, index)
-        self._advance()
+        self._advance(second_card=len(hand.cards) == 2)
 
     def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
         return PlayerHand(
@@ -525,11 +541,27 @@ class Procedure:
                 unsettled = True
         rnd.players_live = live
         plays = live or any(bonus_16.BET in s.wagers for s in rnd.spots.values())
+        if any(spot.ez_bust for spot in rnd.spots.values()) and not self._ez_bust_push():
+            plays = True  # EZ Bust is decided by the dealer's hand played out
         rnd.dealer_plays = plays
         rnd.dealer_needs_second = unsettled or plays
         if len(rnd.dealer) >= 2:
             self._reveal()
         self._dealer_continue()
+
+    def _ez_bust_push(self) -> bool:
+        """Whether "all players' hands bust" (seed 000), so the dealer does not play on for EZ
+        Bust and its wagers push; ``[side_bets.ez_bust] dealer_plays_out`` says which hands
+        count. A blackjack already paid is never a bust."""
+        section = self.rules.side_bets.ez_bust
+        reading = section.dealer_plays_out if section is not None else "for_open_hands"
+        rnd = self._round
+        if reading == "for_open_hands":
+            return not rnd.players_live
+        hands = [hand for spot in rnd.spots.values() for hand in spot.hands]
+        if reading == "unless_all_bust_or_surrendered":
+            return all(hand.busted or hand.surrendered for hand in hands)
+        return all(hand.busted for hand in hands)
 
     def _dealer_needs_card(self) -> bool:
         rnd = self._round
@@ -603,7 +635,7 @@ class Procedure:
                 )
             if spot.ez_bust and bets.ez_bust is not None:
                 result = ez_bust.evaluate(
-                    dealer, all_player_hands_busted=not rnd.players_live, rules=bets.ez_bust
+                    dealer, all_player_hands_busted=self._ez_bust_push(), rules=bets.ez_bust
                 )
                 self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
         self._finish_round()

@@ -8,6 +8,10 @@ undecided EZ Bust Blackjack bet is a push."
 
 The card does not say what happens when the dealer draws no card at all (6 up,
 ace in the hole, dealer stands on soft 17): ``no_draw`` decides.
+
+"If all players' hands bust" is read to the letter (``dealer_plays_out``): a blackjack
+already paid and a surrendered hand are not busted hands, so unless every hand
+busted the dealer plays out while an EZ Bust wager is on the table.
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ class EzBustRules:
         "when the dealer stands without drawing (6 up, ace in the hole, S17): the dealer did "
         "not bust, so the wager loses; 'push' returns it",
         choices=("lose", "push"),
+    )
+    dealer_plays_out: str = key(
+        "unless_all_bust",
+        "'unless_all_bust': the dealer plays out for EZ Bust unless every player hand busted (a "
+        "blackjack already paid or a surrendered hand is no bust); "
+        "'unless_all_bust_or_surrendered': surrendered hands count with the busted ones; "
+        "'for_open_hands': only while a hand is not yet settled, else EZ Bust pushes",
+        choices=("unless_all_bust", "unless_all_bust_or_surrendered", "for_open_hands"),
     )
     pays: Mapping[str, Pay] = key(DEFAULT_PAYS, "paytable, outcome = odds", kind="paytable")
 
