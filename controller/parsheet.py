@@ -401,6 +401,7 @@ def _ez_bust(rules: HouseRules, shoe: ShoeComposition) -> dict:
         "title": BET_TITLES["ez_bust"],
         "pays": str(section.pays["dealer_busts"]),
         "no_draw": section.no_draw,
+        "dealer_plays_out": section.dealer_plays_out,
         "by_up_card": by_up_card,
         "card_removal": "the dealer's cards only: the up card, then the hole card and draws from "
         "the shoe less the up card",
@@ -411,8 +412,18 @@ def _ez_bust(rules: HouseRules, shoe: ShoeComposition) -> dict:
         + ("; a total of 16 ends the hand" if rules.dealer.ends_on_16 else "")
         + "); standing without drawing (6 up, ace in the hole) settles as no_draw = "
         f"'{section.no_draw}'. The 'all players' hands busted' push is a table event, not "
-        "card-determined: it is left out (all_player_hands_busted=False)",
+        "card-determined: it is left out (all_player_hands_busted=False); dealer_plays_out = "
+        f"'{section.dealer_plays_out}' says which hands keep the dealer playing ("
+        + _PLAYS_OUT[section.dealer_plays_out]
+        + "), which moves only that push, so no figure here",
     }
+
+
+_PLAYS_OUT = {
+    "unless_all_bust": "any hand not busted, a paid blackjack or a surrender too",
+    "unless_all_bust_or_surrendered": "any hand neither busted nor surrendered",
+    "for_open_hands": "a hand not yet settled",
+}
 
 
 def _bonus_16(rules: HouseRules, shoe: ShoeComposition) -> dict:
@@ -544,7 +555,11 @@ def _format_ez_bust(figures: dict) -> list[str]:
                 f"{f['house_edge']:.4%}",
             )
         )
-    return [*_table(rows), f"Pays {figures['pays']}; no draw settles as '{figures['no_draw']}'"]
+    return [
+        *_table(rows),
+        f"Pays {figures['pays']}; no draw settles as '{figures['no_draw']}'; the dealer plays "
+        f"out as '{figures['dealer_plays_out']}'",
+    ]
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

@@ -577,3 +577,32 @@ def test_the_up_card_must_be_in_the_shoe():
             hit_soft_17=False,
             stop_on_16=False,
         )
+
+
+# Issue 16: "If all players' hands bust" read to the letter. Six decks, S17, pinned to the six
+# decimals the sheet prints; the same under every reading of when the dealer plays out.
+EZ_BUST_SIX_DECKS = {
+    "2": (0.353504, 0.292993),
+    "3": (0.374194, 0.251612),
+    "4": (0.395805, 0.208390),
+    "5": (0.418406, 0.163188),
+    "6": (0.422842, 0.154317),
+}
+
+
+@pytest.mark.parametrize(
+    "reading", ["unless_all_bust", "unless_all_bust_or_surrendered", "for_open_hands"]
+)
+def test_ez_bust_sheet_names_when_the_dealer_plays_out_and_its_figures_stay(reading):
+    """The reading moves only the all-bust push, a table event the sheet leaves out: it is
+    named on the sheet and no figure moves."""
+    text = edited(
+        PA_STANDARD, 'dealer_plays_out = "unless_all_bust"', f'dealer_plays_out = "{reading}"'
+    )
+    figures = bet_figures(text, "ez_bust", 6)
+    assert figures["dealer_plays_out"] == reading
+    assert f"dealer_plays_out = '{reading}'" in figures["assumption"]
+    by_up = figures["by_up_card"]
+    pinned = {up: (round(f["win"], 6), round(f["house_edge"], 6)) for up, f in by_up.items()}
+    assert pinned == EZ_BUST_SIX_DECKS
+    assert f"the dealer plays out as '{reading}'" in format_par_sheet(sheet_for(text, 6))
