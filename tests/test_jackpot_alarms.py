@@ -46,6 +46,7 @@ def test_repeats_of_an_open_alarm_are_one_row_with_a_count(tmp_path):
         rows = {(r.kind, r.table): r for r in log.rows()}
         flood = rows[("signature", T7)]
         assert (flood.count, flood.seq, flood.detail) == (101, 105, "unsigned 105")
+        assert (flood.first_seq, flood.first_detail) == (5, "unsigned")  # the first kept too
         assert rows[("contribution_terms", T7)].count == 1
         assert log.open_count() == 3
 

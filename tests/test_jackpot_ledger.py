@@ -364,6 +364,18 @@ def test_a_contribution_after_its_round_was_reported_is_refused(ledger):
     assert ledger.apply(contrib(T1, 4, 2, spot=3)).status is Status.APPLIED
 
 
+def test_a_tables_rounds_only_go_forward(ledger):
+    """A stolen key cannot reopen an old round number: contributions and results for a round
+    before the last one reported are refused."""
+    ledger.apply(contrib(T1, 1, 5))
+    ledger.apply(result(T1, 2, 5, ["4C", "9C"], "7D", meter=None))
+    assert_refused(ledger, contrib(T1, 3, 4), "contribution_terms", "only go forward")
+    assert_refused(ledger, contrib(T1, 4, 1, spot=2), "contribution_terms", "before round 5")
+    old = result(T1, 5, 3, ["4C", "9C"], "7D", meter=None)
+    assert_refused(ledger, old, "round_result_order", "only go forward")
+    assert ledger.apply(contrib(T1, 6, 6)).status is Status.APPLIED
+
+
 # -- round results and hit claims ------------------------------------------------------------
 
 

@@ -101,6 +101,22 @@ def test_board_validates_keeps_the_latest_sequence_and_a_new_boot_replaces_meter
     assert "$12,345.67" in board.screen(NOW)
 
 
+def test_a_replayed_status_of_an_earlier_boot_does_not_clear_the_meters():
+    """Old genuine messages replayed with the controller's broker rights: a status of an
+    earlier boot is ignored (it would clear the meters), and so is an older meter."""
+    board = Board(controller_verifier(), connected=True)
+    topic = meter_topic("blazing_7s")
+    assert board.receive(JACKPOT_STATUS_TOPIC, signed(JACKPOT_STATUS_TOPIC, ONLINE)) is None
+    assert board.receive(topic, signed(topic, B7)) is None
+    earlier = {**ONLINE, "boot": ONLINE["boot"] - 1}
+    why = board.receive(JACKPOT_STATUS_TOPIC, signed(JACKPOT_STATUS_TOPIC, earlier))
+    assert why is not None and "older than boot" in why
+    assert board.meters["blazing_7s"]["amount"] == B7["amount"]
+    old_meter = {**B7, "amount": 5_200_000, "seq": B7["seq"] - 10}
+    assert "not after" in board.receive(topic, signed(topic, old_meter))
+    assert "$12,345.67" in board.screen(NOW)
+
+
 # -- end to end -----------------------------------------------------------------------------
 
 

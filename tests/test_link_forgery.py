@@ -529,6 +529,66 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
         svc.close()
 
 
+POISON = {
+    "a 5,000-digit integer": b'{"v": 1, "seq": ' + b"9" * 5000 + b"}",
+    "3,000 levels of nesting": b"[" * 3000 + b"]" * 3000,
+    "NaN for money": b'{"v": 1, "table": "hcm-bj-07", "seq": NaN}',
+    "a seq past 2^63": None,  # filled in the test: a valid message but for its seq
+}
+
+
+def test_poison_messages_stop_no_controller_table_or_sign(tmp_path, pa, broker):  # noqa: F811
+    """Bytes that crash a JSON parser or overflow SQLite, retained so that they come back on
+    every connect: each is refused and alarmed once, and everyone keeps working."""
+    ledger, path = tmp_path / "ledger.db", tmp_path / "t7.journal"
+    svc = start_service(broker, ledger)
+    live = LiveTable(broker, path, pa)
+    raw, twin = broker.client(T8), broker.client(CONTROLLER_TWIN)
+    try:
+        big = {"v": 1, "table": T8, "boot": 1, "seq": 2**63, "key": "k", "kind": "contribution",
+               "sent_t": 1, "payload": {"round": 2**63, "game": "pa-standard", "spot": 1,
+               "wager": "blazing_7s", "pool": "blazing_7s", "stake": 500,
+               "mystery": True}}  # fmt: skip
+        poison = {**POISON, "a seq past 2^63": json.dumps(big).encode()}
+        wait_for(lambda: live.pub.health()["connected"], what="the table online")
+        for name, data in poison.items():
+            ATTEMPTS["poison (a table's or the controller's password)"] += 2
+            malformed = svc.health()["counts"].get("malformed", 0)
+            assert raw.publish(topic_for(T8, "contribution"), data, retain=True).value in (0, 16)
+            wait_for(lambda m=malformed: svc.health()["counts"].get("malformed", 0) == m + 1,
+                     what=f"the controller refusing {name}")  # fmt: skip
+            count = len(live.alarms)
+            assert twin.publish(topic_for(T7, "award"), data, retain=True).value in (0, 16)
+            wait_for(lambda c=count: (live.pump(0.1), len(live.alarms) > c)[1],
+                     what=f"the table refusing {name}")  # fmt: skip
+            assert live.alarms[-1].code == "link_award_malformed"
+            assert Board(controller_verifier()).receive(meter_topic("blazing_7s"), data)
+        health = svc.health()
+        assert health["connected"] and health["counts"].get("ledger_error", 0) == 0
+        assert health["counts"].get("internal_error", 0) == 0
+        assert {a["kind"] for a in health["alarms"]} == {"malformed"}
+        assert live.pub.alive() and live.pub.health()["connected"]
+        # both still do their work: the table's next round is applied and acknowledged
+        for event in session_events("pa-standard", 11, 1):
+            live.table.handle(event)
+        rows = Outbox(path)
+        try:
+            written = rows.last_written()
+        finally:
+            rows.close()
+        assert written >= 1
+        wait_for(lambda: svc.health()["counts"].get("applied", 0) == written, what="applied")
+        wait_for(lambda: live.pub.health()["last_ack"] == written, what="the table's round acked")
+    finally:
+        for topic in (topic_for(T8, "contribution"), topic_for(T7, "award")):
+            client = raw if "table" in topic else twin
+            client.publish(topic, b"", retain=True)  # clear the retained poison
+        raw.close()
+        twin.close()
+        live.close()
+        svc.close()
+
+
 def test_the_suite_made_at_least_sixty_attempts():
     """Runs last in this module: the attempts above, by the credentials they used."""
     if len(ATTEMPTS) < 5:

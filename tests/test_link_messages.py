@@ -195,6 +195,16 @@ def test_a_message_on_another_kinds_topic_is_refused():
         (_bytes(_set(_good(), "v", 2)), "v"),
         (_bytes(_set(_good(), "v", _DELETE)), "v"),
         (_bytes(_set(_good(), "v", "1")), "v"),
+        # bytes that crash a parser or overflow SQLite are refused like any bad message
+        (b'{"v": 1, "seq": ' + b"9" * 5000 + b"}", "json"),
+        (b"[" * 3000 + b"]" * 3000, "json"),
+        (b'{"a":' * 3000 + b"1" + b"}" * 3000, "json"),
+        (b'{"v": 1, "table": "hcm-bj-07", "seq": NaN}', "json"),
+        (b'{"v": 1, "table": "hcm-bj-07", "seq": -Infinity}', "json"),
+        (_bytes(_set(_good(), "seq", 2**63)), "seq"),
+        (_bytes(_set(_good(), "boot", 2**53)), "boot"),
+        (_bytes(_set(_good(), "payload.round", 2**53)), "payload.round"),
+        (_bytes(_set(_good(), "sent_t", 10**16)), "sent_t"),
     ],
 )
 def test_bad_json_and_wrong_version_are_refused(data, field):

@@ -28,7 +28,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alarms (
     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, table_id TEXT,
     first_t INTEGER NOT NULL, last_t INTEGER NOT NULL, count INTEGER NOT NULL,
-    seq INTEGER, detail TEXT NOT NULL, acked_by TEXT, acked_t INTEGER);
+    seq INTEGER, detail TEXT NOT NULL, acked_by TEXT, acked_t INTEGER,
+    first_seq INTEGER, first_detail TEXT);
 CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
 """
 DETAIL_MAX = 500
@@ -52,6 +53,8 @@ class AlarmRow:
     detail: str
     acked_by: str | None = None
     acked_t: int | None = None
+    first_seq: int | None = None  # the first occurrence's, kept while repeats update the rest
+    first_detail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -100,7 +103,8 @@ class AlarmLog:
         repeat of an open one is added to it at the next :meth:`flush` (due after
         ``flush_s``, and on close)."""
         now, detail = self.clock(), str(detail)[:DETAIL_MAX]
-        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < 2**63:
+            seq = None  # what SQLite can hold; the detail says the rest
         alarm_id = self._open.get((kind, table))
         if alarm_id is None:
             row = self._db.execute(
@@ -110,9 +114,9 @@ class AlarmLog:
             alarm_id = row[0] if row else None
         if alarm_id is None:
             cur = self._db.execute(
-                "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail)"
-                " VALUES (?, ?, ?, ?, 1, ?, ?)",
-                (kind, table, now, now, seq, detail),
+                "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail,"
+                " first_seq, first_detail) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                (kind, table, now, now, seq, detail, seq, detail),
             )
             alarm_id = int(cur.lastrowid)
         else:
@@ -143,9 +147,9 @@ class AlarmLog:
                         "SELECT kind, table_id FROM alarms WHERE id=?", (alarm_id,)
                     ).fetchone()
                     db.execute(
-                        "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (kind, table, t, t, count, seq, detail),
+                        "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail,"
+                        " first_seq, first_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (kind, table, t, t, count, seq, detail, seq, detail),
                     )
                     self._open.pop((kind, table), None)
             db.execute("COMMIT")

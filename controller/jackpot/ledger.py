@@ -453,6 +453,18 @@ class Ledger:
         ).fetchone()
         return row[0] if row else None
 
+    def _after_last_round(self, table: str, rnd: int, alarm: str, what: str) -> None:
+        """A table's rounds only go forward: ``rnd`` must be after every round it reported
+        (a stolen key cannot reopen a settled round, nor reuse an old round number)."""
+        row = self._db.execute(
+            "SELECT MAX(round) FROM round_results WHERE table_id=?", (table,)
+        ).fetchone()
+        if row[0] is not None and rnd < row[0]:
+            raise _Refused(
+                alarm, f"{what} round {rnd} is before round {row[0]}, which the table already "
+                "reported: a table's rounds only go forward"
+            )  # fmt: skip
+
     # -- the kinds ---------------------------------------------------------------------------
 
     def _apply_contribution(self, message: dict[str, Any]) -> list[Award]:
@@ -474,6 +486,7 @@ class Ledger:
                 terms, f"round {p['round']} was already reported (seq {reported}): a "
                 "contribution comes at no more bets, before the round's result"
             )  # fmt: skip
+        self._after_last_round(table, p["round"], terms, "a contribution for")
         row = self._db.execute(
             "SELECT seq FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
             (table, p["round"], p["spot"], pool.name),
@@ -536,6 +549,7 @@ class Ledger:
                 "round_result_duplicate",
                 f"round {p['round']} was already reported (seq {reported}): one result a round",
             )
+        self._after_last_round(table, p["round"], "round_result_order", "the result of")
         if problem := _cards_problem(p, profile.shoe.decks):
             raise _Refused("round_result_cards", problem)
         self._db.execute(

@@ -56,6 +56,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from controller import sdnotify
 from controller.backoff import jittered_backoff
@@ -65,6 +66,7 @@ from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
 from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
+    TABLE_ID,
     TABLE_KINDS,
     VERSION,
     LinkMessageError,
@@ -91,12 +93,17 @@ BOOT_KEY = "controller_boot"
 #: Alarms kept for health() (the oldest are dropped; the counts by kind keep everything).
 ALARMS_KEPT = 100
 DEFAULT_SIGNING_KEY = "/etc/jackpot-controller/link-signing.key"
+#: MQTT 5 "Disconnect with Will Message": a thread that fails leaves so the broker publishes
+#: its will (offline), which a plain disconnect would not.
+WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 
 
 def _topic_table(topic: str) -> str | None:
     """The table id level of a bj/v1/table/{id}/... topic, for an alarm (not trusted)."""
     levels = topic.split("/")
-    return levels[3][:48] if len(levels) > 3 and levels[2] == "table" else None
+    if len(levels) > 3 and levels[2] == "table" and TABLE_ID.match(levels[3]):
+        return levels[3]
+    return None
 
 
 def bump_boot(ledger_path: str | PathLike[str]) -> int:
@@ -183,6 +190,7 @@ class JackpotService:
             manual_ack=True,
         )
         self._client.username_pw_set(username, password)
+        self._client.suppress_exceptions = True  # a callback's bug is logged, not fatal
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_subscribe = self._on_subscribe
@@ -244,6 +252,7 @@ class JackpotService:
 
     def _alarm(self, kind: str, table: str | None, seq: Any, detail: str) -> None:
         """A refused message a technician must see: logged, kept for health(), counted."""
+        detail = detail.replace("\n", "\\n").replace("\r", "\\r")  # one log line, always
         entry = {"kind": kind, "table": table, "seq": seq, "detail": detail, "t": self._ms()}
         log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
         open_alarms = self._open_alarms
@@ -251,7 +260,7 @@ class JackpotService:
             try:
                 self._alarm_log.raise_alarm(kind, table, seq, detail)
                 open_alarms = self._alarm_log.open_count()
-            except (AlarmLogError, sqlite3.Error):  # the refusal stands; the log says why
+            except Exception:  # the refusal stands whatever the alarm log does; the log says why
                 log.exception("could not write the alarm to the alarm log")
         with self._lock:
             self._alarms.append(entry)
@@ -302,7 +311,7 @@ class JackpotService:
         with self._lock:
             self._open_alarms = self._alarm_log.open_count()
         self._load_boots()
-        socket_up = False
+        socket_up, clean = False, False
         try:
             while not self._stop.is_set():
                 if not socket_up:
@@ -323,12 +332,14 @@ class JackpotService:
                 self._flush_alarms()
             if socket_up and self._connected:
                 self._say_goodbye()
+            clean = True
         except Exception:
             log.exception("jackpot controller thread failed")
             raise
         finally:
             with contextlib.suppress(Exception):
-                self._client.disconnect()
+                # a failure leaves with the will, so the signs and tables see it offline
+                self._client.disconnect(None if clean else WILL_DISCONNECT)
             self._set_connected(False)
             self._ledger.close()
             with contextlib.suppress(AlarmLogError, sqlite3.Error):
@@ -343,7 +354,7 @@ class JackpotService:
         try:
             alarm_log.flush()
             open_alarms = alarm_log.open_count()
-        except (AlarmLogError, sqlite3.Error):
+        except Exception:  # an alarm log that fails must not stop the money
             log.exception("could not write the alarm log")
             return
         with self._lock:
@@ -416,13 +427,24 @@ class JackpotService:
     def _on_message(self, client, userdata, message) -> None:
         try:
             self._handle(message.topic, message.payload, bool(message.retain))
-        except Exception:
+        except (sqlite3.Error, OSError):
             # The ledger could not take it (disk, lock...): no PUBACK; drop the connection so
             # the broker redelivers from the persistent session after a backoff.
             self._count("ledger_error")
             log.exception("could not handle a message on %s; reconnecting", message.topic)
             self._drop = True
             return
+        except Exception as exc:
+            # Not the disk: something in this message that no check foresaw. Redelivering it
+            # would loop forever, so it is consumed and alarmed; nothing was committed for it
+            # (a true table message stays in the table's outbox and comes again).
+            self._count("internal_error")
+            log.exception("could not handle a message on %r", message.topic[:120])
+            self._alarm(
+                "internal_error", _topic_table(message.topic), None,
+                f"a message on {message.topic[:120]!r} raised {type(exc).__name__}: call the "
+                "supplier with this log",
+            )  # fmt: skip
         client.ack(message.mid, message.qos)
 
     # -- handling --------------------------------------------------------------------------
@@ -431,12 +453,12 @@ class JackpotService:
         try:
             kind, table, body = parse_message(topic, payload)
         except LinkMessageError as exc:
-            self._count("malformed")
-            self._alarm("malformed", _topic_table(topic), None, f"on {topic[:120]}: {exc}")
+            self._alarm("malformed", _topic_table(topic), None, f"on {topic[:120]!r}: {exc}")
+            self._count("malformed")  # after the alarm: whoever sees the count sees the alarm
             return
         if table not in self.config.tables:
-            self._count("unknown_table")
             self._alarm("unknown_table", table, body.get("seq"), f"a {kind}: not in the config")
+            self._count("unknown_table")
             return
         verifier = self._verifiers.get(table)
         try:
@@ -444,8 +466,8 @@ class JackpotService:
                 raise SignatureError(kind, "kid", "no public key for this table in the config")
             verifier.verify(topic, body, kind)
         except SignatureError as exc:
-            self._count("signature")
             self._alarm("signature", table, body.get("seq"), f"refused, nothing applied: {exc}")
+            self._count("signature")
             return
         if kind == "status":
             self._on_status(table, body, retained)
@@ -459,21 +481,21 @@ class JackpotService:
         if body["boot"] > self._boots.get(table, 0):
             self._boots[table] = body["boot"]
         result = self._ledger.apply(body)  # committed when it returns
-        status = result.status
-        self._count(status.name.lower())
+        status, kind, seq = result.status, body["kind"], body["seq"]
+        # each alarm is raised before its count: whoever sees the count sees the alarm
         if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
-            self._alarm(status.name.lower(), table, body["seq"], f"{body['kind']}: {result.reason}")
-            return
-        if status is Status.CONFLICT:  # the seq was applied with other content: no ack owed
-            alarm = result.alarm or "seq_conflict"
-            self._alarm(alarm, table, body["seq"], f"{body['kind']}: {result.reason}")
+            self._alarm(status.name.lower(), table, seq, f"{kind}: {result.reason}")
+        elif status is Status.CONFLICT:  # the seq was applied with other content: no ack owed
+            self._alarm(result.alarm or "seq_conflict", table, seq, f"{kind}: {result.reason}")
+        elif status is Status.REFUSED:
+            alarm = result.alarm or f"{kind}_refused"
+            self._alarm(alarm, table, seq, f"{kind} refused: {result.reason}")
+        self._count(status.name.lower())
+        if status in (Status.MALFORMED, Status.UNKNOWN_TABLE, Status.CONFLICT):
             return
         if status is Status.GAP:
             self._ask_resend(table, result.resend_from)
             return
-        if status is Status.REFUSED:
-            alarm = result.alarm or f"{body['kind']}_refused"
-            self._alarm(alarm, table, body["seq"], f"{body['kind']} refused: {result.reason}")
         self._send_ack(table, result.ack)
         for award in result.awards:
             self._send_award(award)
@@ -648,6 +670,8 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
             f"#{row.id} {when} {row.kind} from {row.table or '?'} (seq {row.seq}), "
             f"{row.count}x: {row.detail} [{state}]"
         )
+        if row.count > 1 and row.first_detail != row.detail:
+            print(f"    first (seq {row.first_seq}): {row.first_detail}")
     if not rows and not args.json:
         print("no open alarms" if not args.all else "no alarms")
     return 0

@@ -70,7 +70,13 @@ class Board:
         except LinkMessageError as exc:
             self.refused += 1
             return str(exc)
+        except Exception as exc:  # nothing a message holds may stop the sign
+            self.refused += 1
+            return f"unreadable message on {topic[:80]!r}: {type(exc).__name__}"
         if kind == "jackpot_status":
+            if self.status is not None and message["boot"] < self.status["boot"]:
+                # a status from an earlier boot is a replay: it must not clear the meters
+                return f"status of boot {message['boot']} is older than boot {self.status['boot']}"
             if self.status is not None and message["boot"] != self.status["boot"]:
                 self.meters.clear()  # a new controller boot: its meters replace the old ones
             self.status = message

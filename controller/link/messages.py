@@ -257,6 +257,78 @@ def _route(topic: str) -> tuple[str, str | None, str | None]:
     raise LinkMessageError(None, "topic", f"{topic!r} is not a jackpot link topic")
 
 
+#: The most digits a JSON integer on the link may have (2^53 - 1 has 16): a longer one is
+#: refused before Python converts it (a 5,000-digit integer is an attack, not money).
+MAX_INT_DIGITS = 20
+#: The deepest nesting a link message may have (the deepest schema is 5 levels).
+MAX_DEPTH = 16
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON money")
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deep ``value`` nests, without recursion (stops past ``limit``)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _loads(kind: str | None, payload: bytes) -> Any:
+    """UTF-8 JSON, or LinkMessageError: never any other exception, whatever the bytes
+    (huge integers, NaN, nesting deeper than Python's stack)."""
+    try:
+        text = bytes(payload).decode("utf-8")
+        if text.count("[") + text.count("{") > 4 * MAX_DEPTH and _bracket_depth(text) > MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        message = json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError too
+        problem = f"not UTF-8 JSON a link message can be ({exc})"
+        raise LinkMessageError(kind, "json", problem[:300]) from None
+    if _depth(message, MAX_DEPTH) > MAX_DEPTH:
+        raise LinkMessageError(kind, "json", f"nested deeper than {MAX_DEPTH} levels")
+    return message
+
+
+def _bracket_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON ``text``, strings skipped (a cheap pre-check, so a
+    deeply nested message never reaches the recursive parser)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str, Any]]:
     """Check one received MQTT message: ``(kind, table_id, message)``.
 
@@ -266,10 +338,7 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
     topic's (a table publishing as another), anything its schema refuses.
     """
     kind, table_id, pool = _route(topic)
-    try:
-        message = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LinkMessageError(kind, "json", f"not UTF-8 JSON ({exc})") from None
+    message = _loads(kind, payload)
     if not isinstance(message, dict):
         raise LinkMessageError(kind, "json", f"a message is a JSON object, not {message!r:.40}")
     if message.get("v") != VERSION:

@@ -48,6 +48,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from controller.backoff import jittered_backoff
 from controller.errors import JournalError, TableControllerError
@@ -66,6 +67,8 @@ from controller.table.effects import Publish
 from controller.table.events import JackpotAward
 
 SESSION_EXPIRY_S = 86_400
+#: MQTT 5 "Disconnect with Will Message", for a thread that fails.
+WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
 MAX_PAYLOAD = 60_000
@@ -172,6 +175,8 @@ class TablePublisher:
         self._client.username_pw_set(username, password)
         if tls_ca:  # verify the broker's certificate against this CA (port 8883)
             self._client.tls_set(ca_certs=tls_ca)
+        # a callback that raises is logged by paho, never fatal to the link's thread
+        self._client.suppress_exceptions = True
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_publish = self._on_publish
@@ -284,7 +289,7 @@ class TablePublisher:
 
     def _run(self) -> None:
         self._outbox = Outbox(self._outbox_path)
-        socket_up = False
+        socket_up, clean = False, False
         try:
             while not self._stop.is_set():
                 if not socket_up:
@@ -305,9 +310,11 @@ class TablePublisher:
                     self._pump()
             if socket_up and self._health.connected:
                 self._say_goodbye()
+            clean = True
         finally:
             with contextlib.suppress(Exception):
-                self._client.disconnect()
+                # a failure leaves with the will (offline), which a plain disconnect would not
+                self._client.disconnect(None if clean else WILL_DISCONNECT)
             self._set(connected=False)
             self._outbox.close()
 
@@ -372,6 +379,9 @@ class TablePublisher:
             got, table_id, body = parse_message(message.topic, message.payload)
         except LinkMessageError as exc:
             self._alarm(f"{kind}_malformed", str(exc))
+            return None
+        except Exception as exc:  # nothing a message holds may stop the link
+            self._alarm(f"{kind}_malformed", f"{kind} unreadable: {type(exc).__name__}")
             return None
         if got != kind or table_id != self.table_id:
             self._alarm(f"{kind}_malformed", f"{kind} for {table_id!r} on {message.topic}")
