@@ -74,7 +74,8 @@ class _Dealer:
         self.rng.shuffle(self.shoe)
         self.cut = 52 if decks > 1 else 15
         self.feed(ev.ShoeEvent, kind)
-        self.card()  # the burn card
+        if self.table.state.burn_expected:  # the profile's burn_after_shuffle
+            self.card()  # the burn card
 
     def card(self) -> Step:
         card = self.shoe.pop()

@@ -282,6 +282,22 @@ def test_asked_twice_it_waits_and_forget_lets_it_repeat() -> None:
     assert pilot.next_action(table.snapshot(), None) == first
 
 
+@pytest.mark.parametrize(("profile", "burns"), [("pa-standard", True), ("online-6deck", False)])
+def test_it_burns_a_card_after_a_shuffle_only_where_the_profile_burns(
+    profile: str, burns: bool
+) -> None:
+    rules = load_game(profile)
+    settings = TableSettings(spots=1)
+    table = Table(rules, settings)
+    pilot = Autopilot(rules, settings, random.Random(4), spots_played=1.0, side_bet_chance=0)
+    step = table.handle(ShoeEvent("new_shoe", "6 decks"))
+    prompt = next(asdict(e) for e in step.effects if isinstance(e, Prompt))
+    action = pilot.next_action(table.snapshot(), prompt)
+    assert (action == Deal()) == burns
+    if not burns:
+        assert isinstance(action, PlaceBet)
+
+
 def test_it_leaves_a_waiting_card_to_the_dealer() -> None:
     rules = load_game("online-6deck")
     table = Table(rules, TableSettings(spots=1))

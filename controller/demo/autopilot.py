@@ -9,8 +9,8 @@ the table has taken it and asks again.
 How it knows what to do, phase by phase (``snapshot["phase"]``):
 
 - ``betting``: clear chips left on the layout; shuffle if the cut card is out; burn one card
-  after a shuffle (the table expects it: ``dealt`` is 0 again, or the prompt said so); place this
-  round's bets (drawn once per round); then lockout.
+  when the table expects one (``shoe.burn_expected``: after a shuffle, where the profile's
+  ``burn_after_shuffle`` is on); place this round's bets (drawn once per round); then lockout.
 - ``dealing``: deal; the table routes each card of the initial deal itself.
 - ``insurance``, ``ez_bust``: decline (next closes the window).
 - ``players``: the hand ``in_action``: a split hand's second card or a double-down card is
@@ -195,8 +195,6 @@ class Autopilot:
         self._plan_round: int | None = None
         self._plan: list[PlaceBet] = []
         self._cleared_round: int | None = None
-        self._cards_seen = False
-        self._shuffle_signalled = False
 
     def _read_buttons(self, buttons: Iterable[str] | None) -> set[tuple[str, int]]:
         names = [*BUTTONS, *SPOT_BUTTONS] if buttons is None else list(buttons)
@@ -233,13 +231,13 @@ class Autopilot:
     def next_action(self, snapshot: dict[str, Any], prompt: dict[str, Any] | None) -> Action | None:
         """The one next thing the dealer or a player does, or None (nothing to do: wait).
 
-        ``snapshot`` is ``Table.snapshot()``; ``prompt`` the last ``Prompt`` effect as a dict.
+        ``snapshot`` is ``Table.snapshot()``; ``prompt`` the last ``Prompt`` effect as a dict
+        (not needed today: everything the autopilot reads is on the snapshot).
         """
         if self._issued is not None:
             if not self._taken(snapshot):
                 return None
             self._issued = None
-        self._observe(snapshot, prompt)
         action = self._decide(snapshot)
         if action is not None:
             self._issued = _Issued(
@@ -262,12 +260,6 @@ class Autopilot:
             present = {"spot": action.spot, "circle": action.circle} in snapshot["bets"]
             return present == isinstance(action, PlaceBet)
         return _progress(snapshot) != issued.progress
-
-    def _observe(self, snapshot: dict[str, Any], prompt: dict[str, Any] | None) -> None:
-        if snapshot["shoe"]["dealt"] > 0:
-            self._cards_seen = True
-        if prompt and prompt.get("code") in ("shuffled", "shuffle_noted"):
-            self._shuffle_signalled = True
 
     def _decide(self, snapshot: dict[str, Any]) -> Action | None:
         shoe = snapshot["shoe"]
@@ -302,8 +294,8 @@ class Autopilot:
             self._cleared_round = number
         if snapshot["shoe"]["cut_card_out"]:
             return Shuffle()
-        if snapshot["shoe"]["dealt"] == 0 and (self._cards_seen or self._shuffle_signalled):
-            return Deal()  # the burn card after a shuffle
+        if snapshot["shoe"].get("burn_expected"):
+            return Deal()  # the burn card after a shuffle (profile key burn_after_shuffle)
         plan = self._bets_for(number)
         for bet in plan:
             if (bet.spot, bet.circle) not in bets:

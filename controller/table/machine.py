@@ -326,6 +326,11 @@ class Table(Procedure):
             raise ProcedureError("no more bets refused: the shoe door is open; close it")
         if state.cut_card_out:
             raise ProcedureError("no more bets refused: the cut card is out; shuffle first")
+        if state.burn_expected:
+            raise ProcedureError(
+                "no more bets refused: no burn card has come out of the shoe since the "
+                "shuffle; burn one card first"
+            )
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -360,7 +365,6 @@ class Table(Procedure):
             queue.append(DEALER)
         state.round = RoundState(number, spots, deal_queue=queue, started_t=state.now)
         state.phase = Phase.DEALING
-        state.burn_expected = 0
         self._light("lockout", "on")
         for spot_no, circle in orphans:
             self._light(f"spot{spot_no}.{circle}", "blink")
@@ -1089,9 +1093,13 @@ class Table(Procedure):
         state.camera_ahead = []
         state.cut_card_out = False
         state.shuffle_pending = False
-        state.burn_expected = 1
         what = "New shoe" if kind == "new_shoe" else "Shoe shuffled"
-        self._prompt("shuffled", f"{what}: burn one card")
+        if self.rules.shoe.burn_after_shuffle:
+            state.burn_expected = 1
+            self._prompt("shuffled", f"{what}: burn one card")
+        else:
+            state.burn_expected = 0
+            self._prompt("shuffled", what)
 
     # -- the alarm register ------------------------------------------------------------------
 

@@ -148,6 +148,7 @@ def snapshot(state: TableState, game: str) -> dict[str, Any]:
         "shoe": {
             "dealt": state.dealt,
             "cut_card_out": state.cut_card_out,
+            "burn_expected": bool(state.burn_expected),
             "door_open": state.door_open,
             "fault": state.shoe_fault,
         },
