@@ -792,6 +792,14 @@ def test_double_up_is_offered_on_a_split_two_card_21():
     lines = {(x.hand, x.wager, x.outcome, x.paid) for x in settled(step)}
     assert lines == {(0, "main", "win", 1000), (0, "double_up", "win", 1000),
                      (1, "main", "push", 0)}
+    # where no Double Up is offered the split 21 ends by itself, as before
+    d = Dealer("pa-standard", spots=1)
+    d.bets("1 main")
+    d.do(ev.Lockout())
+    d.deal("10H 9S KD 7C")
+    d.do(ev.Split(1))
+    d.card("AS")
+    assert d.snapshot()["in_action"] == {"spot": 1, "hand": 1}
 
 
 def test_double_up_on_a_split_21_paid_when_the_dealer_ends_on_16():
@@ -810,16 +818,6 @@ def test_a_split_21_that_stands_settles_without_a_double_up():
     d, _ = _split_to_21("7C")
     step = d.do(ev.Next())
     assert prompts(step, "stand") == ["Spot 1 hand 1 stands on 21"]
-    assert d.snapshot()["in_action"] == {"spot": 1, "hand": 1}
-
-
-def test_split_21_ends_by_itself_where_no_double_up_is_offered():
-    d = Dealer("pa-standard", spots=1)
-    d.bets("1 main")
-    d.do(ev.Lockout())
-    d.deal("10H 9S KD 7C")
-    d.do(ev.Split(1))
-    d.card("AS")
     assert d.snapshot()["in_action"] == {"spot": 1, "hand": 1}
 
 
