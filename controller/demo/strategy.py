@@ -184,13 +184,18 @@ def double_up_advised(cards: Sequence[str | Card], dealer_up: str | Card) -> boo
     strategy stands on.
 
     Not from a published chart: a rule of thumb for the demo. A 19 or 20 against a dealer 2
-    to 9, or a 20 against a ten, wins more often than it loses or ties.
+    to 9, or a 20 against a ten, wins more often than it loses or ties; a split hand's 21 in
+    two cards (no natural, rule 4) loses the Double Up only to a dealer 21.
 
     >>> double_up_advised(["KH", "QS"], "10C"), double_up_advised(["9H", "KS"], "10C")
     (True, False)
+    >>> double_up_advised(["KH", "AS"], "AC")
+    True
     """
     total = hand_total([_card(c) for c in cards]).total
     up = _card(dealer_up).value
+    if total == 21:
+        return True
     if total == 20:
         return up != 1
     return total == 19 and 2 <= up <= 9
