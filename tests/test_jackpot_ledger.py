@@ -374,6 +374,9 @@ def test_a_tables_rounds_only_go_forward(ledger):
     old = result(T1, 5, 3, ["4C", "9C"], "7D", meter=None)
     assert_refused(ledger, old, "round_result_order", "only go forward")
     assert ledger.apply(contrib(T1, 6, 6)).status is Status.APPLIED
+    assert ledger.apply(contrib(T1, 7, 6, spot=4)).status is Status.APPLIED  # same round: fine
+    assert ledger.apply(contrib(T1, 8, 9)).status is Status.APPLIED  # no result of 6..8 yet
+    assert_refused(ledger, contrib(T1, 9, 8, spot=2), "contribution_terms", "after one for round 9")
 
 
 # -- round results and hit claims ------------------------------------------------------------

@@ -487,6 +487,14 @@ class Ledger:
                 "contribution comes at no more bets, before the round's result"
             )  # fmt: skip
         self._after_last_round(table, p["round"], terms, "a contribution for")
+        (latest,) = self._db.execute(
+            "SELECT MAX(round) FROM contributions WHERE table_id=?", (table,)
+        ).fetchone()
+        if latest is not None and p["round"] < latest:
+            raise _Refused(
+                terms, f"a contribution for round {p['round']} after one for round {latest}: "
+                "a table's rounds only go forward"
+            )  # fmt: skip
         row = self._db.execute(
             "SELECT seq FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
             (table, p["round"], p["spot"], pool.name),
