@@ -53,6 +53,8 @@ _FRAME_RE = re.compile(
 )
 _PAYLOAD_RE = re.compile(rf"[\x20-\x23\x25-\x29\x2b-\x7e]{{0,{MAX_PAYLOAD}}}\Z")
 _WORD_RE = re.compile(rf"[A-Z]{{1,{MAX_WORD}}}\Z")
+_CARD_RE = re.compile(r"(?:A|[2-9]|10|T|J|Q|K)[CDHS]\Z")
+"""A ``CARD`` payload: rank then suit, upper case, nothing around them (``QH``, ``10D``, ``TD``)."""
 
 
 class ShoeProtocolError(TableControllerError, ValueError):
@@ -98,6 +100,10 @@ def encode_frame(seq: int, word: str, payload: str = "", *, corrupt: bool = Fals
         raise ShoeProtocolError(
             f"payload {payload!r} must be at most {MAX_PAYLOAD} printable ASCII characters "
             "without '$' or '*'"
+        )
+    if word == "CARD" and not _CARD_RE.match(payload):
+        raise ShoeProtocolError(
+            f"a CARD payload is one card, upper case, like 'QH' or '10D'; got {payload!r}"
         )
     body = f"{seq:02X},{word},{payload}".encode("ascii")
     check = crc16(body) ^ (0x5A5A if corrupt else 0)
@@ -234,14 +240,21 @@ class Message:
 
 
 def decode_message(frame: Frame) -> Message:
-    """What a frame says. A known type with a payload it cannot carry is a
+    """What a frame says. A known type with a payload it cannot carry (``CARD,ZZ``, and
+    ``CARD,qh`` or ``CARD,QH `` too: the grammar is upper case without spaces) is a
     :class:`ShoeProtocolError`; an unknown type decodes as ``unknown``."""
     word, payload = frame.word, frame.payload
     where = f"frame {frame.seq:02X} ({word},{payload})"
     if word == "CARD":
+        # the grammar to the letter: parse_card alone would also take 'qh' or 'QH '
+        if not _CARD_RE.match(payload):
+            raise ShoeProtocolError(
+                f"{where}: {payload!r} is not a card (rank A, 2-10 or T, J, Q, K then suit C, D, "
+                "H, S, upper case, nothing else)"
+            )
         try:
             return Message(frame.seq, "card", card=parse_card(payload))
-        except CardError:
+        except CardError:  # pragma: no cover - the pattern admits only cards
             raise ShoeProtocolError(f"{where}: {payload!r} is not a card") from None
     if word == "FAULT":
         return Message(frame.seq, "fault", text=payload.strip() or "fault")

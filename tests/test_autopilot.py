@@ -282,20 +282,19 @@ def test_asked_twice_it_waits_and_forget_lets_it_repeat() -> None:
     assert pilot.next_action(table.snapshot(), None) == first
 
 
-@pytest.mark.parametrize(("profile", "burns"), [("pa-standard", True), ("online-6deck", False)])
-def test_it_burns_a_card_after_a_shuffle_only_where_the_profile_burns(
-    profile: str, burns: bool
-) -> None:
-    rules = load_game(profile)
-    settings = TableSettings(spots=1)
-    table = Table(rules, settings)
-    pilot = Autopilot(rules, settings, random.Random(4), spots_played=1.0, side_bet_chance=0)
-    step = table.handle(ShoeEvent("new_shoe", "6 decks"))
-    prompt = next(asdict(e) for e in step.effects if isinstance(e, Prompt))
-    action = pilot.next_action(table.snapshot(), prompt)
-    assert (action == Deal()) == burns
-    if not burns:
-        assert isinstance(action, PlaceBet)
+def test_it_burns_a_card_after_a_shuffle_only_where_the_profile_burns() -> None:
+    for profile, burns in (("pa-standard", True), ("online-6deck", False)):
+        rules = load_game(profile)
+        assert rules.shoe.burn_after_shuffle is burns
+        settings = TableSettings(spots=1)
+        table = Table(rules, settings)
+        pilot = Autopilot(rules, settings, random.Random(4), spots_played=1.0, side_bet_chance=0)
+        step = table.handle(ShoeEvent("new_shoe", "6 decks"))
+        prompt = next(asdict(e) for e in step.effects if isinstance(e, Prompt))
+        action = pilot.next_action(table.snapshot(), prompt)
+        assert (action == Deal()) == burns, profile
+        if not burns:
+            assert isinstance(action, PlaceBet)
 
 
 def test_it_leaves_a_waiting_card_to_the_dealer() -> None:

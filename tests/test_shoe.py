@@ -9,6 +9,7 @@ can check that no card reached the table that the shoe did not send.
 
 from __future__ import annotations
 
+import binascii
 import doctest
 import json
 import os
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import tty
 from collections.abc import Callable
 from pathlib import Path
 
@@ -224,6 +226,40 @@ def test_a_bad_checksum_is_counted_never_a_card_and_the_lost_card_is_an_alarm(ri
     (alarm,) = events.shoe("missed_frames")
     assert alarm.detail == f"missing frame {seq}"
     assert reader.health()["errors"]["bad_checksum"] == 1
+
+
+def test_a_lower_case_or_padded_card_is_counted_discarded_and_an_unreadable_card_alarm(
+    tmp_path,
+):
+    """The grammar is upper case: ``CARD,qh`` and ``CARD,QH `` with good checksums come from a
+    shoe that breaks the protocol. Never a card; counted as bad_message; the card that came
+    out is an alarm at once; the sequence stays in step (no later "missing frame")."""
+    def frame(seq: int, word: str, payload: str) -> bytes:
+        body = f"{seq:02X},{word},{payload}".encode("ascii")
+        return b"$" + body + b"*%04X\r\n" % binascii.crc_hqx(body, 0xFFFF)
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    problems: list[dict] = []
+    events = Events()
+    reader = ShoeReader(os.ttyname(slave), events, on_problem=problems.append)
+    try:
+        os.write(master, frame(0, "VER", "ACME 2.3"))
+        events.wait_for(shoe("online"))
+        for seq, payload in ((1, "qh"), (2, "QH "), (3, "7D")):
+            os.write(master, frame(seq, "CARD", payload))
+        os.write(master, frame(3, "HB", ""))
+        events.wait_for(card("7D"))
+        assert events.cards() == ["7D"]
+        alarms = [e.detail for e in events.shoe("missed_frames")]
+        assert len(alarms) == 2 and all(a.startswith("unreadable card: frame 0") for a in alarms)
+        assert "'qh' is not a card" in alarms[0] and "'QH ' is not a card" in alarms[1]
+        assert reader.health()["errors"] == {"bad_message": 2}
+        assert [p["error"] for p in problems] == ["bad_message", "bad_message"]
+    finally:
+        reader.close()
+        os.close(master)
+        os.close(slave)
 
 
 def test_a_dropped_frame_is_a_missed_frames_alarm_not_a_guess(rig):

@@ -163,6 +163,8 @@ def test_a_partial_frame_is_held_then_flushed_as_garbage_when_the_link_drops():
         ((1, "card", "QH"), "capital letters"),
         ((1, "CARD", "Q$"), "without '$' or '*'"),
         ((1, "FAULT", "x" * 41), "at most 40"),
+        ((1, "CARD", "qh"), "a CARD payload is one card, upper case"),
+        ((1, "CARD", "QH "), "a CARD payload is one card, upper case"),
     ],
 )
 def test_encoding_an_impossible_frame_names_the_problem(args, problem):
@@ -189,6 +191,33 @@ def test_an_unknown_type_decodes_as_unknown_for_newer_firmware():
 
 def test_ten_as_t_is_accepted_from_the_wire():
     assert decode_message(Frame(1, "CARD", "TD")).card == parse_card("10D")
+
+
+def raw_frame(seq: int, word: str, payload: str) -> bytes:
+    """A frame with a good checksum, whatever its payload (encode_frame refuses bad cards)."""
+    body = f"{seq:02X},{word},{payload}".encode("ascii")
+    return b"$" + body + b"*%04X\r\n" % binascii.crc_hqx(body, 0xFFFF)
+
+
+@pytest.mark.parametrize("payload", ["qh", "QH ", " QH", "Qh", "qH", "10d", "td"])
+def test_a_card_outside_the_upper_case_grammar_is_a_bad_message_never_a_card(payload):
+    # the checksum is good and the frame intact: the payload breaks the card grammar
+    (frame,) = frames_of(raw_frame(12, "CARD", payload))
+    assert frame == Frame(12, "CARD", payload)
+    with pytest.raises(ShoeProtocolError, match=re.escape(f"{payload!r} is not a card")):
+        decode_message(frame)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=6))
+def test_fuzz_a_card_payload_decodes_only_when_it_is_a_card_as_written(payload):
+    written = {str(card) for card in ALL_CARDS} | {f"T{suit}" for suit in "CDHS"}
+    try:
+        message = decode_message(Frame(1, "CARD", payload))
+    except ShoeProtocolError:
+        assert payload not in written
+    else:
+        assert payload in written and str(message.card) == payload.replace("T", "10")
 
 
 # -- sequence numbers ------------------------------------------------------------------------
