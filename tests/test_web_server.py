@@ -357,6 +357,11 @@ def test_recall_download_replays_to_the_same_settlement(web_rig, tmp_path):
 
 def test_healthz_and_metrics(web_rig):
     web = Http(web_rig.http_port)
+    deadline = time.monotonic() + 15  # the daemon answers before its link has connected
+    while time.monotonic() < deadline:
+        if (web_rig.status().get("health") or {}).get("link", {}).get("connected"):
+            break
+        time.sleep(0.05)
     status, _h, body = web.request("GET", "/healthz")
     assert (status, json.loads(body)) == (200, {"ok": True, "problems": []})
     status, headers, body = web.request("GET", "/metrics")
