@@ -12,7 +12,8 @@ build rate is reported. The large one would take hours at that rate on a loaded 
 by default it is built with ``PRAGMA synchronous = OFF`` set on the table's connection
 after it opened the file (``--build-sync full`` to build it as in production).
 ``synchronous`` decides only when SQLite waits for the disk, never what it writes: the
-file is the one the table would have written with FULL. That bench-only switch is this
+file is the one the table would have written with FULL (byte for byte: checked at 300
+rounds, 1.4 s against 3.5 s here). That bench-only switch is this
 file's and nothing in ``controller/`` offers it. With ``--dir DIR --keep`` the journals
 stay in DIR under a name keyed by rounds, seed, game, schema version and software version
 and a later run reuses them (a ``.done`` file marks a finished build).
