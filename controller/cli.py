@@ -26,6 +26,9 @@ Subcommands so far:
 - ``hash-password [--stdin]``: the ``[web] password_hash`` for a password (``docs/web.md``);
 - ``link-key --config FILE | --out PATH --key-id ID``: a new Ed25519 key that signs this
   table's jackpot link messages (0600), and the public key line for the controller's config;
+- ``backup --config FILE [--to DIR] [--keep N]``: a checked copy of the running table's
+  journal; ``restore --config FILE BACKUP``: put one back under a stopped table
+  (``docs/journal.md``, "Backups");
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
@@ -403,6 +406,23 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the whole status as JSON")
     status.set_defaults(run=_cmd_status)
 
+    backup = commands.add_parser(
+        "backup", help="a checked copy of the table's journal (also while the table runs)"
+    )
+    backup.add_argument("--config", required=True, help="the table config: its data_dir")
+    backup.add_argument("--to", help="the backup folder (default: DATA_DIR/backups)")
+    backup.add_argument(
+        "--keep", type=_positive_int, default=14, help="copies kept, newest (default 14)"
+    )
+    backup.set_defaults(run=_cmd_backup)
+
+    restore = commands.add_parser(
+        "restore", help="put a journal backup in place of the journal (table stopped)"
+    )
+    restore.add_argument("--config", required=True, help="the table config: its data_dir")
+    restore.add_argument("backup", help="the backup file (journal-...sqlite)")
+    restore.set_defaults(run=_cmd_restore)
+
     try:
         from controller.demo import stage
     except ImportError:  # the demo ships with the package; tolerate a partial checkout
@@ -414,6 +434,41 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_arguments(demo)
         demo.set_defaults(run=stage.main)
     return parser
+
+
+def _cmd_backup(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from controller.backup import backup_journal
+    from controller.config import load_table_config
+
+    config = load_table_config(args.config)
+    folder = Path(args.to) if args.to else config.data_dir / "backups"
+    done = backup_journal(config.journal_path, folder, keep=args.keep)
+    print(
+        f"backed up {done.source} to {done.path} ({done.size / 1e6:.1f} MB, "
+        f"{done.seconds:.2f} s): {done.summary}"
+    )
+    for path in done.removed:
+        print(f"removed the older copy {path}")
+    return 0
+
+
+def _cmd_restore(args: argparse.Namespace) -> int:
+    from controller.backup import restore_journal
+    from controller.config import load_table_config
+
+    config = load_table_config(args.config)
+    done = restore_journal(args.backup, config.journal_path)
+    print(f"restored {args.backup} as {done.journal}: {done.summary}")
+    if done.kept is not None:
+        print(f"the journal it replaced is kept as {done.kept} (with its -wal, if any)")
+    print(
+        "before starting the table: the jackpot controller must not have acknowledged more "
+        "than the outbox's 'written' above for this table, else see docs/journal.md, "
+        "\"Restoring\" (the messages after the backup are gone)"
+    )
+    return 0
 
 
 def _cmd_link_key(args: argparse.Namespace) -> int:

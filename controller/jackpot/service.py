@@ -677,8 +677,36 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
     return 0
 
 
+def backup_main(argv: list[str]) -> int:
+    """``jackpot-controller backup --ledger PATH --to DIR [--keep N]``."""
+    from controller.backup import BackupError, backup_ledger
+
+    p = argparse.ArgumentParser(
+        prog="jackpot-controller backup",
+        description="A checked copy of the ledger (also while the controller runs) as "
+        "DIR/ledger-<UTC time>.sqlite, keeping the newest N copies (docs/jackpot/controller.md).",
+    )
+    p.add_argument("--ledger", required=True, help="the ledger file the controller runs on")
+    p.add_argument("--to", required=True, help="the backup folder")
+    p.add_argument("--keep", type=int, default=14, help="copies kept, newest (default 14)")
+    args = p.parse_args(argv)
+    try:
+        done = backup_ledger(args.ledger, args.to, keep=args.keep)
+    except BackupError as exc:
+        p.exit(2, f"jackpot-controller backup: {exc}\n")
+    print(
+        f"backed up {done.source} to {done.path} ({done.size / 1e6:.1f} MB, "
+        f"{done.seconds:.2f} s): {done.summary}"
+    )
+    for path in done.removed:
+        print(f"removed the older copy {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["backup"]:
+        return backup_main(argv[1:])
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
     if argv[:1] in (["alarms"], ["ack-alarm"]):
