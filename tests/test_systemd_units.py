@@ -239,6 +239,76 @@ def test_the_jackpot_unit_runs_the_service_on_the_local_broker():
     assert one(text, "Service", "IPAddressAllow") == "localhost"
 
 
+# -- the backup units (docs/journal.md, "Backups") ---------------------------------------
+
+BACKUPS = ("table-controller-backup", "jackpot-controller-backup")
+BACKUP_HARDENING = {
+    key: value
+    for key, value in HARDENING.items()
+    if key not in ("Type", "NotifyAccess", "Restart", "WatchdogSec", "RestrictAddressFamilies")
+} | {
+    "Type": "oneshot",
+    "RestrictAddressFamilies": "AF_UNIX",
+    "PrivateNetwork": "yes",
+    "PrivateDevices": "yes",
+    "UMask": "0077",
+}
+
+
+@pytest.mark.parametrize("name", BACKUPS)
+def test_the_backup_units_pass_verify_with_the_venv_prefix_only_changed(
+    systemd_analyze, tmp_path, name
+):
+    for suffix in (".service", ".timer"):
+        (tmp_path / (name + suffix)).write_text(
+            for_this_checkout((SYSTEMD / (name + suffix)).read_text())
+        )
+    text = (SYSTEMD / (name + ".service")).read_text()
+    changed = [
+        old
+        for old, new in zip(text.splitlines(), for_this_checkout(text).splitlines(), strict=True)
+        if old != new
+    ]
+    assert changed and all(line.startswith("ExecStart=") for line in changed)
+    for suffix in (".service", ".timer"):
+        printed = verify(systemd_analyze, tmp_path, name + suffix)
+        assert printed == "", f"systemd-analyze verify {name}{suffix}:\n{printed}"
+
+
+@pytest.mark.parametrize("name", BACKUPS)
+def test_the_backup_units_run_daily_as_the_services_user_hardened(name):
+    text = (SYSTEMD / (name + ".service")).read_text()
+    for key, value in BACKUP_HARDENING.items():
+        assert one(text, "Service", key) == value, f"{name}: {key}"
+    service = name.removesuffix("-backup")
+    assert one(text, "Service", "User") == service
+    assert one(text, "Service", "StateDirectory") == service
+    assert values(text, "Install", "WantedBy") == []  # started by its timer only
+    timer = (SYSTEMD / (name + ".timer")).read_text()
+    assert re.fullmatch(r"\*-\*-\* 0[0-5]:[0-5]\d:00", one(timer, "Timer", "OnCalendar"))
+    assert one(timer, "Timer", "Persistent") == "true"
+    assert re.fullmatch(r"[1-9]\d*min", one(timer, "Timer", "RandomizedDelaySec"))
+    assert one(timer, "Install", "WantedBy") == "timers.target"
+
+
+def test_the_backup_commands_of_the_units_are_what_the_programs_take():
+    from controller.cli import build_parser
+
+    table = one((SYSTEMD / "table-controller-backup.service").read_text(), "Service", "ExecStart")
+    command = table.split()
+    assert command[0] == f"{INSTALLED_VENV}/bin/table-controller"
+    args = build_parser().parse_args(command[1:])
+    assert (args.command, args.config, args.to) == (
+        "backup", "/etc/table-controller/table.toml", None,
+    )  # fmt: skip
+    jackpot = one((SYSTEMD / "jackpot-controller-backup.service").read_text(), "Service",
+                  "ExecStart").split()  # fmt: skip
+    assert jackpot[0] == f"{INSTALLED_VENV}/bin/jackpot-controller" and jackpot[1] == "backup"
+    options = dict(zip(jackpot[2::2], jackpot[3::2], strict=True))
+    assert options["--ledger"] == "/var/lib/jackpot-controller/ledger.sqlite"
+    assert options["--to"].startswith("/var/lib/jackpot-controller/")  # its writable place
+
+
 # -- MemoryDenyWriteExecute=yes ----------------------------------------------------------
 
 PT_GNU_STACK, PF_X, PT_DYNAMIC, DT_TEXTREL = 0x6474E551, 0x1, 2, 22
