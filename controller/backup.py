@@ -47,6 +47,15 @@ class Backup:
     seconds: float
     removed: tuple[Path, ...] = ()
 
+    def report(self) -> str:
+        """What the backup commands print: the copy, then each older copy removed."""
+        lines = [
+            f"backed up {self.source} to {self.path} ({self.size / 1e6:.1f} MB, "
+            f"{self.seconds:.2f} s): {self.summary}"
+        ]
+        lines += [f"removed the older copy {path}" for path in self.removed]
+        return "\n".join(lines)
+
 
 # -- checking a copy --------------------------------------------------------------------------
 

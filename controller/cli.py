@@ -445,12 +445,7 @@ def _cmd_backup(args: argparse.Namespace) -> int:
     config = load_table_config(args.config)
     folder = Path(args.to) if args.to else config.data_dir / "backups"
     done = backup_journal(config.journal_path, folder, keep=args.keep)
-    print(
-        f"backed up {done.source} to {done.path} ({done.size / 1e6:.1f} MB, "
-        f"{done.seconds:.2f} s): {done.summary}"
-    )
-    for path in done.removed:
-        print(f"removed the older copy {path}")
+    print(done.report())
     return 0
 
 

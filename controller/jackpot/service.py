@@ -694,12 +694,7 @@ def backup_main(argv: list[str]) -> int:
         done = backup_ledger(args.ledger, args.to, keep=args.keep)
     except BackupError as exc:
         p.exit(2, f"jackpot-controller backup: {exc}\n")
-    print(
-        f"backed up {done.source} to {done.path} ({done.size / 1e6:.1f} MB, "
-        f"{done.seconds:.2f} s): {done.summary}"
-    )
-    for path in done.removed:
-        print(f"removed the older copy {path}")
+    print(done.report())
     return 0
 
 
