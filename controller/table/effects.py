@@ -4,6 +4,14 @@ Effects are data. Lights go to the GPIO driver, prompts and alarms to the
 dealer display, publish requests to the jackpot link's outbox, records to the
 journal. None of them ever carries the hole card before the dealer's turn.
 Amounts are integer cents.
+
+:meth:`Effect.to_dict` writes an effect as a JSON object and :func:`parse_effect` reads it
+back (a journal checkpoint holds the effects of the round in progress):
+
+>>> parse_effect({"effect": "prompt", "code": "deal", "text": "Deal spot 1", "spot": 1})
+Prompt(code='deal', text='Deal spot 1', spot=1)
+>>> parse_effect(Light("lockout", "on").to_dict())
+Light(name='lockout', state='on')
 """
 
 from __future__ import annotations
@@ -12,6 +20,8 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from controller.errors import EventError
 
 LIGHT_STATES = ("on", "off", "blink")
 
@@ -121,6 +131,59 @@ class Record(Effect):
     KIND: ClassVar[str] = "record"
     record: str
     data: dict[str, Any]
+
+
+EFFECT_KINDS: dict[str, type[Effect]] = {
+    cls.KIND: cls for cls in (Light, Prompt, Alarm, Refused, Settled, Publish, Record)
+}
+"""Every effect class by its ``KIND`` (the ``"effect"`` of its JSON object)."""
+
+_FIELD_CHECKS: dict[str, tuple[type, str]] = {
+    "int": (int, "a whole number"),
+    "str": (str, "text"),
+    "dict": (dict, "a JSON object"),
+}
+
+
+def parse_effect(obj: Any) -> Effect:
+    """Build an effect from its :meth:`Effect.to_dict` object; an unknown kind, an unknown or
+    missing field and a value of the wrong type are :class:`~controller.errors.EventError`
+    naming the field.
+
+    >>> parse_effect({"effect": "light", "name": "lockout", "state": 1})
+    Traceback (most recent call last):
+    ...
+    controller.errors.EventError: 'light' effect: field 'state' must be text, got 1
+    """
+    if not isinstance(obj, dict):
+        raise EventError(f"an effect must be a JSON object, got {obj!r}")
+    kind = obj.get("effect")
+    cls = EFFECT_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        known = ", ".join(sorted(EFFECT_KINDS))
+        raise EventError(f"unknown effect {kind!r} (field 'effect'); use one of: {known}")
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    unknown = sorted(set(obj) - set(fields) - {"effect"})
+    if unknown:
+        raise EventError(
+            f"'{kind}' effect: unknown field(s) {', '.join(unknown)}; "
+            f"fields are: {', '.join(fields)}"
+        )
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        where = f"'{kind}' effect: field '{name}'"
+        if name not in obj:
+            if field.default is dataclasses.MISSING:
+                raise EventError(f"{where} is required (fields are: {', '.join(fields)})")
+            continue
+        value = obj[name]
+        if value is None and field.default is None:
+            continue
+        expected, words = _FIELD_CHECKS[str(field.type).split("[")[0].split(" ")[0]]
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise EventError(f"{where} must be {words}, got {value!r}")
+        values[name] = value
+    return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
