@@ -480,7 +480,7 @@ class JackpotService:
     def _on_table_message(self, table: str, body: dict[str, Any]) -> None:
         if body["boot"] > self._boots.get(table, 0):
             self._boots[table] = body["boot"]
-        result = self._ledger.apply(body)  # committed when it returns
+        result = self._ledger.apply(body, checked=True)  # committed when it returns
         status, kind, seq = result.status, body["kind"], body["seq"]
         # each alarm is raised before its count: whoever sees the count sees the alarm
         if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):

@@ -185,8 +185,37 @@ def _validators() -> dict[str, jsonschema.protocols.Validator]:
     for kind, name in SCHEMA_FILES.items():
         schema = schemas[name]
         jsonschema.Draft202012Validator.check_schema(schema)
-        out[kind] = _Validator(schema, registry=registry)
+        # the same schema with every $ref replaced by what it points at: the same checks,
+        # without a reference lookup for each card and amount of every message (they were
+        # most of the controller's time per message)
+        out[kind] = _Validator(_inline(schema, name, schemas), registry=registry)
     return out
+
+
+def _inline(node: Any, file: str, schemas: dict[str, Any]) -> Any:
+    """``node`` with each ``{"$ref": "other.json#/$defs/x"}`` (or ``#/$defs/x``, or a whole
+    file) replaced by its target, itself inlined. The schemas hold no recursive reference."""
+    if isinstance(node, list):
+        return [_inline(item, file, schemas) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _inline(v, file, schemas) for k, v in node.items() if k != "$ref"}
+    ref = node.get("$ref")
+    if not isinstance(ref, str):
+        return out
+    target_file, _, pointer = ref.partition("#")
+    target_file = target_file or file
+    target: Any = schemas[target_file]
+    for part in filter(None, pointer.split("/")):
+        target = target[part]
+    target = _inline(target, target_file, schemas)
+    if isinstance(target, dict):
+        target = {k: v for k, v in target.items() if k not in ("$schema", "$defs", "title")}
+    clash = set(out) & set(target) - {"description"}
+    if clash:  # both constrain one keyword: keep both, as $ref beside keywords does
+        out.setdefault("allOf", []).append(target)
+        return out
+    return {**target, **out}
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -295,8 +324,8 @@ def _loads(kind: str | None, payload: bytes) -> Any:
     (huge integers, NaN, nesting deeper than Python's stack)."""
     try:
         text = bytes(payload).decode("utf-8")
-        if text.count("[") + text.count("{") > 4 * MAX_DEPTH and _bracket_depth(text) > MAX_DEPTH:
-            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        # the C parser meets deep nesting with RecursionError (Python's limit, far below the
+        # thread's stack), caught here; _depth then holds messages to MAX_DEPTH
         message = json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError too
         problem = f"not UTF-8 JSON a link message can be ({exc})"
@@ -304,29 +333,6 @@ def _loads(kind: str | None, payload: bytes) -> Any:
     if _depth(message, MAX_DEPTH) > MAX_DEPTH:
         raise LinkMessageError(kind, "json", f"nested deeper than {MAX_DEPTH} levels")
     return message
-
-
-def _bracket_depth(text: str) -> int:
-    """The deepest bracket nesting of JSON ``text``, strings skipped (a cheap pre-check, so a
-    deeply nested message never reaches the recursive parser)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str, Any]]:
