@@ -79,3 +79,4 @@ def test_the_table_state_machine_is_checked():
     """The state machine's modules are in the list, so a new one cannot slip past."""
     names = {p.name for p in PURE_MODULES if p.parent == TABLE}
     assert {"machine.py", "procedure.py", "events.py", "effects.py", "script.py"} <= names
+    assert "checkpoint.py" in names  # the journal's checkpoints of the table state
