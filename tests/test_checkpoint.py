@@ -17,7 +17,7 @@ from _journal_feeder import SETTINGS, session_events
 
 from controller.errors import EventError
 from controller.games import load_game
-from controller.table import Table
+from controller.table import Table, checkpoint
 from controller.table import events as ev
 from controller.table.checkpoint import (
     CHECKPOINT_VERSION,
@@ -338,3 +338,23 @@ def test_checkpoint_size_and_speed(capsys):
             f"max {max(ends)}; mid-round mean {sum(mid) // len(mid)} max {max(mid)}; "
             f"largest: encode+dumps {encode_ms:.2f} ms, loads+decode {decode_ms:.2f} ms"
         )
+
+
+def test_a_field_added_with_a_default_reads_an_older_checkpoint(monkeypatch):
+    """The rule for new fields: listed in ADDED_FIELDS, a checkpoint without it decodes with
+    the default; not listed, it is refused."""
+    data = copy.deepcopy(_checkpoint())
+    data["state"]["round"]["spots"][0][1].pop("ez_bust")
+    with pytest.raises(CheckpointError, match=r"spots\[0\]\[1\]\.ez_bust': is required"):
+        decode(data)
+    monkeypatch.setattr(checkpoint, "ADDED_FIELDS", frozenset({"SpotInPlay.ez_bust"}))
+    first = data["state"]["round"]["spots"][0][0]
+    assert decode(data).round.spots[first].ez_bust == 0
+
+
+def test_a_field_of_a_type_the_checkpoint_cannot_write_stops_it():
+    with pytest.raises(TypeError, match="bump CHECKPOINT_VERSION"):
+        checkpoint._codec("Fraction")
+    assert checkpoint._codec("dict[tuple[int, str], bool]")[0]({(3, "main"): True}) == [
+        ["3/main", True]
+    ]
