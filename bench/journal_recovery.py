@@ -66,8 +66,11 @@ from controller.table import TableSettings  # noqa: E402
 ACK_EVERY = 100  # rounds between the jackpot controller's acknowledgements
 
 
-def journal_name(rounds: int, seed: int, game: str) -> str:
-    return f"recovery-{rounds}r-seed{seed}-{game}-schema{SCHEMA_VERSION}-v{__version__}.journal"
+def journal_name(rounds: int, seed: int, game: str, every: int = 0) -> str:
+    cp = f"-cp{every}" if every else "-nocp"
+    return (
+        f"recovery-{rounds}r-seed{seed}-{game}-schema{SCHEMA_VERSION}{cp}-v{__version__}.journal"
+    )
 
 
 def _files(path: Path) -> list[Path]:
@@ -84,16 +87,23 @@ def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in _files(path)) / 1e6
 
 
-def build(path: Path, game: str, rounds: int, seed: int, synchronous: str) -> tuple[float, int]:
-    """Journal ``rounds`` generated rounds into a new file at ``path``; return the
-    seconds it took and the events journaled."""
+def build(
+    path: Path, game: str, rounds: int, seed: int, synchronous: str, every: int = 0
+) -> tuple[float, int]:
+    """Journal ``rounds`` generated rounds into a new file at ``path`` (with checkpoints
+    as the daemon writes them: each round's end and every ``every`` events; 0: none);
+    return the seconds it took and the events journaled."""
     rules = load_game(game)
     for old in _all_files(path):
         old.unlink(missing_ok=True)
     gen = Generator(rules, seed)
     start = time.perf_counter()
     events = 0
-    with JournaledTable(path, rules, TableSettings(spots=SPOTS)) as table, Outbox(path) as link:
+    settings = TableSettings(spots=SPOTS)
+    with (
+        JournaledTable(path, rules, settings, checkpoint_every=every or None) as table,
+        Outbox(path) as link,
+    ):
         if synchronous != "FULL":  # bench-only: see the docstring
             table.journal.db.execute(f"PRAGMA synchronous = {synchronous}")
             link.db.execute(f"PRAGMA synchronous = {synchronous}")
@@ -132,10 +142,10 @@ def recover_once(path: Path, game: str) -> None:
     start = time.perf_counter()
     table = JournaledTable(path, rules, settings)
     ms = 1000 * (time.perf_counter() - start)
-    events, rounds = table.recovery.events, table.recovery.rounds
+    recovery = table.recovery
     table.close()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{ms:.3f} {events} {rounds} {rss:.1f}")
+    print(f"{ms:.3f} {recovery.events} {recovery.replayed} {recovery.rounds} {rss:.1f}")
 
 
 def recover(path: Path, game: str, runs: int, cold: bool) -> tuple[float, list[float], str]:
@@ -156,11 +166,13 @@ def recover(path: Path, game: str, runs: int, cold: bool) -> tuple[float, list[f
 
 
 def measure(args, directory: Path, rounds: int, label: str, sync: str) -> tuple[float, float]:
-    path = directory / journal_name(rounds, args.seed, args.game)
+    path = directory / journal_name(rounds, args.seed, args.game, args.checkpoint_every)
     if Path(f"{path}.done").exists() and path.exists():
         print(f"{label}: {rounds} rounds, reusing {path}")
     else:
-        seconds, events = build(path, args.game, rounds, args.seed, sync)
+        seconds, events = build(
+            path, args.game, rounds, args.seed, sync, args.checkpoint_every
+        )
         print(
             f"{label}: built {rounds} rounds, {events} events in {seconds:.1f} s "
             f"(synchronous={sync}: {events / seconds:,.0f} events/s, "
@@ -168,13 +180,13 @@ def measure(args, directory: Path, rounds: int, label: str, sync: str) -> tuple[
         )
     mb = size_mb(path)
     median, times, child = recover(path, args.game, args.runs, args.cold)
-    _, events, checked, rss = child.split()
+    _, events, replayed, checked, rss = child.split()
     print(
         f"{label}: {mb:.1f} MB ({1e6 * mb / rounds / 1024:.1f} KiB per round); recovery "
         f"median {median:,.0f} ms of {len(times)} fresh processes "
         f"({', '.join(f'{t:,.0f}' for t in times)} ms; {'cold' if args.cold else 'warm'} "
-        f"page cache): {events} events replayed, {checked} round records checked, "
-        f"{int(events) / (median / 1000):,.0f} events/s, peak RSS {float(rss):.0f} MB"
+        f"page cache): {events} events in the journal, {replayed} replayed after the newest "
+        f"checkpoint, {checked} round records checked, peak RSS {float(rss):.0f} MB"
     )
     return median, mb
 
@@ -191,6 +203,11 @@ def main() -> int:
     parser.add_argument(
         "--build-sync", choices=("off", "full"), default="off",
         help="synchronous setting while building the large journal (the small: always full)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=1000,
+        help="journal checkpoints as the daemon writes them ([table] checkpoint_every_events, "
+        "default 1000); 0: none, the journal as before checkpoints",
     )  # fmt: skip
     parser.add_argument("--game", default="pa-standard", help="house-rule profile")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated rounds")
@@ -222,7 +239,7 @@ def main() -> int:
             shutil.rmtree(directory, ignore_errors=True)
         else:
             for rounds in (args.rounds_small, args.rounds_large):
-                path = directory / journal_name(rounds, args.seed, args.game)
+                path = directory / journal_name(rounds, args.seed, args.game, args.checkpoint_every)
                 for part in _all_files(path):
                     part.unlink(missing_ok=True)
     print(

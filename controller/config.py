@@ -99,6 +99,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "card_source",
         "data_dir",
         "tick_ms",
+        "checkpoint_every_events",
     ),
     "shoe": (
         "url",
@@ -228,6 +229,8 @@ class TableConfig:
     mqtt: MqttConfig
     web: WebConfig
     control: ControlConfig
+    #: a journal checkpoint at each round's end and at least every this many events
+    checkpoint_every_events: int = 1000
 
     @property
     def journal_path(self) -> Path:
@@ -435,6 +438,9 @@ def _read_table(sec: _Section, base: Path) -> dict[str, Any]:
     out["card_source"] = card_source
     out["data_dir"] = sec.path("data_dir", DEFAULT_DATA_DIR, base, f'"{DEFAULT_DATA_DIR}"')
     out["tick_ms"] = sec.integer("tick_ms", 100, 10, 1000, "ms")
+    out["checkpoint_every_events"] = sec.integer(
+        "checkpoint_every_events", 1000, 10, 1_000_000, "journaled events"
+    )
     sec.check_unknown()
     return out
 
@@ -757,6 +763,7 @@ def parse_table_config(
         settings=table["settings"],
         data_dir=table["data_dir"],
         tick_ms=table["tick_ms"],
+        checkpoint_every_events=table["checkpoint_every_events"],
         shoe=shoe,
         gpio=gpio,
         camera=camera,

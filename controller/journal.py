@@ -13,7 +13,12 @@ user_version``. Three tables:
 - ``outbox`` and ``link`` (schema version 2, :mod:`controller.outbox`): the
   messages for the jackpot controller that each event made, written in the same
   transaction as the event, until the jackpot controller acknowledges them; and
-  the boot counter, incremented each time a writer opens the journal.
+  the boot counter, incremented each time a writer opens the journal;
+- ``checkpoints`` (added by a writer that keeps them; older software ignores it): the
+  table's whole state after an event (:mod:`controller.table.checkpoint`), written in that
+  event's transaction at each round's end and every ``checkpoint_every`` events; the last
+  :data:`CHECKPOINTS_KEPT` are kept. Recovery starts from the newest one before the last
+  event and replays only the events after it, so its time does not grow with history.
 
 :class:`JournaledTable` puts a :class:`~controller.table.Table` behind the
 journal: :meth:`JournaledTable.handle` commits the event (and any round record
@@ -44,6 +49,7 @@ from urllib.parse import quote
 from controller import __version__, outbox
 from controller.errors import EventError, JournalError
 from controller.rules.profile import HouseRules
+from controller.table import checkpoint as checkpoints
 from controller.table.effects import Publish, Record, Step
 from controller.table.events import Event, parse_event
 from controller.table.machine import Table
@@ -57,6 +63,29 @@ outbox) and version 2 (an outbox without the ``award_confirm`` kind) are still r
 migrated when a table controller opens them to write."""
 
 FORMAT = "table-controller journal"
+
+CHECKPOINTS_KEPT = 2
+"""Checkpoints kept in a journal: recovery needs the newest one before the last event."""
+
+_CHECKPOINTS = (
+    "CREATE TABLE IF NOT EXISTS checkpoints ("
+    " seq INTEGER PRIMARY KEY REFERENCES events (seq),"
+    " version INTEGER NOT NULL,"
+    " software TEXT NOT NULL,"
+    " outbox_written INTEGER NOT NULL,"
+    " state TEXT NOT NULL)"
+)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A stored checkpoint: the state after event ``seq``, when the outbox had ``written``
+    messages; ``state`` as :func:`controller.table.checkpoint.encode` made it."""
+
+    seq: int
+    written: int
+    software: str
+    state: dict[str, Any]
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -132,6 +161,8 @@ class Journal:
                 raise JournalError(f"no journal at {self.path}: check the path")
             self._db = _connect(self.path, create=self.writer, busy_timeout_ms=busy_timeout_ms)
             self._prepare(game, settings or TableSettings())
+            if self.writer:
+                self._add_checkpoints()
             self.events_written = self._count()
             self.boot = self._next_boot() if self.writer else None
         except BaseException:
@@ -276,6 +307,38 @@ class Journal:
                 f"nothing changed; {_WHAT_TO_DO}"
             ) from None
 
+    def _add_checkpoints(self) -> None:
+        """The ``checkpoints`` table, if the journal has none yet (no version change:
+        software that does not know it replays the whole journal, as before)."""
+        try:
+            self.db.execute(_CHECKPOINTS)
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"cannot add checkpoints to journal {self.path}: {exc}; {_WHAT_TO_DO}"
+            ) from None
+
+    def latest_checkpoint(self, before: int) -> Checkpoint | None:
+        """The newest stored checkpoint of an event before ``before`` (None: none)."""
+        try:
+            if not self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='checkpoints'"
+            ).fetchone():
+                return None
+            row = self.db.execute(
+                "SELECT seq, outbox_written, software, state FROM checkpoints WHERE seq < ?"
+                " ORDER BY seq DESC LIMIT 1",
+                (before,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.path}: {exc}") from None
+        if row is None:
+            return None
+        try:
+            state = json.loads(row[3])
+        except ValueError:
+            return None  # a damaged checkpoint: the events are the record; replay them all
+        return Checkpoint(int(row[0]), int(row[1]), str(row[2]), state)
+
     def _next_boot(self) -> int:
         try:
             return outbox.next_boot(self.db)
@@ -342,10 +405,12 @@ class Journal:
         accepted: bool,
         records: Sequence[dict[str, Any]] = (),
         publishes: Sequence[Publish] = (),
+        checkpoint: dict[str, Any] | None = None,
     ) -> int:
         """Store one event, the round records and the outbox messages (``publishes``)
-        it produced, in one transaction, and return its ``seq``; raises
-        :class:`JournalError` with nothing stored."""
+        it produced, and the ``checkpoint`` of the state after it if given, in one
+        transaction, and return its ``seq``; raises :class:`JournalError` with nothing
+        stored."""
         seq = self.events_written + 1
         db = self.db
         try:
@@ -356,7 +421,17 @@ class Journal:
                 (seq, round_number, _dumps(event), int(accepted)),
             )
             db.executemany("INSERT INTO rounds (round, seq, record) VALUES (?, ?, ?)", rows)
-            outbox.insert_rows(db, seq, publishes)
+            written = outbox.insert_rows(db, seq, publishes)
+            if checkpoint is not None:
+                db.execute(
+                    "INSERT INTO checkpoints (seq, version, software, outbox_written, state)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (seq, checkpoint["version"], __version__, written, _dumps(checkpoint)),
+                )
+                db.execute(
+                    "DELETE FROM checkpoints WHERE seq NOT IN "
+                    f"(SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT {CHECKPOINTS_KEPT})"
+                )
             db.execute("COMMIT")
         except (sqlite3.Error, OSError, TypeError, ValueError, KeyError) as exc:
             _rollback(db)
@@ -368,10 +443,13 @@ class Journal:
 
     # -- reading -----------------------------------------------------------------
 
-    def entries(self) -> Iterator[JournalEntry]:
-        """Every stored event, in order."""
+    def entries(self, after: int = 0) -> Iterator[JournalEntry]:
+        """Every stored event after ``after``, in order."""
         try:
-            cursor = self.db.execute("SELECT seq, round, event, accepted FROM events ORDER BY seq")
+            cursor = self.db.execute(
+                "SELECT seq, round, event, accepted FROM events WHERE seq > ? ORDER BY seq",
+                (after,),
+            )
             for seq, round_number, text, accepted in cursor:
                 try:
                     event = json.loads(text)
@@ -520,14 +598,18 @@ class Recovery:
     rounds: int = 0
     last_step: Step | None = None
     publishes: tuple[Publish, ...] = ()
+    checkpoint: int = 0  # the event whose checkpoint recovery started from (0: none)
+    replayed: int = 0  # the events replayed after it
 
 
 class JournaledTable:
     """A :class:`~controller.table.Table` whose every journaled event is on disk before
     :meth:`handle` returns its effects.
 
-    Opening an existing journal replays it (crash recovery; :attr:`recovery`). The
-    journal must have been written for ``rules.name`` and ``settings``.
+    Opening an existing journal replays it (crash recovery; :attr:`recovery`), from its
+    newest checkpoint if it has one. The journal must have been written for ``rules.name``
+    and ``settings``. ``checkpoint_every``: write a checkpoint at each round's end and at
+    least every this many events (None: write none; recovery still uses those it finds).
     """
 
     def __init__(
@@ -535,9 +617,12 @@ class JournaledTable:
         path: str | os.PathLike[str],
         rules: HouseRules,
         settings: TableSettings | None = None,
+        *,
+        checkpoint_every: int | None = None,
     ):
         self.rules = rules
         self.settings = settings or TableSettings()
+        self.checkpoint_every = checkpoint_every
         self.journal = Journal(path, game=rules.name, settings=self.settings)
         self._table: Table | None = None
         self.recovery = Recovery()
@@ -572,8 +657,12 @@ class JournaledTable:
         records = [e.data for e in step.effects if isinstance(e, Record) and e.record == "round"]
         publishes = [e for e in step.effects if isinstance(e, Publish)]
         seq = self.journal.events_written + 1
+        state = None
+        every = self.checkpoint_every
+        if every is not None and (records or seq - self._checkpointed >= every):
+            state = checkpoints.encode(table.state)
         try:
-            self.journal.append(entry, round_number, step.accepted, records, publishes)
+            self.journal.append(entry, round_number, step.accepted, records, publishes, state)
         except JournalError as exc:
             try:
                 self._rebuild()
@@ -586,12 +675,15 @@ class JournaledTable:
                     "call a technician"
                 ) from exc
             if self.journal.events_written >= seq:
-                return step  # committed although the write reported an error
+                return step  # committed although the write reported an error (the rebuild
+                # read any checkpoint it holds)
             raise JournalError(
                 f"journal {self.journal.path}: event {seq} ({event.TYPE}) was not recorded "
                 f"({exc.__cause__ or exc}); the table is as it was before it and its effects "
                 f"were not carried out: {_WHAT_TO_DO}"
             ) from exc
+        if state is not None:
+            self._checkpointed = seq
         return step
 
     def _live(self) -> Table:
@@ -607,20 +699,41 @@ class JournaledTable:
     def _rebuild(self) -> None:
         self._table = None
         self._table, self.recovery = self._replay()
+        self._checkpointed = self.journal.events_written  # the next one is due from here
+
+    def _start(self) -> tuple[Table, Checkpoint | None]:
+        """A table at the newest checkpoint before the last event (so that the last event
+        is replayed, for :attr:`Recovery.last_step`), or a fresh one."""
+        journal = self.journal
+        last = journal._count()
+        found = journal.latest_checkpoint(before=last) if last > 1 else None
+        if found is not None:
+            try:
+                return checkpoints.restore(self.rules, self.settings, found.state), found
+            except EventError:
+                pass  # another format or damaged: the events are the record; replay them all
+        return Table(self.rules, self.settings), None
 
     def _replay(self) -> tuple[Table, Recovery]:
         journal, path = self.journal, self.journal.path
-        table = Table(self.rules, self.settings)
+        table, start = self._start()
+        since_seq = start.seq if start else 0
+        # the rounds settled after the start: from the start's round on (the primary key),
+        # so a long history is never read
+        first = table.state.round_number if start else 0
         try:
-            stored = journal.db.execute("SELECT round, seq, record FROM rounds ORDER BY seq")
+            stored = journal.db.execute(
+                "SELECT round, seq, record FROM rounds WHERE round >= ? AND seq > ? ORDER BY seq",
+                (first, since_seq),
+            )
             pending = stored.fetchone()
         except sqlite3.Error as exc:
             raise JournalError(f"cannot read journal {path}: {exc}") from None
         publishes: list[Publish] = []
         since = journal.outbox_since() or 0
-        outboxed: list[tuple[int, Publish]] = []  # what the outbox got, in its order
+        outboxed: list[tuple[int, Publish]] = []  # what the outbox got after the start
         last: Step | None = None
-        count = rounds = 0
+        count, rounds = since_seq, 0
 
         def diverged(seq: int, what: str) -> JournalError:
             return JournalError(
@@ -631,7 +744,7 @@ class JournaledTable:
                 "call a technician if neither changed"
             )
 
-        for entry in journal.entries():
+        for entry in journal.entries(after=since_seq):
             if entry.seq != count + 1:
                 raise JournalError(
                     f"journal {path}: event {count + 1} is missing (next is {entry.seq}); the "
@@ -658,14 +771,16 @@ class JournaledTable:
             last = step
         if pending is not None:
             raise diverged(pending[1], f"does not settle round {pending[0]} as recorded")
-        self._check_outbox(outboxed)
+        self._check_outbox(outboxed, start.written if start else 0)
         journal.events_written = count
-        return table, Recovery(count, rounds, last, tuple(publishes))
+        recovery = Recovery(count, rounds, last, tuple(publishes), since_seq, count - since_seq)
+        return table, recovery
 
-    def _check_outbox(self, outboxed: list[tuple[int, Publish]]) -> None:
-        """The outbox is what the replayed events wrote: as many messages, and each one
-        still pending equal to the publish request it was written for. Recovery never
-        writes it (its rows were committed with their events)."""
+    def _check_outbox(self, outboxed: list[tuple[int, Publish]], base: int = 0) -> None:
+        """The outbox is what the replayed events wrote after the ``base`` messages written
+        before the checkpoint: as many messages, and each one still pending from the replay
+        equal to the publish request it was written for. Recovery never writes it (its rows
+        were committed with their events)."""
         path = self.journal.path
         written, acked, rows = self.journal.outbox_rows()
 
@@ -676,12 +791,15 @@ class JournaledTable:
                 "the outbox: the jackpot controller has not acknowledged its messages)"
             )
 
-        if written != len(outboxed):
-            raise damaged(f"holds {written} messages but the journal's events made {len(outboxed)}")
+        if written != base + len(outboxed):
+            made = base + len(outboxed)
+            raise damaged(f"holds {written} messages but the journal's events made {made}")
         if [row.seq for row in rows] != list(range(acked + 1, written + 1)):
             raise damaged(f"does not hold exactly messages {acked + 1} to {written}")
         for row in rows:
-            event, publish = outboxed[row.seq - 1]
+            if row.seq <= base:
+                continue  # written before the checkpoint: checked when that was recovered
+            event, publish = outboxed[row.seq - base - 1]
             if (row.event, row.kind, row.key, row.payload) != (
                 event,
                 publish.topic,

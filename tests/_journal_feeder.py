@@ -24,6 +24,7 @@ any point of an event (handling, the commit, printing) on fast and slow disks al
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -216,7 +217,11 @@ def main(argv: list[str]) -> int:
     pace = float(argv[4]) / 1000 if len(argv) > 4 else 0.0
     events = session_events(game, seed, rounds)
     out = sys.stdout
-    with JournaledTable(path, load_game(game), SETTINGS) as table:
+    every = os.environ.get("FEEDER_CHECKPOINT_EVERY")  # checkpoints as the daemon writes them
+    checkpoint_every = int(every) if every else None
+    with JournaledTable(
+        path, load_game(game), SETTINGS, checkpoint_every=checkpoint_every
+    ) as table:
         journaled = table.recovered
         last = table.recovery.last_step
         for effect in last.effects if last is not None else ():

@@ -113,7 +113,12 @@ class TableDaemon:
     def __init__(self, config: Any, *, password: str):
         self.config = config
         self.parts: list[tuple[str, Callable[[], None]]] = []
-        table = JournaledTable(config.journal_path, config.rules, config.settings)
+        table = JournaledTable(
+            config.journal_path,
+            config.rules,
+            config.settings,
+            checkpoint_every=config.checkpoint_every_events,
+        )
         self.table = table
         self.parts.append(("journal", table.close))
         state = table.state
