@@ -121,6 +121,17 @@ def run_and_kill(
     return [line.rstrip("\n") for line in lines if line.endswith("\n")]
 
 
+def deliver(lines: list[str], delivered: set[str]) -> None:
+    """Add the keys a feeder's output published (``pub``) or offered again after a crash
+    (``repub``, which the outbox takes once) to ``delivered``; a ``pub`` seen before fails."""
+    for line in lines:
+        kind, _, key = line.partition(" ")
+        if kind == "pub":
+            assert key not in delivered, f"{key} published twice"
+        if kind in ("pub", "repub"):
+            delivered.add(key)
+
+
 def last_ok(lines: list[str]) -> int:
     oks = [int(line.split()[1]) for line in lines if line.startswith("ok ")]
     return max(oks, default=0)
@@ -195,22 +206,12 @@ def test_killed_again_and_again_the_session_still_ends_as_without_a_crash(tmp_pa
         lines = run_and_kill(path, game, seed, rng, len(ref.rows))
         with JournaledTable(path, ref.rules, SETTINGS) as table:
             journaled = check_recovered(table, ref, lines, journaled)
-        for line in lines:
-            kind, _, key = line.partition(" ")
-            if kind == "pub":
-                assert key not in delivered, f"{key} published twice"
-            if kind in ("pub", "repub"):
-                delivered.add(key)  # the outbox takes a re-offered key once
+        deliver(lines, delivered)
     child = start_feeder(path, game, seed)
     out, errors = child.communicate(timeout=60)
     assert child.returncode == 0, errors
     assert out.endswith("done\n")
-    for line in out.splitlines():
-        kind, _, key = line.partition(" ")
-        if kind == "pub":
-            assert key not in delivered, f"{key} published twice"
-        if kind in ("pub", "repub"):
-            delivered.add(key)
+    deliver(out.splitlines(), delivered)
     assert delivered == set(ref.keys)
     with JournaledTable(path, ref.rules, SETTINGS) as table:
         assert table.state == ref.final
@@ -236,22 +237,12 @@ def test_killed_fifty_times_while_it_writes_checkpoints_nothing_is_lost_or_doubl
         with JournaledTable(path, ref.rules, SETTINGS) as table:
             journaled = check_recovered(table, ref, lines, journaled)
             from_checkpoint += table.recovery.checkpoint > 0
-        for line in lines:
-            kind, _, key = line.partition(" ")
-            if kind == "pub":
-                assert key not in delivered, f"{key} published twice"
-            if kind in ("pub", "repub"):
-                delivered.add(key)
+        deliver(lines, delivered)
     assert from_checkpoint >= 40, "recovery did not start from the checkpoints"
     child = start_feeder(path, game, seed, checkpoint_every=2)
     out, errors = child.communicate(timeout=120)
     assert child.returncode == 0, errors
-    for line in out.splitlines():
-        kind, _, key = line.partition(" ")
-        if kind == "pub":
-            assert key not in delivered, f"{key} published twice"
-        if kind in ("pub", "repub"):
-            delivered.add(key)
+    deliver(out.splitlines(), delivered)
     assert delivered == set(ref.keys)
     with JournaledTable(path, ref.rules, SETTINGS) as table:
         assert table.recovery.checkpoint > 0
