@@ -106,6 +106,38 @@ _WHAT_TO_DO = (
 )
 
 
+#: The effects of a round record that must match when it is replayed: the money and what the
+#: jackpot controller was told. Prompts, alarms, lights and refusal texts are presentation: a
+#: new software version may word them differently and still recover an old journal; recall
+#: shows the stored record as it was shown.
+GAME_EFFECTS = ("settled", "publish")
+
+
+def money_and_game_difference(stored: dict[str, Any], replayed: dict[str, Any]) -> str | None:
+    """What differs between a stored round record and its replay in the money and the game
+    (the cards, events, settlements, publishes and their keys, the round's result), or None.
+    Presentation (prompt and alarm wording) may differ."""
+    ours = [e for e in stored.get("effects", []) if e.get("effect") in GAME_EFFECTS]
+    theirs = [e for e in replayed.get("effects", []) if e.get("effect") in GAME_EFFECTS]
+    for number, (was, now) in enumerate(zip(ours, theirs, strict=False), 1):
+        if was != now:
+            what = was.get("effect")
+            if what == "settled":
+                where = f"spot {was.get('spot')} {was.get('wager')}"
+            else:
+                where = str(was.get("key"))
+            return (
+                f"{what} {number} ({where}): journaled {_dumps(was)[:200]}, "
+                f"now {_dumps(now)[:200]}"
+            )
+    if len(ours) != len(theirs):
+        return f"{len(ours)} settlements and publishes journaled, {len(theirs)} now"
+    for key in sorted(set(stored) | set(replayed)):  # the cards, the events, the result
+        if key != "effects" and stored.get(key) != replayed.get(key):
+            return f"its {key} differs"
+    return None
+
+
 def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
@@ -764,8 +796,13 @@ class JournaledTable:
                     number = effect.data["round"]
                     if pending is None or pending[1] != entry.seq or pending[0] != number:
                         raise diverged(entry.seq, f"settles round {number}, not as recorded")
-                    if json.loads(pending[2]) != json.loads(_dumps(effect.data)):
-                        raise diverged(entry.seq, f"gives a different record of round {number}")
+                    difference = money_and_game_difference(
+                        json.loads(pending[2]), json.loads(_dumps(effect.data))
+                    )
+                    if difference is not None:
+                        raise diverged(
+                            entry.seq, f"settles round {number} differently ({difference})"
+                        )
                     rounds += 1
                     pending = stored.fetchone()
             last = step
