@@ -129,6 +129,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_recall(args: argparse.Namespace) -> int:
+    import datetime
+
     from controller.errors import JournalError
     from controller.journal import Journal
     from controller.recall import format_rounds
@@ -157,6 +159,18 @@ def _cmd_recall(args: argparse.Namespace) -> int:
                 + (f" ({first} to {last})" if count else "")
                 + (f"; the last {len(records)}, newest first" if args.round is None else "")
             )
+            runs = journal.runs()
+            if runs:
+
+                def started(run: dict) -> str:
+                    when = datetime.datetime.fromtimestamp(run["started_ms"] / 1000, datetime.UTC)
+                    return f"{when:%Y-%m-%d %H:%M} UTC"
+
+                header += "\nSoftware: " + "; ".join(
+                    f"{run['software']} from event {run['first_event']} (boot {run['boot']}, "
+                    f"{started(run)})"
+                    for run in runs[-5:]
+                )
             from controller.games import load_game
 
             print(format_rounds(records, header, load_game(meta["game"])), end="")

@@ -40,6 +40,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,16 @@ FORMAT = "table-controller journal"
 
 CHECKPOINTS_KEPT = 2
 """Checkpoints kept in a journal: recovery needs the newest one before the last event."""
+
+_RUNS = (
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " boot INTEGER PRIMARY KEY,"
+    " software TEXT NOT NULL,"
+    " started_ms INTEGER NOT NULL,"
+    " first_event INTEGER NOT NULL)"
+)
+"""Each run of a writer: its boot, the software version, when it started (UTC ms since the
+epoch) and the first event it could write. Added like ``checkpoints``: no version change."""
 
 _CHECKPOINTS = (
     "CREATE TABLE IF NOT EXISTS checkpoints ("
@@ -197,6 +208,8 @@ class Journal:
                 self._add_checkpoints()
             self.events_written = self._count()
             self.boot = self._next_boot() if self.writer else None
+            if self.writer:
+                self._record_run()
         except BaseException:
             self.close()
             raise
@@ -348,6 +361,35 @@ class Journal:
             raise JournalError(
                 f"cannot add checkpoints to journal {self.path}: {exc}; {_WHAT_TO_DO}"
             ) from None
+
+    def _record_run(self) -> None:
+        try:
+            self.db.execute(_RUNS)
+            self.db.execute(
+                "INSERT OR REPLACE INTO runs (boot, software, started_ms, first_event)"
+                " VALUES (?, ?, ?, ?)",
+                (self.boot, __version__, int(time.time() * 1000), self.events_written + 1),
+            )
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"journal {self.path}: cannot record this run: {exc}; {_WHAT_TO_DO}"
+            ) from None
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run of a table controller on this journal, oldest first: ``boot``,
+        ``software`` (its version), ``started_ms`` (UTC) and ``first_event``."""
+        try:
+            if not self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'"
+            ).fetchone():
+                return []
+            rows = self.db.execute(
+                "SELECT boot, software, started_ms, first_event FROM runs ORDER BY boot"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.path}: {exc}") from None
+        keys = ("boot", "software", "started_ms", "first_event")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def latest_checkpoint(self, before: int) -> Checkpoint | None:
         """The newest stored checkpoint of an event before ``before`` (None: none)."""

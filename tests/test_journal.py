@@ -58,7 +58,7 @@ def test_every_connection_is_wal_with_full_sync_and_foreign_keys(tmp_path, pa):
         other = raw(path)
         assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in other.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert tables == {"meta", "events", "rounds", "outbox", "link", "checkpoints"}
+        assert tables == {"meta", "events", "rounds", "outbox", "link", "checkpoints", "runs"}
         assert reader.game == "pa-standard"
         assert reader.settings == SETTINGS
         other.close()

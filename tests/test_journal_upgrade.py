@@ -94,3 +94,35 @@ def test_only_presentation_may_differ():
     assert "spot 2 main" in money_and_game_difference(record, paid_more)
     other_cards = {**record, "dealer": ["KD", "8S"]}
     assert money_and_game_difference(record, other_cards) == "its dealer differs"
+
+
+def test_each_run_records_its_software_version_and_recall_shows_it(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import controller.journal as journal_module
+
+    rules = load_game("pa-standard")
+    path = tmp_path / "t.journal"
+    events = session_events("pa-standard", 3, 4)
+    with JournaledTable(path, rules, SETTINGS) as first:
+        for event in events[: len(events) // 2]:
+            first.handle(event)
+        half = first.journal.events_written
+    monkeypatch.setattr(journal_module, "__version__", "0.2.0-test")  # an update
+    with JournaledTable(path, rules, SETTINGS) as second:
+        for event in events[len(events) // 2 :]:
+            second.handle(event)
+        runs = second.journal.runs()
+    assert [(r["boot"], r["software"], r["first_event"]) for r in runs] == [
+        (1, runs[0]["software"], 1),
+        (2, "0.2.0-test", half + 1),
+    ]
+    assert runs[0]["software"] != "0.2.0-test" and runs[1]["started_ms"] > 1_700_000_000_000
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-m", "controller", "recall", str(path), "--last", "2"],
+        cwd=root, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert f"0.2.0-test from event {half + 1} (boot 2, " in out.stdout
