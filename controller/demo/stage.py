@@ -279,18 +279,25 @@ def table_config(
     return "\n".join(lines) + "\n"
 
 
+def _conf_words(conf: Path) -> list[list[str]]:
+    """The lines of a Mosquitto config that set something, split in words (none if the file
+    cannot be read)."""
+    try:
+        text = conf.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    lines = (line.split() for line in text.splitlines())
+    return [words for words in lines if words and not words[0].startswith("#")]
+
+
 def production_limits(conf: Path = PRODUCTION_CONF) -> dict[str, str]:
     """The global limits (:data:`LIMIT_OPTIONS`) set in ``conf`` before its first listener."""
     limits: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for line in conf.read_text(encoding="utf-8").splitlines():
-            words = line.split()
-            if not words or words[0].startswith("#"):
-                continue
-            if words[0] == "listener":
-                break
-            if words[0] in LIMIT_OPTIONS:
-                limits[words[0]] = " ".join(words[1:])
+    for words in _conf_words(conf):
+        if words[0] == "listener":
+            break
+        if words[0] in LIMIT_OPTIONS:
+            limits[words[0]] = " ".join(words[1:])
     return limits
 
 
@@ -298,15 +305,11 @@ def listener_settings(conf: Path = PRODUCTION_CONF) -> dict[str, str]:
     """The :data:`LISTENER_OPTIONS` that every listener of ``conf`` sets, with the same value
     on each; one that a listener lacks, or sets otherwise, is left out."""
     blocks: list[dict[str, str]] = []
-    with contextlib.suppress(OSError):
-        for line in conf.read_text(encoding="utf-8").splitlines():
-            words = line.split()
-            if not words or words[0].startswith("#"):
-                continue
-            if words[0] == "listener":
-                blocks.append({})
-            elif blocks and words[0] in LISTENER_OPTIONS:
-                blocks[-1][words[0]] = " ".join(words[1:])
+    for words in _conf_words(conf):
+        if words[0] == "listener":
+            blocks.append({})
+        elif blocks and words[0] in LISTENER_OPTIONS:
+            blocks[-1][words[0]] = " ".join(words[1:])
     if not blocks:
         return {}
     return {k: v for k, v in blocks[0].items() if all(b.get(k) == v for b in blocks)}

@@ -76,6 +76,7 @@ class AlarmLog:
         self._pending: dict[int, tuple[int, int, Any, str]] = {}  # id -> (count+, t, seq, detail)
         self._open: dict[tuple[str, str | None], int] = {}  # (kind, table) -> id
         self._flushed = time.monotonic()
+        self.opened = 0  # alarms this log opened (a repeat of an open one opens none)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -119,6 +120,7 @@ class AlarmLog:
                 (kind, table, now, now, seq, detail, seq, detail),
             )
             alarm_id = int(cur.lastrowid)
+            self.opened += 1
         else:
             count = self._pending.get(alarm_id, (0,))[0] + 1
             self._pending[alarm_id] = (count, now, seq, detail)

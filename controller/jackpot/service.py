@@ -258,8 +258,10 @@ class JackpotService:
         open_alarms = self._open_alarms
         if self._alarm_log is not None:
             try:
+                opened = self._alarm_log.opened
                 self._alarm_log.raise_alarm(kind, table, seq, detail)
-                open_alarms = self._alarm_log.open_count()
+                if self._alarm_log.opened != opened:  # a repeat leaves the count as it was
+                    open_alarms = self._alarm_log.open_count()
             except Exception:  # the refusal stands whatever the alarm log does; the log says why
                 log.exception("could not write the alarm to the alarm log")
         with self._lock:

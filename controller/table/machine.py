@@ -785,16 +785,18 @@ class Table(Procedure):
         # Any phase, between rounds too. Prompted only if it answers a claim this table
         # published, with an amount that is the line's share of the meter it names; anything
         # else is refused with an alarm for a technician (docs/table.md "Award proof").
-        if event.claim_key is None:
-            self._unchecked_award(event)
-            return
+        # An award without claim_key was journaled by 0.1.0, before the table checked awards
+        # (the link's schema requires claim_key): it is replayed as it was then, unchecked,
+        # so that journal recovers to the state it had.
+        checked = event.claim_key is not None
         state, award_id = self.state, event.award_id
         closed = state.awards_closed.get(award_id)
         what = f"spot {event.spot} wins {pool_name(event.pool)} {event.line}"
         if event.state == "offered":
             if award_id in state.awards or closed is not None:
                 return  # the controller repeats an award until the confirm is applied
-            self._proven_claim(event)
+            if checked:
+                self._proven_claim(event)
             state.awards[award_id] = event
             self._prompt(
                 "jackpot_award",
@@ -804,13 +806,14 @@ class Table(Procedure):
         elif event.state == "committed":
             if closed in ("committed", "refused"):
                 return
-            if closed != "confirmed":
+            if checked and closed != "confirmed":
                 raise self._unproven(
                     event,
                     "the dealer has not confirmed its hand pay yet"
                     if award_id in state.awards
                     else "this table was never offered that award",
                 )
+            state.awards.pop(award_id, None)  # a checked one left at its confirmation
             state.awards_closed[award_id] = "committed"
             self._prompt(
                 "jackpot_committed",
@@ -821,14 +824,16 @@ class Table(Procedure):
         else:
             if closed is not None:
                 return
-            if award_id in state.awards:
-                raise self._unproven(
-                    event,
-                    "it was offered to this table and waits for its hand pay; the jackpot "
-                    "controller never refuses an award it offered",
-                )
-            claim = self._proven_claim(event)
-            del state.claims[claim.key]
+            if checked:
+                if award_id in state.awards:
+                    raise self._unproven(
+                        event,
+                        "it was offered to this table and waits for its hand pay; the jackpot "
+                        "controller never refuses an award it offered",
+                    )
+                claim = self._proven_claim(event)
+                del state.claims[claim.key]
+            state.awards.pop(award_id, None)
             state.awards_closed[award_id] = "refused"
             self._prompt(
                 "jackpot_refused",
@@ -933,45 +938,6 @@ class Table(Procedure):
         if key is not None:
             self.state.claims.pop(key, None)
             self.state.mystery_claims.pop(key, None)
-
-    def _unchecked_award(self, event: ev.JackpotAward) -> None:
-        # An award without claim_key was journaled by 0.1.0, before the table checked awards
-        # (the link's schema requires claim_key): replayed as it was then, so that journal
-        # recovers to the state it had.
-        state, award_id = self.state, event.award_id
-        closed = state.awards_closed.get(award_id)
-        what = f"spot {event.spot} wins {pool_name(event.pool)} {event.line}"
-        if event.state == "offered":
-            if award_id in state.awards or closed is not None:
-                return
-            state.awards[award_id] = event
-            self._prompt(
-                "jackpot_award",
-                f"Jackpot: {what}: {format_cents(event.amount)} hand pay; call the supervisor",
-                event.spot,
-            )
-        elif event.state == "committed":
-            if closed in ("committed", "refused"):
-                return
-            state.awards.pop(award_id, None)
-            state.awards_closed[award_id] = "committed"
-            self._prompt(
-                "jackpot_committed",
-                f"Jackpot award {award_id} committed: {what}, "
-                f"{format_cents(event.amount)} hand paid",
-                event.spot,
-            )
-        else:
-            if closed is not None:
-                return
-            state.awards.pop(award_id, None)
-            state.awards_closed[award_id] = "refused"
-            self._prompt(
-                "jackpot_refused",
-                f"Jackpot claim refused by the jackpot controller: spot {event.spot} "
-                f"{pool_name(event.pool)} {event.line}: no hand pay; call the supervisor",
-                event.spot,
-            )
 
     def _on_confirm_award(self, event: ev.ConfirmAward) -> None:
         state = self.state
