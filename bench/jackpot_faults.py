@@ -49,7 +49,7 @@ from controller.games import load_game  # noqa: E402
 from controller.jackpot.ledger import Ledger  # noqa: E402
 from controller.jackpot.pools import contribution, load_config  # noqa: E402
 from controller.journal import Journal, JournaledTable  # noqa: E402
-from controller.outbox import Outbox  # noqa: E402
+from controller.journal.outbox import Outbox  # noqa: E402
 from controller.table import Table  # noqa: E402
 from controller.table.effects import Publish  # noqa: E402
 

@@ -38,8 +38,8 @@ from mqtt_broker import OBSERVER, SIGN, TABLES
 
 from controller.games import load_game
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.link.publisher import TablePublisher
-from controller.outbox import Outbox
 from controller.table.effects import Publish
 
 T7, T8 = TABLES

@@ -5,7 +5,7 @@ Run from the repository root: ``python3 bench/journal_recovery.py``. Not a test.
 Building. Each journal is written by a real :class:`~controller.journal.JournaledTable`
 fed the seeded 7-spot rounds of ``bench/replay_rounds.py`` (its generator, streamed
 round by round), with the jackpot controller's acknowledgements applied every 100
-rounds through :class:`~controller.outbox.Outbox` as a live link would (the outbox holds
+rounds through :class:`~controller.journal.outbox.Outbox` as a live link would (the outbox holds
 what a connected table's holds, not months of messages). The small journal is built
 with the production settings (WAL, ``synchronous = FULL``: an fsync per event) and its
 build rate is reported. The large one would take hours at that rate on a loaded disk, so
@@ -60,7 +60,7 @@ from replay_rounds import SPOTS, Generator  # noqa: E402
 from controller import __version__  # noqa: E402
 from controller.games import load_game  # noqa: E402
 from controller.journal import SCHEMA_VERSION, JournaledTable  # noqa: E402
-from controller.outbox import Outbox  # noqa: E402
+from controller.journal.outbox import Outbox  # noqa: E402
 from controller.table import TableSettings  # noqa: E402
 
 ACK_EVERY = 100  # rounds between the jackpot controller's acknowledgements

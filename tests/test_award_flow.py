@@ -23,10 +23,10 @@ from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, TABLES, broker  # noqa: F40
 from controller.jackpot.ledger import Ledger
 from controller.jackpot.service import JackpotService
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.link.awards import award_event
 from controller.link.messages import topic_for, validate
 from controller.link.publisher import TablePublisher
-from controller.outbox import Outbox
 from controller.table import events as ev
 from controller.table.effects import Prompt
 

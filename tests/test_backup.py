@@ -30,7 +30,7 @@ from controller.errors import JournalError
 from controller.jackpot.ledger import Ledger
 from controller.jackpot.service import main as jackpot_cli
 from controller.journal import Journal, JournaledTable
-from controller.outbox import Outbox, OutboxError
+from controller.journal.outbox import Outbox, OutboxError
 
 ROOT = Path(__file__).resolve().parent.parent
 GAME, SEED = "pa-standard", 11

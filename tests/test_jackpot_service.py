@@ -34,9 +34,9 @@ from controller.jackpot.ledger import Ledger
 from controller.jackpot.pools import contribution
 from controller.jackpot.service import JackpotService, main
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.link.messages import envelope, parse_message, topic_for
 from controller.link.publisher import TablePublisher
-from controller.outbox import Outbox
 from controller.table.effects import Publish
 
 ROOT = Path(__file__).resolve().parent.parent

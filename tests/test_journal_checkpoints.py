@@ -14,7 +14,7 @@ from _journal_feeder import SETTINGS, session_events
 from controller.errors import JournalError
 from controller.games import load_game
 from controller.journal import CHECKPOINTS_KEPT, JournaledTable
-from controller.outbox import Outbox
+from controller.journal.outbox import Outbox
 
 
 def checkpoint_rows(path) -> list[int]:

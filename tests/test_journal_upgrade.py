@@ -101,7 +101,7 @@ def test_each_run_records_its_software_version_and_recall_shows_it(tmp_path, mon
     import sys
     from pathlib import Path
 
-    import controller.journal as journal_module
+    import controller.journal.file as journal_module
 
     rules = load_game("pa-standard")
     path = tmp_path / "t.journal"

@@ -44,10 +44,10 @@ from mqtt_broker import (  # noqa: F401
 from controller.jackpot.service import JackpotService
 from controller.jackpot.sign import Board
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.link.messages import JACKPOT_STATUS_TOPIC, meter_topic, topic_for
 from controller.link.publisher import TablePublisher
 from controller.link.signing import Signer, new_signing_key
-from controller.outbox import Outbox
 from controller.runtime.daemon import LinkAlarmGate
 from controller.table import events as ev
 from controller.table.effects import Alarm, Prompt

@@ -34,9 +34,9 @@ from mqtt_broker import CONTROLLER, OBSERVER, TABLES, broker  # noqa: F401
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.link.messages import TABLE_KINDS, parse_message
 from controller.link.publisher import TablePublisher
-from controller.outbox import Outbox
 
 T7, T8 = TABLES
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,11 +19,11 @@ import pytest
 from _journal_feeder import SETTINGS, consumed, session_events
 from test_recovery import Reference, run_and_kill, start_feeder
 
-from controller import outbox as outbox_module
 from controller.errors import JournalError
 from controller.games import load_game
 from controller.journal import SCHEMA_VERSION, Journal, JournaledTable
-from controller.outbox import Outbox, OutboxError
+from controller.journal import outbox as outbox_module
+from controller.journal.outbox import Outbox, OutboxError
 from controller.table import Table
 from controller.table.effects import Publish
 

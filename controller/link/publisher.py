@@ -52,6 +52,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from controller.backoff import jittered_backoff
 from controller.errors import JournalError, TableControllerError
+from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
 from controller.link.messages import (
     VERSION,
@@ -62,7 +63,6 @@ from controller.link.messages import (
     validate,
 )
 from controller.link.signing import SignatureError, Signer, Verifier
-from controller.outbox import Outbox, OutboxError
 from controller.table.effects import Publish
 from controller.table.events import JackpotAward
 

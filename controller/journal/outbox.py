@@ -3,7 +3,7 @@
 The outbox lives in the table's journal file (``docs/outbox.md``), so that each
 :class:`~controller.table.effects.Publish` request is written **in the same SQLite
 transaction** as the journal record of the event that made it
-(:meth:`controller.journal.Journal.append` calls :func:`insert_rows`). Two tables:
+(:meth:`controller.journal.file.Journal.append` calls :func:`insert_rows`). Two tables:
 
 - ``outbox``: one row per message not yet acknowledged: ``seq`` (the table's message
   sequence, 1, 2, 3 ... with no gap, never reused), ``event`` (the journal event that
@@ -24,7 +24,6 @@ no gap).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import JournalError, TableControllerError
+from controller.journal.store import SCHEMA_VERSION, connect, dumps, rollback
 from controller.table.effects import Publish
 
 KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
@@ -74,9 +74,6 @@ class OutboxRow:
     payload: dict[str, Any]
 
 
-def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-
 
 def create(db: sqlite3.Connection, since_event: int = 0) -> None:
     """Create the outbox tables inside the caller's open transaction."""
@@ -99,7 +96,7 @@ def insert_rows(db: sqlite3.Connection, event_seq: int, publishes: Sequence[Publ
     for number, publish in enumerate(publishes, written + 1):
         if publish.topic not in KINDS:
             raise ValueError(f"publish {publish.key!r} has an unknown kind {publish.topic!r}")
-        rows.append((number, event_seq, publish.topic, publish.key, _dumps(publish.payload)))
+        rows.append((number, event_seq, publish.topic, publish.key, dumps(publish.payload)))
     db.executemany(
         "INSERT INTO outbox (seq, event, kind, key, payload) VALUES (?, ?, ?, ?, ?)", rows
     )
@@ -137,12 +134,10 @@ class Outbox:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000):
-        from controller.journal import SCHEMA_VERSION, _connect  # the file's one opener
-
         self.path = Path(path)
         if not self.path.is_file():
             raise JournalError(f"no journal at {self.path}: check the path")
-        self._db: sqlite3.Connection | None = _connect(
+        self._db: sqlite3.Connection | None = connect(
             self.path, create=False, busy_timeout_ms=busy_timeout_ms
         )
         try:
@@ -243,10 +238,10 @@ class Outbox:
             db.execute("UPDATE link SET acked = ? WHERE id = 1", (up_to_seq,))
             db.execute("COMMIT")
         except OutboxError:
-            _rollback(db)
+            rollback(db)
             raise
         except sqlite3.Error as exc:
-            _rollback(db)
+            rollback(db)
             raise JournalError(
                 f"outbox of {self.path}: recording acknowledgement {up_to_seq} failed: {exc}; "
                 "nothing changed (the jackpot controller will acknowledge again)"
@@ -267,8 +262,3 @@ class Outbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _rollback(db: sqlite3.Connection) -> None:
-    if db.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")

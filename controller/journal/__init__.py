@@ -1,0 +1,39 @@
+"""The table's journal: every event on disk before its effects are carried out.
+
+One layer per module, each importing only the ones above it:
+
+- :mod:`~controller.journal.store`: opening a journal file (WAL, ``synchronous = FULL``)
+  and the constants of its format;
+- :mod:`~controller.journal.outbox`: the messages for the jackpot controller, written in the
+  transaction of the event that made them, until it acknowledges them;
+- :mod:`~controller.journal.file`: :class:`Journal`, one journal file: its schema, events,
+  round records, checkpoints and runs;
+- :mod:`~controller.journal.recovery`: :class:`JournaledTable`, the table behind its journal,
+  and crash recovery from the newest checkpoint.
+
+``docs/journal.md`` describes the file, ``docs/outbox.md`` the outbox.
+"""
+
+from controller.journal.file import CHECKPOINTS_KEPT, Checkpoint, Journal, JournalEntry
+from controller.journal.recovery import (
+    GAME_EFFECTS,
+    JournaledTable,
+    Recovery,
+    journal_event,
+    money_and_game_difference,
+)
+from controller.journal.store import FORMAT, SCHEMA_VERSION
+
+__all__ = [
+    "CHECKPOINTS_KEPT",
+    "FORMAT",
+    "GAME_EFFECTS",
+    "SCHEMA_VERSION",
+    "Checkpoint",
+    "Journal",
+    "JournalEntry",
+    "JournaledTable",
+    "Recovery",
+    "journal_event",
+    "money_and_game_difference",
+]

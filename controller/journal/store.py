@@ -1,0 +1,68 @@
+"""The journal file's lowest layer: how it is opened, and the constants of its format.
+
+Every connection to a journal (the table's, the outbox publisher's, a reader's) is made by
+:func:`connect`: WAL, ``synchronous = FULL`` and foreign keys on, so that a commit is on
+disk when it returns. Nothing here knows the table or the outbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from controller.errors import JournalError
+
+SCHEMA_VERSION = 3
+"""``PRAGMA user_version`` of the journals this code writes and reads. Version 1 (no
+outbox) and version 2 (an outbox without the ``award_confirm`` kind) are still read, and
+migrated when a table controller opens them to write."""
+
+FORMAT = "table-controller journal"
+
+WHAT_TO_DO = (
+    "check the journal's disk (full? read-only? failing SD card?) and repeat the event; "
+    "if it fails again stop the game and call a technician"
+)
+
+
+def dumps(data: Any) -> str:
+    """Compact JSON, as every row of the journal stores it."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.absolute()))}?mode={'rwc' if create else 'rw'}"
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    except sqlite3.Error as exc:
+        raise JournalError(
+            f"cannot open journal {path}: {exc}; check the path and its permissions"
+        ) from None
+    try:
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.Error as exc:
+        db.close()
+        raise JournalError(
+            f"cannot open journal {path}: {exc}; check the path and its permissions"
+        ) from None
+    if str(mode).lower() != "wal":
+        db.close()
+        raise JournalError(
+            f"journal {path}: the file system does not support SQLite's WAL mode (got "
+            f"{mode!r}); put the journal on a local disk"
+        )
+    return db
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
