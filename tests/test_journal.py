@@ -21,7 +21,7 @@ from conftest import run_cli
 
 from controller.errors import JournalError
 from controller.games import load_game
-from controller.journal import SCHEMA_VERSION, Journal, JournaledTable
+from controller.journal import RECALL_KEYS, SCHEMA_VERSION, Journal, JournaledTable
 from controller.recall import round_layout
 from controller.table import Table, TableSettings
 from controller.table import events as ev
@@ -58,7 +58,10 @@ def test_every_connection_is_wal_with_full_sync_and_foreign_keys(tmp_path, pa):
         other = raw(path)
         assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in other.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert tables == {"meta", "events", "rounds", "outbox", "link", "checkpoints", "runs"}
+        assert tables == {
+            *("meta", "events", "rounds", "outbox", "link", "checkpoints", "runs"),
+            *("clock_steps", "origin"),
+        }
         assert reader.game == "pa-standard"
         assert reader.settings == SETTINGS
         other.close()
@@ -320,7 +323,8 @@ def test_a_recalled_round_replays_to_the_settlements_recorded(tmp_path, game):
             replayed = [s.to_dict() for s in result.settlements()]
             assert replayed == record["result"]["settlements"], record["round"]
             again = [e.data for _, s in result.steps for e in s.effects if isinstance(e, Record)]
-            assert again == [record]  # every card, action, prompt and publish key
+            stored = {k: v for k, v in record.items() if k not in RECALL_KEYS}
+            assert again == [stored]  # every card, action, prompt and publish key
             keys = [e.key for _, s in result.steps for e in s.effects if isinstance(e, Publish)]
             assert f"round-{record['round']}/result" in keys
 

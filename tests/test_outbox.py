@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _journal_feeder import SETTINGS, consumed, session_events
+from journal_versions import back_to_version_3
 from test_recovery import Reference, run_and_kill, start_feeder
 
 from controller.errors import JournalError
@@ -275,6 +276,7 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
         for event in events[:half]:
             table.handle(event)
         state, old = table.state, table.journal.events_written
+    back_to_version_3(path)
     db = sqlite3.connect(path)  # as the previous software wrote it
     db.executescript("DROP TABLE outbox; DROP TABLE link; PRAGMA user_version = 1;")
     db.close()
@@ -285,7 +287,7 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
         assert table.journal.boot == 1
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert table.journal.outbox_since() == old
         with Outbox(path) as box:
             assert box.depth() == 0  # events before the link are not sent
@@ -305,6 +307,7 @@ def test_a_version_2_journal_keeps_its_outbox_and_then_takes_award_confirms(tmp_
         for event in events:
             table.handle(event)
         state = table.state
+    back_to_version_3(path)
     db = sqlite3.connect(path)  # the outbox as schema 2 made it, with its rows
     db.executescript(
         "ALTER TABLE outbox RENAME TO o3;"
@@ -319,7 +322,7 @@ def test_a_version_2_journal_keeps_its_outbox_and_then_takes_award_confirms(tmp_
     assert before
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert raw(path).execute("SELECT * FROM outbox ORDER BY seq").fetchall() == before
     db = sqlite3.connect(path)  # the new kind fits the rebuilt CHECK (rolled back)
     db.execute("INSERT INTO outbox VALUES (999999, 1, 'award_confirm', 'k', '{}')")

@@ -14,7 +14,15 @@ One layer per module, each importing only the ones above it:
 ``docs/journal.md`` describes the file, ``docs/outbox.md`` the outbox.
 """
 
-from controller.journal.file import CHECKPOINTS_KEPT, Checkpoint, Journal, JournalEntry
+from controller.journal.file import (
+    CHECKPOINTS_KEPT,
+    CLOCK_STEP_MS,
+    RECALL_KEYS,
+    Checkpoint,
+    Journal,
+    JournalEntry,
+    Origin,
+)
 from controller.journal.recovery import (
     GAME_EFFECTS,
     JournaledTable,
@@ -26,13 +34,16 @@ from controller.journal.store import FORMAT, SCHEMA_VERSION
 
 __all__ = [
     "CHECKPOINTS_KEPT",
+    "CLOCK_STEP_MS",
     "FORMAT",
     "GAME_EFFECTS",
+    "RECALL_KEYS",
     "SCHEMA_VERSION",
     "Checkpoint",
     "Journal",
     "JournalEntry",
     "JournaledTable",
+    "Origin",
     "Recovery",
     "journal_event",
     "money_and_game_difference",

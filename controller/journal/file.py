@@ -2,14 +2,20 @@
 
 One SQLite file per table (``docs/journal.md``): WAL, ``synchronous = FULL``
 and foreign keys on every connection, the schema version in ``PRAGMA
-user_version``. Three tables:
+user_version`` (4: ``docs/journal.md`` lists what each version added). Tables:
 
 - ``meta``: the game (profile name) and table settings the journal was written
   for; a journal refuses to be reopened with others;
 - ``events``: every event the table journaled (``Step.journal``), refused ones
-  included, numbered ``seq`` 1, 2, 3 ... with the round it belongs to;
-- ``rounds``: each settled or voided round's recall record (``Record("round")``),
-  pointing at the event that settled it. Nothing is ever pruned;
+  included, numbered ``seq`` 1, 2, 3 ... with the round it belongs to and the wall-clock
+  UTC time it was journaled (``utc_ms``, beside the table's monotonic ``t`` in the event);
+- ``rounds``: each settled or voided round's recall record (``Record("round")``) as it was
+  shown, pointing at the event that settled it, with the UTC times it started and settled;
+- ``clock_steps``: each time the wall clock stepped (an NTP correction) against the table's
+  monotonic clock between two events of one run; the order of events never changes;
+- ``origin`` (a file that starts where an older one ended: a gaming-day rotation or a
+  technician's set-aside, :mod:`controller.journal.rotation`): the table's state after the
+  last event of the previous file, which file that was and its SHA-256;
 - ``outbox`` and ``link`` (schema version 2, :mod:`controller.journal.outbox`): the
   messages for the jackpot controller that each event made, written in the same
   transaction as the event, until the jackpot controller acknowledges them; and
@@ -20,13 +26,10 @@ user_version``. Three tables:
   :data:`CHECKPOINTS_KEPT` are kept. Recovery starts from the newest one before the last
   event and replays only the events after it, so its time does not grow with history.
 
-:class:`JournaledTable` puts a :class:`~controller.table.Table` behind the
-journal: :meth:`JournaledTable.handle` commits the event (and any round record
-it produced) in one transaction before it returns the effects, and opening an
-existing journal rebuilds the table by replaying every stored event (crash
-recovery). If a write fails the table is rebuilt from the journal, so memory
-never runs ahead of disk, and :class:`~controller.errors.JournalError` says what
-to do.
+:class:`~controller.journal.recovery.JournaledTable` puts a table behind the journal: it
+commits each event (and any round record it produced) in one transaction before it returns
+the effects, and opening an existing journal rebuilds the table from its newest checkpoint
+(crash recovery).
 
 One thread owns a :class:`JournaledTable`; other processes may read the same
 file (recall, export) while it runs.
@@ -86,18 +89,69 @@ class Checkpoint:
     software: str
     state: dict[str, Any]
 
+
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE events ("
     " seq INTEGER PRIMARY KEY,"
     " round INTEGER NOT NULL,"
     " event TEXT NOT NULL,"
-    " accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)))",
+    " accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),"
+    " utc_ms INTEGER)",
     "CREATE TABLE rounds ("
     " round INTEGER PRIMARY KEY,"
     " seq INTEGER NOT NULL REFERENCES events (seq),"
-    " record TEXT NOT NULL)",
+    " record TEXT NOT NULL,"
+    " started_utc_ms INTEGER,"
+    " utc_ms INTEGER)",
 )
+
+_V4 = (
+    "CREATE INDEX IF NOT EXISTS events_by_round ON events (round)",
+    "CREATE INDEX IF NOT EXISTS rounds_by_time ON rounds (utc_ms)",
+    "CREATE TABLE IF NOT EXISTS clock_steps ("
+    " seq INTEGER PRIMARY KEY,"
+    " step_ms INTEGER NOT NULL,"
+    " utc_before INTEGER NOT NULL,"
+    " utc_after INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS origin ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " seq INTEGER NOT NULL CHECK (seq >= 0),"
+    " outbox_written INTEGER NOT NULL,"
+    " software TEXT NOT NULL,"
+    " state TEXT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " previous TEXT,"
+    " previous_sha256 TEXT,"
+    " utc_ms INTEGER NOT NULL)",
+)
+"""What schema version 4 adds beside the columns: the indexes recall uses, the clock steps
+and the origin of a file that carries on from an older one."""
+
+RECALL_KEYS = ("started_utc_ms", "settled_utc_ms", "clock_steps")
+"""The keys the journal adds to a stored round record when recall reads it."""
+
+CLOCK_STEP_MS = 2000
+"""A change of at least this much between the wall clock and the table's monotonic clock
+from one event to the next (in one run) is recorded as a clock step."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a journal file starts: the state after event ``seq`` (the last of the previous
+    file, or of the table's history before a set-aside), with ``written`` outbox messages
+    written by then; ``reason`` (``gaming day``, ``on demand``, ``set aside``); ``previous``
+    the file it carries on from (its name in the journal's directory) and its SHA-256."""
+
+    seq: int
+    written: int
+    software: str
+    state: dict[str, Any]
+    reason: str
+    previous: str | None
+    previous_sha256: str | None
+    utc_ms: int
+
 
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
@@ -132,6 +186,7 @@ class Journal:
         self._db: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self.writer = game is not None
+        self.version = 0  # of the file's schema, once opened
         try:
             if self.writer:
                 self._lock()
@@ -201,8 +256,9 @@ class Journal:
             )
         needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
         meta = self.meta() if needed <= tables else {}
-        if version not in (1, 2, SCHEMA_VERSION) or meta.get("format") != FORMAT:
+        if version not in (1, 2, 3, SCHEMA_VERSION) or meta.get("format") != FORMAT:
             raise JournalError(f"{self.path} is not a table-controller journal: check the path")
+        self.version = version
         if game is None:
             return
         theirs = meta.get("table", {})
@@ -220,10 +276,8 @@ class Journal:
                 "for this game and settings (keep the old one for recall), or configure the "
                 "table as the journal says"
             )
-        if version == 1:
-            self._migrate_from_1()
-        elif version == 2:
-            self._migrate_from_2()
+        if version < SCHEMA_VERSION:
+            self._migrate(version)
 
     def _create(self, game: str, settings: TableSettings) -> None:
         db = self.db
@@ -235,7 +289,7 @@ class Journal:
         }
         try:
             db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA:
+            for statement in _SCHEMA + _V4:
                 db.execute(statement)
             outbox.create(db)
             db.executemany(
@@ -247,45 +301,49 @@ class Journal:
         except sqlite3.Error as exc:
             rollback(db)
             raise JournalError(f"cannot create journal {self.path}: {exc}; {WHAT_TO_DO}") from None
+        self.version = SCHEMA_VERSION
 
-    def _migrate_from_1(self) -> None:
-        """Version 1 to 2: add the outbox, empty. The events already journaled predate
-        the jackpot link: their publish requests are not put in it (``since_event``)."""
+    def _migrate(self, version: int) -> None:
+        """Bring a version 1, 2 or 3 journal to :data:`SCHEMA_VERSION` in one transaction
+        (nothing changes if it fails):
+
+        - 1 to 2: add the outbox, empty; the events already journaled predate the jackpot
+          link, their publish requests are not put in it (``since_event``);
+        - 2 to 3: the outbox takes ``award_confirm`` messages;
+        - 3 to 4: an outbox row no longer needs its event in the same file (a file that
+          carries on from an older one holds its unacknowledged messages); events and rounds
+          gain their UTC times (none for those already journaled), and the clock steps, the
+          origin and recall's indexes are added.
+
+        SQLite cannot change a constraint in place: the outbox is rebuilt with its rows."""
         db = self.db
         try:
             db.execute("BEGIN IMMEDIATE")
-            (events,) = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
-            outbox.create(db, since_event=events)
+            if version == 1:
+                (events,) = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+                outbox.create(db, since_event=events)
+            else:
+                db.execute("ALTER TABLE outbox RENAME TO outbox_old")
+                db.execute(outbox.SCHEMA[0])
+                db.execute(
+                    "INSERT INTO outbox (seq, event, kind, key, payload) "
+                    "SELECT seq, event, kind, key, payload FROM outbox_old"
+                )
+                db.execute("DROP TABLE outbox_old")
+            db.execute("ALTER TABLE events ADD COLUMN utc_ms INTEGER")
+            db.execute("ALTER TABLE rounds ADD COLUMN started_utc_ms INTEGER")
+            db.execute("ALTER TABLE rounds ADD COLUMN utc_ms INTEGER")
+            for statement in _V4:
+                db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             rollback(db)
             raise JournalError(
-                f"cannot migrate journal {self.path} to schema version {SCHEMA_VERSION}: {exc}; "
-                f"nothing changed; {WHAT_TO_DO}"
+                f"cannot migrate journal {self.path} from schema version {version} to "
+                f"{SCHEMA_VERSION}: {exc}; nothing changed; {WHAT_TO_DO}"
             ) from None
-
-    def _migrate_from_2(self) -> None:
-        """Version 2 to 3: the outbox also takes ``award_confirm`` messages. SQLite cannot
-        change a CHECK in place: the table is rebuilt with its rows, in one transaction."""
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("ALTER TABLE outbox RENAME TO outbox_v2")
-            db.execute(outbox.SCHEMA[0])
-            db.execute(
-                "INSERT INTO outbox (seq, event, kind, key, payload) "
-                "SELECT seq, event, kind, key, payload FROM outbox_v2"
-            )
-            db.execute("DROP TABLE outbox_v2")
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            rollback(db)
-            raise JournalError(
-                f"cannot migrate journal {self.path} to schema version {SCHEMA_VERSION}: {exc}; "
-                f"nothing changed; {WHAT_TO_DO}"
-            ) from None
+        self.version = SCHEMA_VERSION
 
     def _add_checkpoints(self) -> None:
         """The ``checkpoints`` table, if the journal has none yet (no version change:
@@ -348,6 +406,44 @@ class Journal:
             return None  # a damaged checkpoint: the events are the record; replay them all
         return Checkpoint(int(row[0]), int(row[1]), str(row[2]), state)
 
+    def origin(self) -> Origin | None:
+        """Where this file starts, if it carries on from an older one (None: from event 1)."""
+        if self.version < 4:
+            return None
+        rows = self._read(
+            "SELECT seq, outbox_written, software, state, reason, previous, previous_sha256,"
+            " utc_ms FROM origin WHERE id = 1"
+        )
+        if not rows:
+            return None
+        seq, written, software, state, reason, previous, digest, utc_ms = rows[0]
+        try:
+            data = json.loads(state)
+        except ValueError:
+            raise JournalError(
+                f"journal {self.path}: its origin (the state it starts from) is not JSON; the "
+                "file is damaged: keep it for the investigation and call a technician"
+            ) from None
+        return Origin(
+            int(seq),
+            int(written),
+            str(software),
+            data,
+            str(reason),
+            previous,
+            digest,
+            int(utc_ms),
+        )
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store one ``meta`` value (committed)."""
+        try:
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, dumps(value))
+            )
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: cannot write {key}: {exc}") from None
+
     def _next_boot(self) -> int:
         try:
             return outbox.next_boot(self.db)
@@ -397,7 +493,17 @@ class Journal:
         return TableSettings.from_dict(self.meta()["table"])
 
     def _count(self) -> int:
-        return int(self._read("SELECT coalesce(max(seq), 0) FROM events")[0][0])
+        """The last event's ``seq``: the last stored, or the origin's if none is after it."""
+        last = int(self._read("SELECT coalesce(max(seq), 0) FROM events")[0][0])
+        if last == 0 and self.version >= 4:
+            rows = self._read("SELECT seq FROM origin WHERE id = 1")
+            return int(rows[0][0]) if rows else 0
+        return last
+
+    def first_event(self) -> int:
+        """The ``seq`` of the first event this file holds or will hold."""
+        origin = self.origin()
+        return origin.seq + 1 if origin is not None else 1
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
@@ -415,21 +521,48 @@ class Journal:
         records: Sequence[dict[str, Any]] = (),
         publishes: Sequence[Publish] = (),
         checkpoint: dict[str, Any] | None = None,
+        *,
+        utc_ms: int | None = None,
+        clock_step: tuple[int, int] | None = None,
     ) -> int:
         """Store one event, the round records and the outbox messages (``publishes``)
         it produced, and the ``checkpoint`` of the state after it if given, in one
         transaction, and return its ``seq``; raises :class:`JournalError` with nothing
-        stored."""
+        stored. ``utc_ms``: the wall-clock time it was journaled (ms since the epoch, UTC);
+        ``clock_step``: ``(step_ms, utc_before)`` if the wall clock stepped since the event
+        before it (:data:`CLOCK_STEP_MS`)."""
         seq = self.events_written + 1
         db = self.db
         try:
-            rows = [(record["round"], seq, dumps(record)) for record in records]
+            rows = [
+                (
+                    record["round"],
+                    seq,
+                    dumps(record),
+                    utc_ms,
+                    record["round"],
+                    record.get("started_t"),
+                )
+                for record in records
+            ]
             db.execute("BEGIN IMMEDIATE")
             db.execute(
-                "INSERT INTO events (seq, round, event, accepted) VALUES (?, ?, ?, ?)",
-                (seq, round_number, dumps(event), int(accepted)),
+                "INSERT INTO events (seq, round, event, accepted, utc_ms) VALUES (?, ?, ?, ?, ?)",
+                (seq, round_number, dumps(event), int(accepted), utc_ms),
             )
-            db.executemany("INSERT INTO rounds (round, seq, record) VALUES (?, ?, ?)", rows)
+            # the round started with its first event at or after its started_t
+            db.executemany(
+                "INSERT INTO rounds (round, seq, record, utc_ms, started_utc_ms) VALUES"
+                " (?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
+                " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))",
+                rows,
+            )
+            if clock_step is not None and utc_ms is not None:
+                db.execute(
+                    "INSERT INTO clock_steps (seq, step_ms, utc_before, utc_after)"
+                    " VALUES (?, ?, ?, ?)",
+                    (seq, clock_step[0], clock_step[1], utc_ms),
+                )
             written = outbox.insert_rows(db, seq, publishes)
             if checkpoint is not None:
                 db.execute(
@@ -487,16 +620,65 @@ class Journal:
         count, first, last = self._read("SELECT count(*), min(round), max(round) FROM rounds")[0]
         return int(count), first, last
 
+    def _records(self, where: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Round records as recall shows them: the stored record (as it was shown) with the
+        journal's ``started_utc_ms`` and ``settled_utc_ms`` (None before schema version 4)
+        and ``clock_steps``, the wall-clock steps during the round (``seq``, ``step_ms``,
+        ``utc_before``, ``utc_after``)."""
+        if self.version < 4:
+            rows = self._read(f"SELECT record, NULL, NULL, round, seq FROM rounds {where}", params)
+        else:
+            rows = self._read(
+                f"SELECT record, started_utc_ms, utc_ms, round, seq FROM rounds {where}", params
+            )
+        records = []
+        for text, started, settled, number, seq in rows:
+            record = json.loads(text)
+            record["started_utc_ms"] = started
+            record["settled_utc_ms"] = settled
+            record["clock_steps"] = self._clock_steps(number, seq)
+            records.append(record)
+        return records
+
+    def _clock_steps(self, number: int, seq: int) -> list[dict[str, int]]:
+        if self.version < 4:
+            return []
+        rows = self._read(
+            "SELECT seq, step_ms, utc_before, utc_after FROM clock_steps WHERE seq <= ? AND"
+            " seq >= coalesce((SELECT min(seq) FROM events WHERE round = ?), ?) ORDER BY seq",
+            (seq, number, seq),
+        )
+        keys = ("seq", "step_ms", "utc_before", "utc_after")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
     def last_rounds(self, n: int = 10) -> list[dict[str, Any]]:
-        """The recall records of the last ``n`` settled (or voided) rounds, newest first.
-        A round in progress has no record, so its hole card is never shown."""
-        rows = self._read("SELECT record FROM rounds ORDER BY round DESC LIMIT ?", (max(n, 0),))
-        return [json.loads(text) for (text,) in rows]
+        """The recall records of the last ``n`` settled (or voided) rounds, newest first
+        (:meth:`_records`). A round in progress has no record, so its hole card is never
+        shown."""
+        return self._records("ORDER BY round DESC LIMIT ?", (max(n, 0),))
 
     def round_record(self, number: int) -> dict[str, Any] | None:
-        """The recall record of round ``number``, or None if it is not settled or not here."""
-        rows = self._read("SELECT record FROM rounds WHERE round = ?", (number,))
-        return json.loads(rows[0][0]) if rows else None
+        """The recall record of round ``number`` (:meth:`_records`), or None if it is not
+        settled or not in this file."""
+        found = self._records("WHERE round = ?", (number,))
+        return found[0] if found else None
+
+    def rounds_between(self, utc_from: int, utc_to: int, limit: int = 50) -> list[dict[str, Any]]:
+        """The records of the rounds settled from ``utc_from`` to ``utc_to`` (ms since the
+        epoch, UTC, both included), oldest first, at most ``limit``."""
+        if self.version < 4:
+            return []
+        return self._records(
+            "WHERE utc_ms BETWEEN ? AND ? ORDER BY utc_ms, round LIMIT ?",
+            (utc_from, utc_to, max(limit, 0)),
+        )
+
+    def utc_span(self) -> tuple[int | None, int | None]:
+        """The UTC times (ms) of the first and last event in this file that have one."""
+        if self.version < 4:
+            return None, None
+        first, last = self._read("SELECT min(utc_ms), max(utc_ms) FROM events")[0]
+        return first, last
 
     def round_script(self, number: int) -> str:
         """Round ``number`` as an event script that replays it (``table-controller replay``)."""

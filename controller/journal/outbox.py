@@ -42,7 +42,7 @@ KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
 SCHEMA = (
     "CREATE TABLE outbox ("
     " seq INTEGER PRIMARY KEY CHECK (seq >= 1),"
-    " event INTEGER NOT NULL REFERENCES events (seq),"
+    " event INTEGER NOT NULL CHECK (event >= 1),"
     f" kind TEXT NOT NULL CHECK (kind IN ({', '.join(repr(k) for k in KINDS)})),"
     " key TEXT NOT NULL UNIQUE,"
     " payload TEXT NOT NULL)",
@@ -53,7 +53,9 @@ SCHEMA = (
     " acked INTEGER NOT NULL CHECK (acked >= 0 AND acked <= written),"
     " since_event INTEGER NOT NULL CHECK (since_event >= 0))",
 )
-"""The outbox's part of the journal schema (version 3; version 2 lacked ``award_confirm``)."""
+"""The outbox's part of the journal schema (version 4). ``event`` names the journal event
+that made the message; since version 4 it may be in an older file (a file that carries on
+from another keeps its unacknowledged messages), so it is not a foreign key."""
 
 TABLES = frozenset({"outbox", "link"})
 
@@ -72,7 +74,6 @@ class OutboxRow:
     kind: str
     key: str
     payload: dict[str, Any]
-
 
 
 def create(db: sqlite3.Connection, since_event: int = 0) -> None:
@@ -261,4 +262,3 @@ class Outbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -12,11 +12,13 @@ import dataclasses
 import json
 import os
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import EventError, JournalError
-from controller.journal.file import Checkpoint, Journal
+from controller.journal.file import CLOCK_STEP_MS, Checkpoint, Journal
 from controller.journal.store import WHAT_TO_DO, dumps
 from controller.rules.profile import HouseRules
 from controller.table import checkpoint as checkpoints
@@ -47,8 +49,7 @@ def money_and_game_difference(stored: dict[str, Any], replayed: dict[str, Any]) 
             else:
                 where = str(was.get("key"))
             return (
-                f"{what} {number} ({where}): journaled {dumps(was)[:200]}, "
-                f"now {dumps(now)[:200]}"
+                f"{what} {number} ({where}): journaled {dumps(was)[:200]}, now {dumps(now)[:200]}"
             )
     if len(ours) != len(theirs):
         return f"{len(ours)} settlements and publishes journaled, {len(theirs)} now"
@@ -56,6 +57,10 @@ def money_and_game_difference(stored: dict[str, Any], replayed: dict[str, Any]) 
         if key != "effects" and stored.get(key) != replayed.get(key):
             return f"its {key} differs"
     return None
+
+
+def _utc_now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def journal_event(event: Event, now: int | None) -> Event:
@@ -97,6 +102,8 @@ class JournaledTable:
     newest checkpoint if it has one. The journal must have been written for ``rules.name``
     and ``settings``. ``checkpoint_every``: write a checkpoint at each round's end and at
     least every this many events (None: write none; recovery still uses those it finds).
+    ``wall_clock()``: UTC milliseconds since the epoch, stored beside each event (default
+    the system clock); a step of it against the table's clock is recorded, never obeyed.
     """
 
     def __init__(
@@ -106,10 +113,13 @@ class JournaledTable:
         settings: TableSettings | None = None,
         *,
         checkpoint_every: int | None = None,
+        wall_clock: Callable[[], int] | None = None,
     ):
         self.rules = rules
         self.settings = settings or TableSettings()
         self.checkpoint_every = checkpoint_every
+        self.wall_clock = wall_clock or _utc_now_ms
+        self._clock_offset: int | None = None  # wall minus table clock at the last event
         self.journal = Journal(path, game=rules.name, settings=self.settings)
         self._table: Table | None = None
         self.recovery = Recovery()
@@ -148,8 +158,18 @@ class JournaledTable:
         every = self.checkpoint_every
         if every is not None and (records or seq - self._checkpointed >= every):
             state = checkpoints.encode(table.state)
+        utc_ms, clock_step, offset = self._wall_time(event.t)
         try:
-            self.journal.append(entry, round_number, step.accepted, records, publishes, state)
+            self.journal.append(
+                entry,
+                round_number,
+                step.accepted,
+                records,
+                publishes,
+                state,
+                utc_ms=utc_ms,
+                clock_step=clock_step,
+            )
         except JournalError as exc:
             try:
                 self._rebuild()
@@ -171,7 +191,21 @@ class JournaledTable:
             ) from exc
         if state is not None:
             self._checkpointed = seq
+        self._clock_offset = offset
         return step
+
+    def _wall_time(self, t: int | None) -> tuple[int, tuple[int, int] | None, int | None]:
+        """The wall-clock time of an event stamped ``t`` (table clock, ms), the clock step
+        since the last event of this run if there was one (``(step_ms, utc_before)``), and
+        the new offset between the two clocks."""
+        utc_ms = int(self.wall_clock())
+        if t is None:
+            return utc_ms, None, self._clock_offset
+        offset = utc_ms - t
+        last = self._clock_offset
+        if last is not None and abs(offset - last) >= CLOCK_STEP_MS:
+            return utc_ms, (offset - last, t + last), offset
+        return utc_ms, None, offset
 
     def _live(self) -> Table:
         if self._table is None:
@@ -190,7 +224,8 @@ class JournaledTable:
 
     def _start(self) -> tuple[Table, Checkpoint | None]:
         """A table at the newest checkpoint before the last event (so that the last event
-        is replayed, for :attr:`Recovery.last_step`), or a fresh one."""
+        is replayed, for :attr:`Recovery.last_step`), else at the file's origin (a file
+        that carries on from an older one), else a fresh one."""
         journal = self.journal
         last = journal._count()
         found = journal.latest_checkpoint(before=last) if last > 1 else None
@@ -198,8 +233,20 @@ class JournaledTable:
             try:
                 return checkpoints.restore(self.rules, self.settings, found.state), found
             except EventError:
-                pass  # another format or damaged: the events are the record; replay them all
-        return Table(self.rules, self.settings), None
+                pass  # another format or damaged: replay from the origin or from event 1
+        origin = journal.origin()
+        if origin is None:
+            return Table(self.rules, self.settings), None
+        try:
+            table = checkpoints.restore(self.rules, self.settings, origin.state)
+        except EventError as exc:
+            raise JournalError(
+                f"journal {journal.path} starts from the state after event {origin.seq} "
+                f"({origin.reason}, from {origin.previous}) and this software cannot read it "
+                f"({exc}): open it with the software that wrote it ({origin.software}), or set "
+                "the journal aside (docs/journal.md) so that a new file starts"
+            ) from None
+        return table, Checkpoint(origin.seq, origin.written, origin.software, origin.state)
 
     def _replay(self) -> tuple[Table, Recovery]:
         journal, path = self.journal, self.journal.path

@@ -16,10 +16,11 @@ from urllib.parse import quote
 
 from controller.errors import JournalError
 
-SCHEMA_VERSION = 3
-"""``PRAGMA user_version`` of the journals this code writes and reads. Version 1 (no
-outbox) and version 2 (an outbox without the ``award_confirm`` kind) are still read, and
-migrated when a table controller opens them to write."""
+SCHEMA_VERSION = 4
+"""``PRAGMA user_version`` of the journals this code writes and reads. Versions 1 (no
+outbox), 2 (no ``award_confirm`` kind) and 3 (no UTC times, no origin, outbox rows tied to
+events in the same file) are still read, and migrated when a table controller opens them to
+write."""
 
 FORMAT = "table-controller journal"
 
@@ -64,5 +65,3 @@ def rollback(db: sqlite3.Connection) -> None:
     if db.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             db.execute("ROLLBACK")
-
-

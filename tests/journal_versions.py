@@ -1,0 +1,27 @@
+"""Journals as older software wrote them: a current journal taken back to an older schema."""
+
+from __future__ import annotations
+
+import sqlite3
+
+V3_OUTBOX = (
+    "CREATE TABLE outbox (seq INTEGER PRIMARY KEY CHECK (seq >= 1),"
+    " event INTEGER NOT NULL REFERENCES events (seq),"
+    " kind TEXT NOT NULL CHECK (kind IN ('contribution', 'round_result', 'hit_claim',"
+    " 'award_confirm')), key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL)"
+)
+
+
+def back_to_version_3(path) -> None:
+    """Schema 3: no UTC columns, no clock steps, no origin, outbox rows tied to events."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP INDEX events_by_round; DROP INDEX rounds_by_time;"
+        "ALTER TABLE events DROP COLUMN utc_ms;"
+        "ALTER TABLE rounds DROP COLUMN started_utc_ms; ALTER TABLE rounds DROP COLUMN utc_ms;"
+        "DROP TABLE clock_steps; DROP TABLE origin;"
+        "ALTER TABLE outbox RENAME TO o4;"
+        f"{V3_OUTBOX}; INSERT INTO outbox SELECT * FROM o4; DROP TABLE o4;"
+        "PRAGMA user_version = 3;"
+    )
+    db.close()
