@@ -207,6 +207,12 @@ class JournaledTable:
             return utc_ms, (offset - last, t + last), offset
         return utc_ms, None, offset
 
+    def rotated(self) -> None:
+        """The journal was rotated (:mod:`controller.journal.rotation`): the next checkpoint
+        is due from here; the table itself is unchanged."""
+        self._checkpointed = self.journal.events_written
+        self.recovery = dataclasses.replace(self.recovery, checkpoint=self.journal.events_written)
+
     def _live(self) -> Table:
         if self._table is None:
             raise JournalError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ def dumps(data: Any) -> str:
 
 
 def connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection to the journal at ``path`` (made if ``create``): WAL, ``synchronous =
+    FULL``, foreign keys on. A read-only file (a retained gaming-day file, which is not in
+    WAL mode) is opened read-only, as it is."""
+    if not create and path.is_file() and not os.access(path, os.W_OK):
+        return _connect_read_only(path)
     uri = f"file:{quote(str(path.absolute()))}?mode={'rwc' if create else 'rw'}"
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000)
@@ -58,6 +64,18 @@ def connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connec
             f"journal {path}: the file system does not support SQLite's WAL mode (got "
             f"{mode!r}); put the journal on a local disk"
         )
+    return db
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        db.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise JournalError(
+            f"cannot open the read-only journal {path}: {exc}; check the path"
+        ) from None
     return db
 
 

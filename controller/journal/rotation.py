@@ -1,0 +1,442 @@
+"""Gaming-day files: the journal rotates, old files are kept read-only, then removed.
+
+The live journal keeps its path (``data_dir/journal.sqlite``), so the outbox, the link's
+sequence numbers and the publisher's connection carry on untouched. Rotating it, between
+rounds only:
+
+1. copies it, with SQLite's online backup, to ``<name>.<gaming day>.<first event>.part``,
+   marks the copy archived (``meta.archived``), makes it self-contained (rollback journal,
+   not WAL), fsyncs it, makes it read-only and renames it into place (atomic);
+2. in one transaction of the live file: deletes the events, rounds, checkpoints, clock steps
+   and earlier runs that the archive now holds and stores the table's state as the file's
+   ``origin``, naming the archive and its SHA-256; the outbox and the link are not touched,
+   so every unacknowledged message stays where the publisher reads it.
+
+A kill at any point leaves either the old live file whole (a leftover ``.part`` is removed,
+an archive already renamed is written again, whole, by the next rotation), or the rotated
+one. An archive is removed after ``keep_days`` gaming days, never while it holds a message
+the jackpot controller has not acknowledged.
+
+:func:`set_aside` is the technician's way out when new software cannot recover the journal
+(docs/journal.md): with the table controller stopped, the whole file becomes an archive and
+a new live file carries on with a fresh table (the next round number after every one used),
+the same link and every unacknowledged message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as time_of_day
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from controller import __version__
+from controller.errors import JournalError
+from controller.journal.file import Journal
+from controller.journal.recovery import JournaledTable
+from controller.journal.store import WHAT_TO_DO, dumps, rollback
+from controller.rules.profile import HouseRules
+from controller.table import checkpoint as checkpoints
+from controller.table.settings import TableSettings
+from controller.table.state import TableState
+
+ARCHIVE = re.compile(r"\.(\d{4}-\d{2}-\d{2})\.(\d{9,})$")
+"""An archive's name: the live file's name, its gaming day and its first event."""
+
+
+class RotationDeferred(JournalError):
+    """A round is in progress: the journal rotates when it is settled."""
+
+
+@dataclass(frozen=True)
+class GamingDay:
+    """When a casino's gaming day starts: ``starts`` (local time of day) in ``zone`` (an
+    IANA name; None: the system's local zone)."""
+
+    starts: time_of_day = time_of_day(6, 0)
+    zone: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.zone is not None:
+            try:
+                ZoneInfo(self.zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise JournalError(
+                    f"time zone {self.zone!r} is not known: give an IANA name such as "
+                    "'America/New_York', or leave it out for the system's zone"
+                ) from None
+
+    def local(self, utc_ms: int) -> datetime:
+        """The local date and time of ``utc_ms`` (ms since the epoch)."""
+        moment = datetime.fromtimestamp(utc_ms / 1000, UTC)
+        return moment.astimezone(ZoneInfo(self.zone) if self.zone else None)
+
+    def of(self, utc_ms: int) -> date:
+        """The gaming day ``utc_ms`` belongs to: the local date, less one before ``starts``."""
+        moment = self.local(utc_ms)
+        start = datetime.combine(moment.date(), self.starts, moment.tzinfo)
+        return moment.date() - timedelta(days=1) if moment < start else moment.date()
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One retained journal file: its ``path``, gaming day and first event (from its name)."""
+
+    path: Path
+    gaming_day: date
+    first_event: int
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """What a rotation did: the ``archive`` written (None: the file held no event since its
+    origin, only its gaming day changed), its SHA-256, the events it holds and the archives
+    removed by retention."""
+
+    archive: Path | None
+    sha256: str | None
+    first_event: int
+    last_event: int
+    gaming_day: str
+    removed: tuple[Path, ...] = ()
+
+
+def archives(live: str | os.PathLike[str]) -> list[Archive]:
+    """The retained files of the journal at ``live``, oldest first."""
+    live = Path(live)
+    found = []
+    for path in live.parent.glob(f"{glob_escape(live.name)}.*"):
+        match = ARCHIVE.search(path.name[len(live.name) :])
+        if match and path.name[: len(live.name)] == live.name:
+            day = date.fromisoformat(match.group(1))
+            found.append(Archive(path, day, int(match.group(2))))
+    return sorted(found, key=lambda a: (a.first_event, a.gaming_day))
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
+def archive_path(live: Path, gaming_day: str, first_event: int) -> Path:
+    return live.with_name(f"{live.name}.{gaming_day}.{first_event:09d}")
+
+
+def remove_partials(live: str | os.PathLike[str]) -> list[Path]:
+    """Remove what a killed rotation or set-aside left half-written (``*.part``)."""
+    live = Path(live)
+    removed = []
+    for path in live.parent.glob(f"{glob_escape(live.name)}.*.part"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    for path in live.parent.glob(f"{glob_escape(live.name)}.*.part-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return removed
+
+
+def file_day(journal: Journal) -> str | None:
+    """The gaming day the live file is for (``meta.gaming_day``), None if never set."""
+    day = journal.meta().get("gaming_day")
+    return str(day) if day else None
+
+
+def due(journal: Journal, day: GamingDay, utc_ms: int) -> str | None:
+    """The gaming day to rotate into, if the file's is over (None: not due). A file with no
+    gaming day yet (new, or from older software) is given today's without rotating."""
+    today = day.of(utc_ms).isoformat()
+    current = file_day(journal)
+    if current is None:
+        journal.set_meta("gaming_day", today)
+        return None
+    return today if today > current else None
+
+
+def rotate(
+    table: JournaledTable,
+    new_day: str,
+    *,
+    reason: str = "gaming day",
+    keep_days: int | None = None,
+    utc_ms: int | None = None,
+    hook: Callable[[str], None] | None = None,
+) -> Rotated:
+    """Rotate the live journal of ``table`` into an archive and start its gaming day
+    ``new_day`` (ISO date) from the table's state (see the module docstring). Raises
+    :class:`RotationDeferred` while a round is in progress, :class:`JournalError` if a file
+    cannot be written (the live journal is then as it was). ``hook(step)`` is called
+    between the steps (tests kill the process there)."""
+    step = hook or (lambda _: None)
+    journal = table.journal
+    live = journal.path
+    if table.round_in_progress:
+        raise RotationDeferred(
+            f"journal {live}: round {table.state.round_number} is in progress; the journal "
+            "rotates when it is settled"
+        )
+    now = int(time.time() * 1000) if utc_ms is None else utc_ms
+    last = journal.events_written
+    first = journal.first_event()
+    old_day = file_day(journal) or new_day
+    if last < first:  # nothing since the origin: only the day changes
+        journal.set_meta("gaming_day", new_day)
+        return Rotated(None, None, first, last, new_day, _retain(live, journal, keep_days, now))
+    target = archive_path(live, old_day, first)
+    part = target.with_name(target.name + ".part")
+    with contextlib.suppress(FileNotFoundError):
+        part.unlink()
+    step("backup")
+    _copy(
+        journal,
+        part,
+        {
+            "gaming_day": old_day,
+            "first_event": first,
+            "last_event": last,
+            "archived_utc_ms": now,
+            "reason": reason,
+            "software": __version__,
+        },
+    )
+    step("archive")
+    os.chmod(part, 0o444)
+    os.replace(part, target)
+    _fsync_dir(live.parent)
+    digest = sha256(target)
+    step("prune")
+    state = checkpoints.encode(table.state)
+    db = journal.db
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        (written,) = db.execute("SELECT written FROM link WHERE id = 1").fetchone()
+        for sql in (
+            "DELETE FROM checkpoints",
+            "DELETE FROM clock_steps",
+            "DELETE FROM rounds",
+            "DELETE FROM events",
+            "DELETE FROM runs WHERE boot < (SELECT max(boot) FROM runs)",
+        ):
+            db.execute(sql)
+        db.execute(
+            "INSERT OR REPLACE INTO origin (id, seq, outbox_written, software, state, reason,"
+            " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (last, written, __version__, dumps(state), reason, target.name, digest, now),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)", (dumps(new_day),)
+        )
+        step("commit")
+        db.execute("COMMIT")
+    except sqlite3.Error as exc:
+        rollback(db)
+        raise JournalError(
+            f"journal {live}: rotating it failed: {exc}; the live journal is as it was and "
+            f"{target.name} is a copy of it (written again at the next rotation); {WHAT_TO_DO}"
+        ) from None
+    table.rotated()
+    step("retain")
+    removed = _retain(live, journal, keep_days, now)
+    return Rotated(target, digest, first, last, new_day, removed)
+
+
+def _copy(journal: Journal, part: Path, archived: dict[str, Any]) -> None:
+    """A consistent copy of the journal at ``part``, marked ``archived``, fsynced."""
+    try:
+        dst = sqlite3.connect(part, isolation_level=None)
+        try:
+            journal.db.backup(dst)
+            dst.execute("PRAGMA journal_mode = DELETE")
+            dst.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('archived', ?)",
+                (dumps(archived),),
+            )
+        finally:
+            dst.close()
+        fd = os.open(part, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except (sqlite3.Error, OSError) as exc:
+        with contextlib.suppress(OSError):
+            part.unlink()
+        raise JournalError(
+            f"journal {journal.path}: cannot write the archive {part.name}: {exc}; the live "
+            f"journal is unchanged and rotates later; {WHAT_TO_DO}"
+        ) from None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _retain(live: Path, journal: Journal, keep_days: int | None, utc_ms: int) -> tuple[Path, ...]:
+    """Remove the archives older than ``keep_days`` days before ``utc_ms`` that hold no
+    message the jackpot controller has not acknowledged (None: keep them all)."""
+    if keep_days is None:
+        return ()
+    _, acked, _ = journal.outbox_rows()
+    oldest = datetime.fromtimestamp(utc_ms / 1000, UTC).date() - timedelta(days=keep_days)
+    removed = []
+    for archive in archives(live):
+        if archive.gaming_day >= oldest:
+            continue
+        try:
+            with Journal(archive.path) as old:
+                written = old.outbox_rows()[0]
+        except JournalError:
+            continue  # unreadable: keep it for a technician
+        if written > acked:
+            continue  # holds a message not yet acknowledged: kept
+        with contextlib.suppress(FileNotFoundError):
+            archive.path.unlink()
+            removed.append(archive.path)
+    return tuple(removed)
+
+
+def set_aside(
+    path: str | os.PathLike[str],
+    rules: HouseRules,
+    settings: TableSettings,
+    *,
+    gaming_day: GamingDay | None = None,
+    utc_ms: int | None = None,
+    hook: Callable[[str], None] | None = None,
+) -> Rotated:
+    """The way out when a journal cannot be recovered (the software changed how a round in
+    progress settles, or cannot read a checkpoint): with the table controller stopped, keep
+    the whole journal as a read-only archive and start a new live file from a fresh table
+    whose next round number follows every one used, with the same link (boot, sequence
+    numbers) and every message the jackpot controller has not acknowledged. A round in
+    progress is not carried on: the supervisor settles its wagers by hand (recall shows its
+    events in the archive)."""
+    step = hook or (lambda _: None)
+    live = Path(path)
+    now = int(time.time() * 1000) if utc_ms is None else utc_ms
+    remove_partials(live)
+    with Journal(live, game=rules.name, settings=settings) as journal:  # holds the lock
+        last = journal.events_written
+        first = journal.first_event()
+        meta = journal.meta()
+        day = str(meta.get("gaming_day") or (gaming_day or GamingDay()).of(now).isoformat())
+        db = journal.db
+        (used,) = db.execute("SELECT max(round) FROM events").fetchone()
+        origin = journal.origin()
+        state_round = checkpoints.decode(origin.state).round_number if origin else 1
+        next_round = max(int(used) + 1 if used is not None else 1, state_round)
+        (t_last,) = db.execute(
+            "SELECT json_extract(event, '$.t') FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone() or (None,)
+        boot, written, acked = db.execute(
+            "SELECT boot, written, acked FROM link WHERE id = 1"
+        ).fetchone()
+        pending = db.execute(
+            "SELECT seq, event, kind, key, payload FROM outbox ORDER BY seq"
+        ).fetchall()
+        target = archive_path(live, day, first)
+        part_archive = target.with_name(target.name + ".part")
+        step("backup")
+        _copy(
+            journal,
+            part_archive,
+            {
+                "gaming_day": day,
+                "first_event": first,
+                "last_event": last,
+                "archived_utc_ms": now,
+                "reason": "set aside",
+                "software": __version__,
+            },
+        )
+        os.chmod(part_archive, 0o444)
+        os.replace(part_archive, target)
+        _fsync_dir(live.parent)
+        digest = sha256(target)
+        step("new file")
+        fresh = TableState(round_number=next_round, now=t_last)
+        new_part = live.with_name(live.name + ".new.part")
+        with Journal(new_part, game=rules.name, settings=settings) as new:
+            new_db = new.db
+            try:
+                new_db.execute("BEGIN IMMEDIATE")
+                new_db.execute(
+                    "UPDATE link SET boot = ?, written = ?, acked = ?, since_event = 0"
+                    " WHERE id = 1",
+                    (boot, written, acked),
+                )
+                new_db.executemany(
+                    "INSERT INTO outbox (seq, event, kind, key, payload) VALUES (?, ?, ?, ?, ?)",
+                    pending,
+                )
+                new_db.execute(
+                    "INSERT INTO origin (id, seq, outbox_written, software, state, reason,"
+                    " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        last,
+                        written,
+                        __version__,
+                        dumps(checkpoints.encode(fresh)),
+                        "set aside",
+                        target.name,
+                        digest,
+                        now,
+                    ),
+                )
+                new_db.execute("DELETE FROM runs")
+                new_db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)",
+                    (dumps(day),),
+                )
+                new_db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                rollback(new_db)
+                raise JournalError(f"cannot write the new journal {new_part}: {exc}") from None
+        step("swap")
+        _fsync_file(new_part)
+        # the old file gives up WAL mode, so that nothing of it is left beside the new one
+        mode = db.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+        if str(mode).lower() != "delete":
+            raise JournalError(
+                f"journal {live} is still open elsewhere (recall, the diagnostics page, a "
+                "backup): stop them and set it aside again; nothing was changed"
+            )
+        os.replace(new_part, live)  # the old live file is the archive now
+        _fsync_dir(live.parent)
+    with contextlib.suppress(FileNotFoundError):
+        new_part.with_name(new_part.name + ".lock").unlink()
+    return Rotated(target, digest, first, last, day)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def archived_info(journal: Journal) -> dict[str, Any] | None:
+    """An archive's ``meta.archived`` (gaming day, events, when, why), None for a live file."""
+    value = journal.meta().get("archived")
+    return value if isinstance(value, dict) else None
