@@ -704,6 +704,13 @@ class Journal:
             "table": meta["table"],
         }
         yield dumps(header)
+        origin = self.origin()
+        if origin is not None:
+            yield (
+                f"# this file carries on after event {origin.seq} ({origin.reason}; the file "
+                f"before it: {origin.previous}, SHA-256 {origin.previous_sha256}): a fresh "
+                "table replays it only after the events of the files before it"
+            )
         for entry in self.entries():
             if last is not None and entry.seq > last:
                 break
@@ -711,7 +718,8 @@ class Journal:
 
     def export_script(self) -> str:
         """The whole journal as one event script; a fresh table replaying it ends in the
-        state the journal's recovery gives."""
+        state the journal's recovery gives (for a file that carries on from an older one,
+        after the older files' events: a comment line says which)."""
         return "\n".join(self.script_lines()) + "\n"
 
     # -- closing -----------------------------------------------------------------
