@@ -29,14 +29,17 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import time as time_of_day
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from controller.errors import ProfileError
 from controller.games import available_games, find_game, load_game
 from controller.jackpot.pools import parse_config as parse_jackpot_config
 from controller.jackpot.pools import parse_money
+from controller.journal.rotation import GamingDay
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
 from controller.link.signing import (
     Signer,
@@ -126,11 +129,12 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "web": ("bind", "port", "password_hash"),
     "control": ("socket",),
+    "journal": ("gaming_day_starts", "timezone", "keep_days", "rotate_on_upgrade"),
 }
 """Every section and its keys, in file order."""
 
 REQUIRED_SECTIONS = ("table", "shoe", "gpio", "mqtt")
-OPTIONAL_SECTIONS = ("camera", "web", "control")
+OPTIONAL_SECTIONS = ("camera", "web", "control", "journal")
 
 DEFAULT_SETTINGS = TableSettings()
 DEFAULT_DATA_DIR = "/var/lib/table-controller"
@@ -207,6 +211,18 @@ class ControlConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JournalConfig:
+    """The journal's gaming-day files (``docs/journal.md``): ``gaming_day`` says when a
+    casino's day starts and in which zone; archives older than ``keep_days`` days are
+    removed (never one holding an unacknowledged message); ``rotate_on_upgrade``: a new
+    file at the first moment between rounds after the software version changed."""
+
+    gaming_day: GamingDay = field(default_factory=GamingDay)
+    keep_days: int = 400
+    rotate_on_upgrade: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class TableConfig:
     """A checked table config. Money is integer cents, times whole units named in the field.
 
@@ -231,10 +247,16 @@ class TableConfig:
     control: ControlConfig
     #: a journal checkpoint at each round's end and at least every this many events
     checkpoint_every_events: int = 1000
+    journal: JournalConfig = field(default_factory=JournalConfig)
 
     @property
     def journal_path(self) -> Path:
         return self.data_dir / "journal.sqlite"
+
+    @property
+    def gaming_day(self) -> GamingDay:
+        """When the journal starts a new gaming-day file (``[journal]``)."""
+        return self.journal.gaming_day
 
     def summary(self) -> str:
         """One line for ``check-config`` and the log: what this table is."""
@@ -679,6 +701,44 @@ def _read_control(sec: _Section, base: Path) -> ControlConfig | None:
     return None if socket is None else ControlConfig(socket)
 
 
+GAMING_DAY_START = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+def _read_journal(sec: _Section) -> JournalConfig | None:
+    starts: time_of_day | None = None
+    _, raw = sec._get("gaming_day_starts", "06:00", '"06:00"')
+    match = GAMING_DAY_START.match(raw.strip()) if isinstance(raw, str) else None
+    if isinstance(raw, time_of_day) and raw.tzinfo is None:  # TOML's own local time, 06:00:00
+        starts = raw.replace(second=0, microsecond=0)
+    elif match:
+        starts = time_of_day(int(match[1]), int(match[2]))
+    else:
+        sec.error(
+            "gaming_day_starts",
+            f'must be a local time of day "HH:MM" from "00:00" to "23:59", e.g. '
+            f'gaming_day_starts = "06:00"; got {raw!r}',
+        )
+    zone = sec.text("timezone", "", example='"America/New_York"', empty=True)
+    if zone:
+        zone = zone.strip()
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            sec.error(
+                "timezone",
+                f"{zone!r} is not a time zone this system knows: give an IANA name such as "
+                '"America/New_York" (`timedatectl list-timezones` lists them), or "" for the '
+                "system's zone",
+            )
+            zone = None
+    keep_days = sec.integer("keep_days", 400, 1, 3650, "days")
+    on_upgrade = sec.boolean("rotate_on_upgrade", True)
+    sec.check_unknown()
+    if starts is None or zone is None or keep_days is None or on_upgrade is None:
+        return None
+    return JournalConfig(GamingDay(starts, zone or None), keep_days, on_upgrade)
+
+
 def _all_circles() -> tuple[str, ...]:
     circles: dict[str, None] = {}
     for name in available_games():
@@ -749,10 +809,11 @@ def parse_table_config(
     mqtt = _read_mqtt(section("mqtt"), table["table_id"], base) if "mqtt" in data else None
     web = _read_web(section("web"))
     control = _read_control(section("control"), base)
+    journal = _read_journal(section("journal"))
     if errors:
         raise ConfigErrors(errors)
     # every reader returned its value when it found no error
-    assert None not in (shoe, gpio, camera, mqtt, web, control, table["settings"])
+    assert None not in (shoe, gpio, camera, mqtt, web, control, journal, table["settings"])
     return TableConfig(
         source=source,
         checksum=checksum,
@@ -770,6 +831,7 @@ def parse_table_config(
         mqtt=mqtt,
         web=web,
         control=control,
+        journal=journal,
     )
 
 

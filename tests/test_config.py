@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import time as dt_time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from controller.config import (
     load_table_config,
     read_password,
 )
+from controller.journal.rotation import GamingDay
 from controller.link.signing import make_link_key
 from controller.web.auth import hash_password
 from drivers.gpio_pins import load_pin_map
@@ -482,6 +484,59 @@ def test_web_and_control(tmp_path):
     assert config.web.bind == "0.0.0.0" and config.web.password_hash == stored
     assert config.web.enabled
     assert config.control.socket == tmp_path / "control.sock"
+
+
+def test_the_journal_section_as_given_and_left_out(tmp_path):
+    example = load_table_config(EXAMPLE)
+    assert example.gaming_day == GamingDay(dt_time(6, 0), None)  # "": the system's zone
+    assert (example.journal.keep_days, example.journal.rotate_on_upgrade) == (400, True)
+    path = write(
+        tmp_path,
+        ('gaming_day_starts = "06:00"', 'gaming_day_starts = "4:30"'),
+        ('timezone = ""', 'timezone = "America/New_York"'),
+        ("keep_days = 400", "keep_days = 3650"),
+        ("rotate_on_upgrade = true", "rotate_on_upgrade = false"),
+    )
+    config = load_table_config(path)
+    assert config.gaming_day == GamingDay(dt_time(4, 30), "America/New_York")
+    assert (config.journal.keep_days, config.journal.rotate_on_upgrade) == (3650, False)
+    # 2026-03-08 04:29 in New York (EDT from 03:00 that night) is still the 7th's gaming day
+    assert config.gaming_day.of(1772958540000).isoformat() == "2026-03-07"
+    assert config.gaming_day.of(1772958600000).isoformat() == "2026-03-08"
+    path = write(tmp_path, ('gaming_day_starts = "06:00"', "gaming_day_starts = 05:45:00"))
+    assert load_table_config(path).gaming_day.starts == dt_time(5, 45)  # a TOML local time
+    path = tmp_path / "bare.toml"
+    path.write_text(EXAMPLE_TEXT.split("\n[journal]", 1)[0], encoding="utf-8")
+    assert load_table_config(path).journal == example.journal
+
+
+@pytest.mark.parametrize("starts", ['"24:00"', '"6am"', '"06:60"', '""', "600", '"06:00:00"'])
+def test_a_gaming_day_start_that_is_not_a_time_of_day(tmp_path, starts):
+    path = write(tmp_path, ('gaming_day_starts = "06:00"', f"gaming_day_starts = {starts}"))
+    error = one_error(path, "journal", "gaming_day_starts")
+    assert '"HH:MM" from "00:00" to "23:59"' in error.problem
+    assert 'gaming_day_starts = "06:00"' in error.problem
+
+
+def test_journal_errors_name_the_key_and_what_to_do(tmp_path):
+    path = write(tmp_path, ('timezone = ""', 'timezone = "Mars/Olympus_Mons"'))
+    error = one_error(path, "journal", "timezone")
+    assert "'Mars/Olympus_Mons' is not a time zone this system knows" in error.problem
+    assert "IANA name" in error.problem and "timedatectl list-timezones" in error.problem
+    for bad in ("0", "3651", '"400"'):
+        path = write(tmp_path, ("keep_days = 400", f"keep_days = {bad}"))
+        error = one_error(path, "journal", "keep_days")
+        assert "whole number from 1 to 3650 (days)" in error.problem
+    path = write(tmp_path, ("rotate_on_upgrade = true", 'rotate_on_upgrade = "yes"'))
+    assert "true or false" in one_error(path, "journal", "rotate_on_upgrade").problem
+    path = write(
+        tmp_path,
+        ("keep_days = 400", "keep_days = 0\nkeep = 30"),
+        ('timezone = ""', "timezone = 5"),
+        ('gaming_day_starts = "06:00"', 'gaming_day_starts = "noon"'),
+    )
+    got = {(e.section, e.key) for e in errors_of(path)}  # every one, together
+    assert got == {("journal", k) for k in ("gaming_day_starts", "timezone", "keep_days", "keep")}
 
 
 def test_a_file_that_is_not_toml_or_not_there(tmp_path):
