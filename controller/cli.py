@@ -11,9 +11,11 @@ Subcommands so far:
 - ``replay FILE [--game PROFILE] [--json]``: run an event script through the
   table state machine and print every effect and the final settlement
   (``docs/scenarios/README.md`` documents the format).
-- ``recall JOURNAL [--round N] [--last N] [--script] [--json]``: game recall
-  from a table's journal; ``journal-export JOURNAL``: the journal as an event
-  script (``docs/journal.md``).
+- ``recall JOURNAL|--config FILE [--round N | --at TIME [--to TIME]] [--zone ZONE]
+  [--last N] [--script] [--json]``: game recall from a table's journal and its retained
+  gaming-day files, with local times; ``journal-export JOURNAL``: the journal as an event
+  script; ``journal-set-aside --config FILE``: the way out when new software cannot
+  recover the journal (table stopped; ``docs/journal.md``).
 - ``shoe-watch URL [--count N] [--heartbeat-timeout-ms MS]``: a technician's
   view of the card-reading shoe: one JSON line per decoded event and per
   error (``hardware/shoe-protocol.md``).
@@ -128,52 +130,189 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
+def _recall_source(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The live journal's path and the time zone for recall: ``--config`` gives both (its
+    data_dir and its gaming day's zone), else the JOURNAL argument; ``--zone`` wins."""
+    zone = args.zone
+    if args.config:
+        if args.journal:
+            raise TableControllerError("recall: give JOURNAL or --config, not both")
+        from controller.config import load_table_config
+
+        config = load_table_config(args.config)
+        return str(config.journal_path), zone or config.gaming_day.zone
+    if not args.journal:
+        raise TableControllerError(
+            "recall: give the journal file (JOURNAL) or the table config (--config FILE)"
+        )
+    return args.journal, zone
+
+
 def _cmd_recall(args: argparse.Namespace) -> int:
     import datetime
 
     from controller.errors import JournalError
     from controller.journal import Journal
+    from controller.journal.library import JournalLibrary, local_to_utc_ms
+    from controller.journal.rotation import GamingDay
     from controller.recall import format_rounds
     from controller.table.script import round_script
 
-    with Journal(args.journal) as journal:
-        if args.round is not None:
-            record = journal.round_record(args.round)
-            if record is None:
-                journal.round_script(args.round)  # raises the error naming the rounds kept
-            records = [record]
+    live, zone = _recall_source(args)
+    GamingDay(zone=zone)  # a wrong --zone is named before anything is read
+    if args.to and not args.at:
+        raise TableControllerError("recall: --to needs --at (the start of the time range)")
+    if args.at and args.round is not None:
+        raise TableControllerError("recall: give --round or --at, not both")
+    with Journal(live) as journal:  # the live file: the table's game and settings
+        meta = journal.meta()
+        runs = journal.runs()
+    library = JournalLibrary(live)
+    files = library.files()
+    for bad in (f for f in files if f.problem):
+        print(
+            f"table-controller: warning: journal file {bad.path} cannot be read, its rounds "
+            f"are not searched: {bad.problem}",
+            file=sys.stderr,
+        )
+    if args.round is not None:
+        one = library.find_round(args.round)
+        if one is None:
+            raise JournalError(_no_round_anywhere(live, files, args.round))
+        found = [one]
+        what = f"round {args.round}"
+    elif args.at:
+        start = local_to_utc_ms(args.at, zone)
+        if args.to:
+            end = local_to_utc_ms(args.to, zone)
+            if end < start:
+                raise TableControllerError(f"recall: --to {args.to} is before --at {args.at}")
+            found = library.rounds_between(start, end, args.count or 50)
+            what = f"the rounds settled from {args.at} to {args.to}, oldest first"
         else:
-            records = journal.last_rounds(args.last)
-        if args.script:
-            if not records:
-                raise JournalError(f"journal {args.journal}: no round is recorded yet")
-            print(round_script(records[0]), end="")
-        elif args.json:
-            print(json.dumps(records[0] if args.round is not None else records, indent=1))
-        else:
-            count, first, last = journal.round_count()
-            meta = journal.meta()
-            header = (
-                f"Journal {args.journal}: game {meta['game']}, {meta['table']['spots']} spots; "
-                f"{count} rounds recorded"
-                + (f" ({first} to {last})" if count else "")
-                + (f"; the last {len(records)}, newest first" if args.round is None else "")
+            found = library.nearest(start, args.count or 5)
+            what = f"the {len(found)} rounds nearest {args.at}, oldest first"
+        if not found:
+            raise JournalError(
+                f"journal {live}: no round settled {'then' if args.to else 'near that time'} "
+                f"in any file ({_span(files, zone)}); rounds written before schema version "
+                "4 have no time of day: find them with --round"
             )
-            runs = journal.runs()
-            if runs:
+    else:
+        found = library.last_rounds(args.last)
+        what = f"the last {len(found)}, newest first"
+    records = [f.record for f in found]
+    if args.script:
+        if not records:
+            raise JournalError(f"journal {live}: no round is recorded yet")
+        print(round_script(records[0]), end="")
+    elif args.json:
+        print(json.dumps(records[0] if args.round is not None else records, indent=1))
+    else:
+        first = min((f.first_round for f in files if f.first_round is not None), default=None)
+        last = max((f.last_round for f in files if f.last_round is not None), default=None)
+        count = sum(f.rounds for f in files)
+        header = (
+            f"Journal {live}: game {meta['game']}, {meta['table']['spots']} spots; "
+            f"{count} rounds recorded" + (f" ({first} to {last})" if count else "") + f"; {what}"
+        )
+        if len(files) > 1:
+            header += "\nFiles: " + "; ".join(_file_line(f) for f in files)
+        if runs:
 
-                def started(run: dict) -> str:
-                    when = datetime.datetime.fromtimestamp(run["started_ms"] / 1000, datetime.UTC)
-                    return f"{when:%Y-%m-%d %H:%M} UTC"
+            def started(run: dict) -> str:
+                when = datetime.datetime.fromtimestamp(run["started_ms"] / 1000, datetime.UTC)
+                return f"{when:%Y-%m-%d %H:%M} UTC"
 
-                header += "\nSoftware: " + "; ".join(
-                    f"{run['software']} from event {run['first_event']} (boot {run['boot']}, "
-                    f"{started(run)})"
-                    for run in runs[-5:]
-                )
-            from controller.games import load_game
+            header += "\nSoftware: " + "; ".join(
+                f"{run['software']} from event {run['first_event']} (boot {run['boot']}, "
+                f"{started(run)})"
+                for run in runs[-5:]
+            )
+        from controller.games import load_game
 
-            print(format_rounds(records, header, load_game(meta["game"])), end="")
+        print(
+            format_rounds(
+                records,
+                header,
+                load_game(meta["game"]),
+                zone=zone,
+                files=[f.file.name for f in found],
+            ),
+            end="",
+        )
+    return 0
+
+
+def _file_line(file) -> str:
+    """One journal file for recall's header: name, gaming day, rounds."""
+    if file.problem:
+        return f"{file.name} (cannot be read)"
+    rounds = (
+        f"rounds {file.first_round} to {file.last_round}"
+        if file.first_round is not None
+        else "no round"
+    )
+    day = f"gaming day {file.gaming_day}, " if file.gaming_day else ""
+    return f"{file.name} ({'live, ' if file.live else ''}{day}{rounds})"
+
+
+def _span(files, zone: str | None) -> str:
+    from controller.recall import format_local
+
+    times = [
+        t for f in files for t in (f.first_settled_utc_ms, f.last_settled_utc_ms) if t is not None
+    ]
+    if not times:
+        return "none has a time of day"
+    since, until = format_local(min(times), zone), format_local(max(times), zone)
+    return f"rounds settled from {since} to {until}"
+
+
+def _no_round_anywhere(live: str, files, number: int) -> str:
+    readable = [f for f in files if f.problem is None and f.first_round is not None]
+    if readable:
+        first = min(f.first_round for f in readable)
+        last = max(f.last_round for f in readable)
+        have = f"rounds {first} to {last} are recorded in {len(readable)} file(s)"
+    else:
+        have = "no round is recorded yet"
+    return (
+        f"journal {live}: no record of round {number} ({have}; a round in progress is "
+        "recorded when it is settled; files older than the retention are removed)"
+    )
+
+
+def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
+    from controller.config import load_table_config
+    from controller.errors import JournalError
+    from controller.journal import Journal
+    from controller.journal.rotation import set_aside
+    from controller.table import checkpoint
+
+    config = load_table_config(args.config)
+    live = config.journal_path
+    if not live.is_file():
+        raise JournalError(f"no journal at {live}: nothing to set aside (check data_dir)")
+    done = set_aside(live, config.rules, config.settings, gaming_day=config.gaming_day)
+    with Journal(live) as journal:
+        origin = journal.origin()
+        written, acked, pending = journal.outbox_rows()
+    next_round = checkpoint.decode(origin.state).round_number if origin else 1
+    print(f"set aside journal {live}: events {done.first_event} to {done.last_event}")
+    print(f"archive: {done.archive} (gaming day {done.gaming_day}, read-only)")
+    print(f"sha256: {done.sha256}")
+    print(f"new journal {live}: the next round is round {next_round}")
+    print(
+        f"jackpot link: {len(pending)} unacknowledged message(s) kept (sequence {acked + 1} "
+        f"to {written}); they are sent when the table controller starts"
+        if pending
+        else f"jackpot link: no unacknowledged message; the sequence carries on after {written}"
+    )
+    print(
+        "a round in progress at the set-aside is not carried on: settle its wagers by hand "
+        "(table-controller recall shows its events in the archive)"
+    )
     return 0
 
 
@@ -306,10 +445,32 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(run=_cmd_replay)
 
     recall = commands.add_parser(
-        "recall", help="game recall: the last rounds of a table's journal, or one round"
+        "recall",
+        help="game recall: rounds of a table's journal and its retained gaming-day files",
     )
-    recall.add_argument("journal", help="the table's journal file (SQLite)")
-    recall.add_argument("--round", type=int, help="this round only")
+    recall.add_argument(
+        "journal", nargs="?", help="the table's live journal file (SQLite); or give --config"
+    )
+    recall.add_argument("--config", help="the table config: its journal and gaming-day zone")
+    recall.add_argument("--round", type=int, help="this round only, from whichever file holds it")
+    recall.add_argument(
+        "--at",
+        metavar="'YYYY-MM-DD HH:MM'",
+        help="the rounds played nearest this local date and time (with --to: a range)",
+    )
+    recall.add_argument(
+        "--to", metavar="'YYYY-MM-DD HH:MM'", help="with --at: the rounds settled up to this time"
+    )
+    recall.add_argument(
+        "--zone",
+        help="the time zone of --at, --to and the times shown (IANA name, e.g. "
+        "America/New_York; default: the config's gaming-day zone, else the system's)",
+    )
+    recall.add_argument(
+        "--count",
+        type=_positive_int,
+        help="with --at: how many rounds (default 5 nearest, 50 in a range)",
+    )
     recall.add_argument(
         "--last", type=int, default=10, help="how many rounds, newest first (default 10)"
     )
@@ -320,6 +481,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("--json", action="store_true", help="print the round records as JSON")
     recall.set_defaults(run=_cmd_recall)
+
+    aside = commands.add_parser(
+        "journal-set-aside",
+        help="keep the journal as a read-only archive and start a new one (table stopped)",
+    )
+    aside.add_argument("--config", required=True, help="the table config: its data_dir and game")
+    aside.set_defaults(run=_cmd_journal_set_aside)
 
     export = commands.add_parser(
         "journal-export",
@@ -475,7 +643,7 @@ def _cmd_restore(args: argparse.Namespace) -> int:
     print(
         "before starting the table: the jackpot controller must not have acknowledged more "
         "than the outbox's 'written' above for this table, else see docs/journal.md, "
-        "\"Restoring\" (the messages after the backup are gone)"
+        '"Restoring" (the messages after the backup are gone)'
     )
     return 0
 

@@ -1,20 +1,36 @@
-"""Game recall as a supervisor reads it: the last rounds of a journal, in casino words.
+"""Game recall as a supervisor reads it: rounds of a journal, in casino words.
 
 The records come from :class:`controller.journal.Journal` (``last_rounds``,
-``round_record``); only settled or voided rounds have one, so a round in
-progress, and its hole card, is never shown. Amounts are integer cents, times
-the runtime's clock in milliseconds (shown as UTC when they are epoch times).
+``round_record``, ``rounds_between``) or, across the journal's files, from
+:class:`controller.journal.library.JournalLibrary`; only settled or voided rounds have one,
+so a round in progress, and its hole card, is never shown. Amounts are integer cents.
+
+A record written since journal schema version 4 carries the wall-clock UTC times its round
+started and settled (``started_utc_ms``, ``settled_utc_ms``): recall shows them as the local
+date and time of day, with the zone's abbreviation, to match the surveillance video; and
+the wall clock's steps during the round (``clock_steps``), which never reorder its events.
+An older record has only the table's clock (``settled_t``), shown as before: as UTC when it
+is an epoch time, else raw.
 
 >>> print(format_time(1770000000000))
 2026-02-02 02:40:00 UTC
 >>> print(format_time(None))
 no time
+>>> print(format_local(1770000000000, "America/New_York"))
+2026-02-01 21:40:00 EST
+>>> print(round_times({"started_utc_ms": 1769999880000, "settled_utc_ms": 1770000000000},
+...                   "America/New_York"))
+2026-02-01 21:38:00 to 21:40:00 EST
+>>> print(clock_step_line({"seq": 812, "step_ms": 3600000, "utc_before": 0, "utc_after": 0}))
+wall clock stepped +3600 s at event 812 (NTP correction?); event order is the journal's
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from controller.rules.cards import parse_cards
 from controller.rules.hand import hand_total
@@ -25,12 +41,50 @@ EPOCH_2000_MS = 946_684_800_000
 
 
 def format_time(t: int | None) -> str:
-    """A record's ``started_t``/``settled_t`` for people."""
+    """A record's ``started_t``/``settled_t`` (the table's clock) for people."""
     if t is None:
         return "no time"
     if t >= EPOCH_2000_MS:
         return datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"t={t} ms"
+
+
+def local_time(utc_ms: int, zone: str | None = None) -> datetime:
+    """``utc_ms`` (ms since the epoch) in ``zone`` (an IANA name; None: the system's)."""
+    moment = datetime.fromtimestamp(utc_ms / 1000, UTC)
+    return moment.astimezone(ZoneInfo(zone) if zone else None)
+
+
+def format_local(utc_ms: int, zone: str | None = None) -> str:
+    """``utc_ms`` as a local date and time of day with the zone's abbreviation."""
+    return local_time(utc_ms, zone).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def round_times(record: dict[str, Any], zone: str | None = None) -> str:
+    """When a round was played, in local time (the journal's UTC times); the table's clock
+    (:func:`format_time`) for a record that has none."""
+    settled = record.get("settled_utc_ms")
+    if settled is None:
+        return format_time(record.get("settled_t"))
+    started = record.get("started_utc_ms")
+    end = local_time(settled, zone)
+    if started is None:
+        return f"settled {end:%Y-%m-%d %H:%M:%S %Z}"
+    begin = local_time(started, zone)
+    if (begin.date(), begin.tzname()) == (end.date(), end.tzname()):
+        return f"{begin:%Y-%m-%d %H:%M:%S} to {end:%H:%M:%S %Z}"
+    return f"{begin:%Y-%m-%d %H:%M:%S %Z} to {end:%Y-%m-%d %H:%M:%S %Z}"
+
+
+def clock_step_line(step: dict[str, Any]) -> str:
+    """A wall-clock step during a round (a ``clock_steps`` item), in words."""
+    ms = int(step["step_ms"])
+    seconds = f"{ms // 1000}" if ms % 1000 == 0 else f"{ms / 1000:.1f}"
+    sign = "+" if ms >= 0 else ""
+    return (
+        f"wall clock stepped {sign}{seconds} s at event {step['seq']} (NTP correction?); "
+        "event order is the journal's"
+    )
 
 
 def _signed(cents: int) -> str:
@@ -92,20 +146,32 @@ def _hand_text(cards: list[str]) -> str:
     return f"{' '.join(cards)} = {'bust ' if total.is_bust else ''}{total.total}"
 
 
-def format_round(record: dict[str, Any], layout: dict[str, Any] | None = None) -> str:
-    """One round: number, time, the dealer's cards and every settled wager; with its
-    ``layout`` (:func:`round_layout`) also every spot's cards and the actions in order."""
+def format_round(
+    record: dict[str, Any],
+    layout: dict[str, Any] | None = None,
+    *,
+    zone: str | None = None,
+    file: str | None = None,
+) -> str:
+    """One round: number, when (local time in ``zone``, :func:`round_times`), the journal
+    ``file`` that holds it if given, the wall clock's steps, the dealer's cards and every
+    settled wager; with its ``layout`` (:func:`round_layout`) also every spot's cards and
+    the actions in order."""
     result = record["result"]
-    head = f"Round {record['round']}  {format_time(record.get('settled_t'))}"
+    head = f"Round {record['round']}  {round_times(record, zone)}"
     if record.get("void"):
         head += f"  VOID ({record['void']})"
+    head_lines = [head]
+    if file:
+        head_lines.append(f"  journal file: {file}")
+    head_lines.extend(f"  {clock_step_line(step)}" for step in record.get("clock_steps") or [])
     cards = record.get("dealer") or []
     if cards:
         total = hand_total(parse_cards(cards))
         dealer = f"{' '.join(cards)} = {'bust ' if total.is_bust else ''}{total.total}"
     else:
         dealer = "no cards"
-    lines = [head, f"  dealer: {dealer}"]
+    lines = [*head_lines, f"  dealer: {dealer}"]
     if layout is not None:
         for spot in layout["spots"]:
             for n, hand in enumerate(spot["hands"]):
@@ -148,19 +214,33 @@ def format_round(record: dict[str, Any], layout: dict[str, Any] | None = None) -
     return "\n".join(lines)
 
 
-def format_rounds(records: list[dict[str, Any]], header: str = "", rules: Any | None = None) -> str:
+def format_rounds(
+    records: list[dict[str, Any]],
+    header: str = "",
+    rules: Any | None = None,
+    *,
+    zone: str | None = None,
+    files: Sequence[str | None] = (),
+) -> str:
     """Several rounds (newest first, as ``last_rounds`` gives them), one block each; with
-    ``rules`` every hand's cards and the actions too (:func:`recall_text`)."""
+    ``rules`` every hand's cards and the actions too (:func:`recall_text`); ``files``: the
+    journal file of each record, in the same order (none: not shown)."""
     blocks = [header] if header else []
+    names = list(files) + [None] * (len(records) - len(files))
     blocks.extend(
-        format_round(record) if rules is None else recall_text(record, rules) for record in records
+        format_round(record, zone=zone, file=name)
+        if rules is None
+        else recall_text(record, rules, zone=zone, file=name)
+        for record, name in zip(records, names, strict=False)
     )
     if not records:
         blocks.append("No round is recorded yet (a round is recorded when it is settled).")
     return "\n\n".join(blocks) + "\n"
 
 
-def recall_text(record: dict[str, Any], rules: Any) -> str:
+def recall_text(
+    record: dict[str, Any], rules: Any, *, zone: str | None = None, file: str | None = None
+) -> str:
     """:func:`format_round` with the layout, or without it (and a line saying why) when the
     round's events do not replay on ``rules``."""
     from controller.errors import TableControllerError
@@ -168,5 +248,25 @@ def recall_text(record: dict[str, Any], rules: Any) -> str:
     try:
         layout = round_layout(record, rules)
     except (TableControllerError, KeyError, TypeError) as exc:
-        return format_round(record) + f"\n  (hands not shown: the events do not replay: {exc})"
-    return format_round(record, layout)
+        text = format_round(record, zone=zone, file=file)
+        return text + f"\n  (hands not shown: the events do not replay: {exc})"
+    return format_round(record, layout, zone=zone, file=file)
+
+
+def script_with_times(
+    script: str, record: dict[str, Any], zone: str | None = None, file: str | None = None
+) -> str:
+    """A round's event script (:func:`controller.table.script.round_script`) with comment
+    lines after its header: when it was played in local time and UTC, the wall clock's
+    steps and the journal file, for matching it with the surveillance video. Replay reads
+    ``#`` lines as comments."""
+    notes = [f"# round {record['round']}: {round_times(record, zone)}"]
+    started, settled = record.get("started_utc_ms"), record.get("settled_utc_ms")
+    if settled is not None:
+        utc = [format_local(t, "UTC") for t in (started, settled) if t is not None]
+        notes.append(f"# UTC: {' to '.join(utc)}")
+    notes.extend(f"# {clock_step_line(step)}" for step in record.get("clock_steps") or [])
+    if file:
+        notes.append(f"# journal file: {file}")
+    head, _, rest = script.partition("\n")
+    return "\n".join([head, *notes, rest]) if rest else "\n".join([head, *notes]) + "\n"
