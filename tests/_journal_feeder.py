@@ -20,6 +20,20 @@ once the step is journaled, ``ok J I`` (J events journaled so far, I events of t
 session handled), flushing after every journaled step. ``PACE_MS`` (default 0) is a
 pause after each event, as a dealer's pace has: the crash test's kill then lands at
 any point of an event (handling, the commit, printing) on fast and slow disks alike.
+
+Environment (all optional):
+
+- ``FEEDER_CHECKPOINT_EVERY=N``: checkpoints at each round's end and every N events;
+- ``FEEDER_ROTATE_EVERY_ROUNDS=K``: gaming-day files: each K rounds are one gaming day
+  (:func:`gaming_day_ms`, a clock that follows the rounds, not the wall), and the feeder
+  rotates the journal (:func:`controller.journal.rotation.rotate`) as soon as one is over and
+  no round is in progress: at start-up (a rotation a kill interrupted is done again) and after
+  each journaled event. It prints ``rot STEP`` at each step of a rotation (before the step)
+  and ``rotated FIRST LAST DAY`` when one is done; it removes what a killed rotation left
+  half-written at start-up, as the daemon does;
+- ``FEEDER_ROTATION_PAUSE_MS=P``: a pause at each step of a rotation, after its ``rot`` line,
+  so that a kill lands inside a rotation;
+- ``FEEDER_KEEP_DAYS=D``: the rotation's retention (default: keep every archive).
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import os
 import random
 import sys
 import time
+from datetime import time as dt_time
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a script from anywhere: the repository on the path
@@ -47,12 +62,12 @@ SETTINGS = TableSettings(spots=7)
 class _Dealer:
     """Feeds events to a table and keeps them, with a clock and a shoe."""
 
-    def __init__(self, game: str, seed: int):
+    def __init__(self, game: str, seed: int, clock: int = 1_770_000_000_000):
         self.rules = load_game(game)
         self.table = Table(self.rules, SETTINGS)
         self.rng = random.Random(seed)
         self.events: list[ev.Event] = []
-        self.clock = 1_770_000_000_000  # ms, a date in 2026
+        self.clock = clock  # ms, a date in 2026
         self.shoe: list[Card] = []
         self.cut = 0
 
@@ -186,10 +201,12 @@ def _player_acts(d: _Dealer) -> None:
         d.feed(ev.Next)
 
 
-def session_events(game: str, seed: int, rounds: int) -> list[ev.Event]:
+def session_events(
+    game: str, seed: int, rounds: int, *, clock: int = 1_770_000_000_000
+) -> list[ev.Event]:
     """``rounds`` rounds of ``game`` at a 7-spot table, as the events a dealer's session
-    sends (starting with a new shoe)."""
-    d = _Dealer(game, seed)
+    sends (starting with a new shoe); ``clock``: the table's clock (ms) before the first."""
+    d = _Dealer(game, seed, clock)
     d.shuffle("new_shoe")
     for _ in range(rounds):
         _play_round(d)
@@ -210,8 +227,53 @@ def consumed(events: list[ev.Event], game: str, journaled: int) -> int:
     raise ValueError(f"the session journals only {count} events, not {journaled}")
 
 
+FIRST_GAMING_DAY_MS = 1_767_268_800_000
+"""Noon UTC on 2026-01-01: the feeder's first gaming day (days start at 06:00 UTC)."""
+
+DAY_MS = 86_400_000
+
+
+def gaming_day_ms(round_number: int, every_rounds: int) -> int:
+    """The feeder's clock for rotation: noon UTC of round ``round_number``'s gaming day,
+    each ``every_rounds`` rounds one day from 2026-01-01."""
+    return FIRST_GAMING_DAY_MS + (round_number - 1) // every_rounds * DAY_MS
+
+
+class _Rotator:
+    """Rotates the journal of a table when the feeder's gaming day is over."""
+
+    def __init__(self, out, every_rounds: int, pause: float, keep_days: int | None):
+        from controller.journal.rotation import GamingDay
+
+        self.out = out
+        self.every = every_rounds
+        self.pause = pause
+        self.keep_days = keep_days
+        self.day = GamingDay(dt_time(6, 0), "UTC")
+
+    def hook(self, step: str) -> None:
+        self.out.write(f"rot {step}\n")
+        self.out.flush()
+        if self.pause:
+            time.sleep(self.pause)
+
+    def __call__(self, table) -> None:
+        from controller.journal.rotation import due, rotate
+
+        if table.round_in_progress:
+            return
+        utc_ms = gaming_day_ms(table.state.round_number, self.every)
+        new_day = due(table.journal, self.day, utc_ms)
+        if new_day is None:
+            return
+        done = rotate(table, new_day, keep_days=self.keep_days, utc_ms=utc_ms, hook=self.hook)
+        self.out.write(f"rotated {done.first_event} {done.last_event} {done.gaming_day}\n")
+        self.out.flush()
+
+
 def main(argv: list[str]) -> int:
     from controller.journal import JournaledTable
+    from controller.journal.rotation import remove_partials
 
     path, game, seed, rounds = argv[0], argv[1], int(argv[2]), int(argv[3])
     pace = float(argv[4]) / 1000 if len(argv) > 4 else 0.0
@@ -219,9 +281,15 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     every = os.environ.get("FEEDER_CHECKPOINT_EVERY")  # checkpoints as the daemon writes them
     checkpoint_every = int(every) if every else None
+    rotate_every = int(os.environ.get("FEEDER_ROTATE_EVERY_ROUNDS") or 0)
+    pause_ms = float(os.environ.get("FEEDER_ROTATION_PAUSE_MS") or 0)
+    keep = os.environ.get("FEEDER_KEEP_DAYS")
+    rotator = _Rotator(out, rotate_every, pause_ms / 1000, int(keep) if keep else None)
     with JournaledTable(
         path, load_game(game), SETTINGS, checkpoint_every=checkpoint_every
     ) as table:
+        if rotate_every:
+            remove_partials(path)
         journaled = table.recovered
         last = table.recovery.last_step
         for effect in last.effects if last is not None else ():
@@ -229,6 +297,8 @@ def main(argv: list[str]) -> int:
                 out.write(f"repub {effect.key}\n")
         out.write(f"recovered {journaled}\n")
         out.flush()
+        if rotate_every:
+            rotator(table)  # a gaming day a kill left unrotated
         start = consumed(events, game, journaled)
         for number, event in enumerate(events[start:], start + 1):
             step = table.handle(event)
@@ -239,6 +309,8 @@ def main(argv: list[str]) -> int:
                 journaled += 1
                 out.write(f"ok {journaled} {number}\n")
                 out.flush()
+                if rotate_every:
+                    rotator(table)
             if pace:
                 time.sleep(pace)
     out.write("done\n")

@@ -81,10 +81,17 @@ class GamingDay:
         return moment.astimezone(ZoneInfo(self.zone) if self.zone else None)
 
     def of(self, utc_ms: int) -> date:
-        """The gaming day ``utc_ms`` belongs to: the local date, less one before ``starts``."""
+        """The gaming day ``utc_ms`` belongs to: the local date, less one before ``starts``.
+
+        The instants are compared, not the wall times, so the day never goes back: when the
+        clocks fall back, a day starting in the repeated hour starts at its first occurrence;
+        when they spring forward over ``starts``, the day starts as much later as they moved.
+        """
         moment = self.local(utc_ms)
-        start = datetime.combine(moment.date(), self.starts, moment.tzinfo)
-        return moment.date() - timedelta(days=1) if moment < start else moment.date()
+        start = datetime.combine(moment.date(), self.starts, moment.tzinfo)  # fold 0: first
+        if moment.astimezone(UTC) < start.astimezone(UTC):
+            return moment.date() - timedelta(days=1)
+        return moment.date()
 
 
 @dataclass(frozen=True)
@@ -130,18 +137,32 @@ def archive_path(live: Path, gaming_day: str, first_event: int) -> Path:
     return live.with_name(f"{live.name}.{gaming_day}.{first_event:09d}")
 
 
+PART_SIDECARS = ("-journal", "-wal", "-shm", ".lock")
+"""What SQLite and the journal's lock leave beside a half-written ``.part`` file."""
+
+
 def remove_partials(live: str | os.PathLike[str]) -> list[Path]:
-    """Remove what a killed rotation or set-aside left half-written (``*.part``)."""
+    """Remove what a killed rotation or set-aside left half-written (``*.part`` and what
+    SQLite keeps beside it: a stale ``-wal`` would be replayed into the next file of that
+    name). Only while holding the journal (no rotation of another process is under way)."""
     live = Path(live)
     removed = []
     for path in live.parent.glob(f"{glob_escape(live.name)}.*.part"):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             removed.append(path)
-    for path in live.parent.glob(f"{glob_escape(live.name)}.*.part-journal"):
+    for sidecar in PART_SIDECARS:
+        for path in live.parent.glob(f"{glob_escape(live.name)}.*.part{sidecar}"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    return removed
+
+
+def _unlink_part(part: Path) -> None:
+    """Remove one half-written file and its SQLite sidecars."""
+    for path in (part, *(part.with_name(part.name + s) for s in PART_SIDECARS)):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    return removed
 
 
 def file_day(journal: Journal) -> str | None:
@@ -192,8 +213,7 @@ def rotate(
         return Rotated(None, None, first, last, new_day, _retain(live, journal, keep_days, now))
     target = archive_path(live, old_day, first)
     part = target.with_name(target.name + ".part")
-    with contextlib.suppress(FileNotFoundError):
-        part.unlink()
+    _unlink_part(part)
     step("backup")
     _copy(
         journal,
@@ -208,10 +228,7 @@ def rotate(
         },
     )
     step("archive")
-    os.chmod(part, 0o444)
-    os.replace(part, target)
-    _fsync_dir(live.parent)
-    digest = sha256(target)
+    digest = _publish(journal, part, target)
     step("prune")
     state = checkpoints.encode(table.state)
     db = journal.db
@@ -242,6 +259,9 @@ def rotate(
             f"journal {live}: rotating it failed: {exc}; the live journal is as it was and "
             f"{target.name} is a copy of it (written again at the next rotation); {WHAT_TO_DO}"
         ) from None
+    except BaseException:
+        rollback(db)  # never leave the table's connection inside the rotation's transaction
+        raise
     table.rotated()
     step("retain")
     removed = _retain(live, journal, keep_days, now)
@@ -267,11 +287,26 @@ def _copy(journal: Journal, part: Path, archived: dict[str, Any]) -> None:
         finally:
             os.close(fd)
     except (sqlite3.Error, OSError) as exc:
-        with contextlib.suppress(OSError):
-            part.unlink()
+        _unlink_part(part)
         raise JournalError(
             f"journal {journal.path}: cannot write the archive {part.name}: {exc}; the live "
             f"journal is unchanged and rotates later; {WHAT_TO_DO}"
+        ) from None
+
+
+def _publish(journal: Journal, part: Path, target: Path) -> str:
+    """Make the written ``part`` read-only and rename it to ``target`` (atomic, the
+    directory fsynced); return its SHA-256."""
+    try:
+        os.chmod(part, 0o444)
+        os.replace(part, target)
+        _fsync_dir(target.parent)
+        return sha256(target)
+    except OSError as exc:
+        _unlink_part(part)
+        raise JournalError(
+            f"journal {journal.path}: cannot put the archive {target.name} in place: {exc}; "
+            f"the live journal is unchanged; {WHAT_TO_DO}"
         ) from None
 
 
@@ -334,8 +369,8 @@ def set_aside(
     step = hook or (lambda _: None)
     live = Path(path)
     now = int(time.time() * 1000) if utc_ms is None else utc_ms
-    remove_partials(live)
     with Journal(live, game=rules.name, settings=settings) as journal:  # holds the lock
+        remove_partials(live)  # only now: a running controller's rotation is not touched
         last = journal.events_written
         first = journal.first_event()
         meta = journal.meta()
@@ -369,10 +404,7 @@ def set_aside(
                 "software": __version__,
             },
         )
-        os.chmod(part_archive, 0o444)
-        os.replace(part_archive, target)
-        _fsync_dir(live.parent)
-        digest = sha256(target)
+        digest = _publish(journal, part_archive, target)
         step("new file")
         fresh = TableState(round_number=next_round, now=t_last)
         new_part = live.with_name(live.name + ".new.part")
@@ -411,7 +443,13 @@ def set_aside(
                 new_db.execute("COMMIT")
             except sqlite3.Error as exc:
                 rollback(new_db)
-                raise JournalError(f"cannot write the new journal {new_part}: {exc}") from None
+                raise JournalError(
+                    f"cannot write the new journal {new_part}: {exc}; the journal {live} is "
+                    f"as it was: {WHAT_TO_DO}, then set it aside again"
+                ) from None
+            except BaseException:
+                rollback(new_db)
+                raise
         step("swap")
         _fsync_file(new_part)
         # the old file gives up WAL mode, so that nothing of it is left beside the new one

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ def connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connec
     """A connection to the journal at ``path`` (made if ``create``): WAL, ``synchronous =
     FULL``, foreign keys on. A read-only file (a retained gaming-day file, which is not in
     WAL mode) is opened read-only, as it is."""
-    if not create and path.is_file() and not os.access(path, os.W_OK):
+    if not create and path.is_file() and not path.stat().st_mode & 0o222:  # as root too
         return _connect_read_only(path)
     uri = f"file:{quote(str(path.absolute()))}?mode={'rwc' if create else 'rw'}"
     try:
