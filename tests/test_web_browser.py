@@ -308,3 +308,48 @@ def test_recall_lists_the_round_and_its_script_replays_the_same(
     recorded = next(r for r in rounds if r["round"] == 1)["result"]["settlements"]
     assert replayed == settlement_keys(recorded)
     assert len(recorded) == 3  # spot 1 main and Blazing 7's, spot 2 main
+
+
+def test_a_new_journal_file_from_the_button_then_a_round_found_in_the_old_one(
+    rig, browser_context, screenshot
+):
+    import datetime as dt
+
+    from controller.journal.rotation import archives
+
+    rig.bets()
+    rig.play_round()
+    diag = diag_page(browser_context, rig)
+    expect(diag.locator('[data-testid="recall-round"][data-round="1"]')).to_be_visible()
+    diag.get_by_test_id("rotate-journal").click()
+    msg = diag.get_by_test_id("rotate-msg")
+    expect(msg).to_have_class("result ok")
+    [archive] = archives(rig.tmp / "data" / "journal.sqlite")
+    expect(msg).to_contain_text(archive.path.name)
+    screenshot(diag, "1-rotated")
+
+    for sensor in ("1.main", "1.blazing_7s", "2.main"):  # chips off, then the next round's on
+        rig.act("input", name=f"sensors.{sensor}", active=False)
+    rig.bets()
+    rig.play_round()
+    expect(diag.locator('[data-testid="recall-round"][data-round="2"]')).to_be_visible()
+
+    diag.get_by_test_id("search-round").fill("1")
+    diag.get_by_test_id("search-go").click()
+    expect(diag.get_by_test_id("recall-what")).to_have_text("(round 1)")
+    found = diag.locator('[data-testid="recall-round"]')
+    expect(found).to_have_count(1)
+    expect(found.get_by_test_id("round-file")).to_contain_text(archive.path.name)
+    record = browser_context.request.get(rig.url + "/api/rounds/search?round=1").json()
+    [round_1] = record["rounds"]
+    settled = dt.datetime.fromtimestamp(round_1["settled_utc_ms"] / 1000).astimezone()
+    expect(found.get_by_test_id("round-when")).to_contain_text(f"{settled:%H:%M:%S %Z}")
+    screenshot(diag, "2-found-by-number")
+
+    # by local time: the minute round 1 settled (the page's zone is the table's)
+    diag.get_by_test_id("search-round").fill("")
+    diag.get_by_test_id("search-at").fill(f"{settled:%Y-%m-%dT%H:%M}")
+    diag.get_by_test_id("search-go").click()
+    expect(diag.get_by_test_id("recall-what")).to_contain_text("nearest")
+    expect(diag.locator('[data-testid="recall-round"][data-round="1"]')).to_be_visible()
+    screenshot(diag, "3-found-by-time")

@@ -3,15 +3,19 @@
 A standard-library :class:`~http.server.ThreadingHTTPServer` on the address of ``[web]``
 (one thread per request; live pages hold theirs for the stream). It reads the table only
 through its ``source`` (the daemon: :class:`TableSource`), never a driver, and changes it
-only by the events a technician may send: acknowledge an alarm, clear the latched faults,
-run the light test. Those need a login (session cookie) **and** the session's CSRF token
-in ``X-CSRF-Token``; the login is throttled per address (:class:`~.auth.LoginThrottle`).
+only by what a technician may ask: acknowledge an alarm, clear the latched faults, run the
+light test, start a new journal file. Those need a login (session cookie) **and** the
+session's CSRF token in ``X-CSRF-Token``; the login is throttled per address
+(:class:`~.auth.LoginThrottle`). Recall reads the journal's files itself, read-only
+(:class:`~controller.journal.library.JournalLibrary`: the live file and the gaming-day files
+kept beside it), and shows local times in the zone of the table's gaming day.
 
 Routes (docs/web.md): ``/dealer`` and ``/api/dealer[/stream]`` (the kiosk, read-only, no
 login), ``/login``, ``/diag``, ``/api/session``, ``/api/status``, ``/api/stream`` (server-sent
-events), ``/api/rounds``, ``/api/rounds/N/script``, ``/api/log``, ``POST /api/alarms/ack``,
-``POST /api/faults/clear``, ``POST /api/lights/test``, ``POST /logout``, ``/healthz``,
-``/metrics``.
+events), ``/api/rounds`` (the last 10), ``/api/rounds/search?round=N`` or
+``?at=YYYY-MM-DD HH:MM[&to=...]`` (local time; across files), ``/api/rounds/N/script``,
+``/api/log``, ``POST /api/alarms/ack``, ``POST /api/faults/clear``, ``POST /api/lights/test``,
+``POST /api/journal/rotate``, ``POST /logout``, ``/healthz``, ``/metrics``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from controller.errors import JournalError, TableControllerError
+from controller.journal.library import FoundRound, JournalLibrary, local_to_utc_ms
 from controller.web import views
 from controller.web.auth import LoginThrottle, Session, Sessions, csrf_ok, verify_password
 
@@ -46,6 +51,14 @@ STREAM_FULL_S = 1.0
 """A stream sends the table at once when it changes, health at most once a second."""
 KEEPALIVE_S = 15.0
 NAME_RE = re.compile(r"^[\w .'@-]{1,40}$")
+ACTIONS = (
+    "/logout",
+    "/api/alarms/ack",
+    "/api/faults/clear",
+    "/api/lights/test",
+    "/api/journal/rotate",
+)
+"""The POST routes that need a login and the session's CSRF token."""
 PAGES = {
     "/login": "login.html",
     "/diag": "diag.html",
@@ -69,6 +82,10 @@ SECURITY_HEADERS = {
 
 class TableSource(Protocol):
     """What the web server may read and ask of the running table (the daemon)."""
+
+    config: Any
+    """The table config: recall reads its ``journal_path`` (and the files kept beside it)
+    and shows times in its ``gaming_day.zone``."""
 
     def identity(self) -> dict[str, Any]:
         """``table``, ``game``, ``property``, ``version``, ``config_checksum``, ``started``."""
@@ -99,6 +116,10 @@ class TableSource(Protocol):
 
     def light_test_state(self) -> dict[str, Any]:
         """The light test in progress, if any."""
+
+    def rotate_journal(self, by: str) -> dict[str, Any]:
+        """Start a new journal file (at once between rounds, else when the round is
+        settled): ``ok`` and ``message`` (``deferred`` if it waits), or ``error``."""
 
     def recent_log(self) -> list[dict[str, Any]]:
         """The last log records: ``t`` (epoch s), ``level``, ``logger``, ``message``."""
@@ -140,6 +161,7 @@ class WebServer:
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="web", daemon=True
         )
+        self._library: JournalLibrary | None = None
 
     def start(self) -> WebServer:
         self._thread.start()
@@ -182,6 +204,18 @@ class WebServer:
         return views.dealer_view(
             self.source.identity()["table"], self.source.status(), self.source.feed()
         )
+
+    @property
+    def library(self) -> JournalLibrary:
+        """The journal's files (the facts of archives kept between requests)."""
+        if self._library is None:
+            self._library = JournalLibrary(self.source.config.journal_path)
+        return self._library
+
+    @property
+    def zone(self) -> str | None:
+        """The time zone recall shows (the gaming day's; None: the system's)."""
+        return self.source.config.gaming_day.zone
 
     def web_counters(self) -> dict[str, Any]:
         with self._lock:
@@ -391,6 +425,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/rounds":
             if self._login_required():
                 self._rounds()
+        elif path == "/api/rounds/search":
+            if self._login_required():
+                self._search()
         elif m := re.fullmatch(r"/api/rounds/(\d{1,9})/script", path):
             if self._login_required():
                 self._script(int(m.group(1)))
@@ -409,7 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/login":
             self._login(body)
             return
-        if path not in ("/logout", "/api/alarms/ack", "/api/faults/clear", "/api/lights/test"):
+        if path not in ACTIONS:
             self._error(HTTPStatus.NOT_FOUND, f"no action {path}")
             return
         session = self._action_session()
@@ -435,6 +472,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._table_action("acknowledge", lambda ev: ev.AcknowledgeAlarm(alarm, by=by))
         elif path == "/api/faults/clear":
             self._table_action("clear faults", lambda ev: ev.ClearFaults(by=by))
+        elif path == "/api/journal/rotate":
+            self._rotate(by)
         else:
             try:
                 started, message = self.web.source.light_test(by)
@@ -549,30 +588,120 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(HTTPStatus.OK, path.read_bytes(), kind)
 
-    def _rounds(self) -> None:
+    def _rotate(self, by: str) -> None:
         try:
-            records = self.web.source.last_rounds(10)
-        except JournalError as exc:
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            answer = self.web.source.rotate_journal(by)
+        except (TimeoutError, TableControllerError) as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"new journal file not started: {exc}")
             return
-        from controller.games import load_game
-        from controller.recall import recall_text
+        log.info("web: new journal file asked by %s: %s", by, answer)
+        if not answer.get("ok"):
+            self._error(HTTPStatus.CONFLICT, str(answer.get("error") or "refused"))
+            return
+        message = answer.get("deferred") or answer.get("message") or "new journal file started"
+        self._json(
+            HTTPStatus.OK,
+            {
+                "ok": True,
+                "message": str(message),
+                "rotated": bool(answer.get("rotated")),
+                "archive": answer.get("archive"),
+                "sha256": answer.get("sha256"),
+            },
+        )
 
+    def _recalled(self, found: list[FoundRound]) -> list[dict[str, Any]]:
+        """Recall records as the page shows them: each with its text (every hand's cards,
+        replayed from the round's events, ~1 ms), its local time and the file it is in."""
+        from controller.games import load_game
+        from controller.recall import recall_text, round_times
+
+        zone = self.web.zone
         rules: dict[str, Any] = {}
         out = []
-        for record in records:  # every hand's cards come from replaying the round (~1 ms)
+        for item in found:
+            record, name = item.record, item.file.name
             game = record["game"]
             if game not in rules:
                 rules[game] = load_game(game)
-            out.append({**record, "text": recall_text(record, rules[game])})
-        self._json(HTTPStatus.OK, {"rounds": out})
+            text = recall_text(record, rules[game], zone=zone, file=name)
+            out.append({**record, "text": text, "when": round_times(record, zone), "file": name})
+        return out
+
+    def _rounds(self) -> None:
+        try:
+            found = self.web.library.last_rounds(10)
+        except JournalError as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            return
+        self._json(HTTPStatus.OK, {"rounds": self._recalled(found)})
+
+    def _search(self) -> None:
+        """``?round=N``, or ``?at=YYYY-MM-DD HH:MM`` (the rounds nearest that local time)
+        with ``&to=...`` for the rounds settled in a range; across the journal's files."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        number, at, to = ((query.get(key) or [""])[-1].strip() for key in ("round", "at", "to"))
+        library, zone = self.web.library, self.web.zone
+        if number and not re.fullmatch(r"\d{1,9}", number):
+            self._error(HTTPStatus.BAD_REQUEST, "round must be a round number, e.g. 1234")
+            return
+        if not number and not at:
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "give round=N, or at=YYYY-MM-DD HH:MM (local time), with to=... for a range",
+            )
+            return
+        try:
+            since = local_to_utc_ms(at, zone) if at and not number else None
+            until = local_to_utc_ms(to, zone) if to and since is not None else None
+        except JournalError as exc:  # a time not written as asked, a zone not known
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        try:
+            if number:
+                one = library.find_round(int(number))
+                found = [one] if one is not None else []
+                nothing = f"no record of round {number} in any journal file"
+            elif until is not None:
+                found = library.rounds_between(since, until, 50)
+                nothing = f"no round settled from {at} to {to}"
+            else:
+                found = library.nearest(since, 5)
+                nothing = "no round with a time of day is recorded"
+            rounds = self._recalled(found)
+            problems = [f"{f.name}: {f.problem}" for f in library.problems()]
+        except JournalError as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            return
+        if not rounds:
+            self._json(
+                HTTPStatus.NOT_FOUND,
+                {"ok": False, "error": nothing, "rounds": [], "unreadable": problems},
+            )
+            return
+        self._json(HTTPStatus.OK, {"ok": True, "rounds": rounds, "unreadable": problems})
 
     def _script(self, number: int) -> None:
+        """A settled round's event script from whichever file holds it, with its local date
+        and time (and UTC, and the file) as comment lines after the header."""
+        from controller.recall import script_with_times
+        from controller.table.script import round_script
+
         try:
-            script = self.web.source.round_script(number)
+            found = self.web.library.find_round(number)
         except JournalError as exc:
-            self._error(HTTPStatus.NOT_FOUND, str(exc))
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
             return
+        if found is None:
+            self._error(
+                HTTPStatus.NOT_FOUND,
+                f"no record of round {number} in any journal file (a round in progress is "
+                "recorded when it is settled)",
+            )
+            return
+        script = script_with_times(
+            round_script(found.record), found.record, self.web.zone, found.file.name
+        )
         table = self.web.source.identity()["table"]
         self._send(
             HTTPStatus.OK,

@@ -17,6 +17,7 @@
   let connectedAt = 0;
   let lastUpdate = 0;
   let recallKey = null;
+  let recallSearch = null; // the search shown (null: the last 10, reloaded as rounds settle)
   let logTimer = null;
   let logLoaded = 0;
   let lightTestRunning = false;
@@ -123,7 +124,7 @@
     const key = `${snap.round}/${snap.phase}`;
     if (key !== recallKey) {
       recallKey = key;
-      loadRecall();
+      if (!recallSearch) loadRecall();
       logSoon();
     }
   }
@@ -459,13 +460,19 @@
 
   // -- recall and log (fetched, not streamed) ---------------------------------------------
 
-  async function loadRecall() {
-    const { status, data } = await api("GET", "/api/rounds");
+  // The last 10 rounds (path /api/rounds), or a search across the journal's files.
+  async function loadRecall(search) {
+    recallSearch = search || null;
+    const path = recallSearch ? `/api/rounds/search?${new URLSearchParams(recallSearch)}` : "/api/rounds";
+    const { status, data } = await api("GET", path);
+    $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch)})` : "(last 10 rounds)";
     if (status !== 200) {
       say($("recall-msg"), data.error || `recall failed (HTTP ${status})`, "err");
+      if (recallSearch) $("recall").replaceChildren();
       return;
     }
-    say($("recall-msg"), "", null);
+    const unreadable = data.unreadable || [];
+    say($("recall-msg"), unreadable.length ? `Not searched (cannot be read): ${unreadable.join("; ")}` : "", "err");
     const open = new Set([...document.querySelectorAll("#recall details[open]")].map((d) => d.dataset.round));
     const rounds = (data.rounds || []).map((record) => {
       const settlements = (record.result && record.result.settlements) || [];
@@ -475,7 +482,9 @@
         {},
         el("strong", { text: `Round ${record.round}` }),
         record.void ? el("span", { class: "tag bad", text: "VOID" }) : null,
-        ` dealer ${(record.dealer || []).join(" ") || "–"} · ${settlements.length} wager(s) · stakes ${money(result.stake)}, paid ${money(result.paid)}, returned ${money(result.returned)}`,
+        el("span", { class: "when", "data-testid": "round-when", text: ` ${record.when || ""}` }),
+        ` · dealer ${(record.dealer || []).join(" ") || "–"} · ${settlements.length} wager(s) · stakes ${money(result.stake)}, paid ${money(result.paid)}, returned ${money(result.returned)}`,
+        el("span", { class: "meta", "data-testid": "round-file", text: ` · ${record.file || ""}` }),
       );
       const link = el("a", {
         href: `/api/rounds/${record.round}/script`,
@@ -496,6 +505,29 @@
     });
     if (!rounds.length) rounds.push(el("p", { class: "none", text: "No round settled yet." }));
     $("recall").replaceChildren(...rounds);
+  }
+
+  function searchWords(search) {
+    if (search.round) return `round ${search.round}`;
+    if (search.to) return `settled from ${search.at} to ${search.to}, local time`;
+    return `nearest ${search.at}, local time`;
+  }
+
+  // datetime-local gives "YYYY-MM-DDTHH:MM"; the server reads "YYYY-MM-DD HH:MM"
+  const localText = (value) => value.replace("T", " ");
+
+  function searchRecall(event) {
+    event.preventDefault();
+    const round = $("search-round").value.trim();
+    const at = $("search-at").value;
+    const to = $("search-to").value;
+    if (round) {
+      loadRecall({ round });
+    } else if (at) {
+      loadRecall(to ? { at: localText(at), to: localText(to) } : { at: localText(at) });
+    } else {
+      say($("recall-msg"), "Give a round number, or a local date and time", "err");
+    }
   }
 
   // The log at most once a second, however fast the table goes.
@@ -607,7 +639,9 @@
     $("clear-faults").addEventListener("click", () => action($("clear-faults"), $("faults-msg"), "/api/faults/clear", {}, "Faults cleared"));
     $("ack-all").addEventListener("click", () => action($("ack-all"), $("alarms-msg"), "/api/alarms/ack", { alarm: 0 }, "All alarms acknowledged"));
     $("light-test").addEventListener("click", () => action($("light-test"), $("light-test-msg"), "/api/lights/test", {}, "Light test started"));
-    $("recall-refresh").addEventListener("click", loadRecall);
+    $("recall-refresh").addEventListener("click", () => loadRecall(null));
+    $("recall-search").addEventListener("submit", searchRecall);
+    $("rotate-journal").addEventListener("click", () => action($("rotate-journal"), $("rotate-msg"), "/api/journal/rotate", {}, "New journal file started"));
     $("log-refresh").addEventListener("click", loadLog);
 
     const first = await api("GET", "/api/status");
