@@ -14,6 +14,11 @@ Requests (``{"op": ...}``) and answers (``{"ok": true, ...}`` or ``{"ok": false,
   answer says whether the table ``accepted`` it and gives its ``effects``;
 - ``input`` ``name`` ``active``: simulation only, set a mock input (``sensors.1.main``,
   ``console.next``); ``press`` ``name``: simulation only, press and release a button.
+- ``rotate-journal`` ``by`` (who asks): start a new gaming-day journal file now, or, while a
+  round is in progress, as soon as it is settled (``docs/journal.md``). The answer has
+  ``rotated`` (true when an archive was written), ``archive`` (its file name), ``first_event``,
+  ``last_event``, ``events``, ``gaming_day`` and a ``message``; or ``deferred`` ("deferred:
+  round N in progress, rotates when it is settled"); or ``ok: false`` and the ``error``.
 
 The socket file is created mode 0660 (the service's group): anyone who can write to it can
 key wagers, so it lives in the service's runtime directory, never on the network.

@@ -5,7 +5,10 @@ table: the journal (recovering whatever a crash left), the jackpot link's publis
 shoe, the camera, the GPIO pins and the control socket, all feeding one
 :class:`~controller.runtime.loop.TableRuntime` on the main thread. systemd (Type=notify) hears
 READY once everything is open, WATCHDOG only while the loop runs and the table is healthy,
-and STOPPING on SIGTERM. ``TABLE_CONTROLLER_TRACE=FILE`` (benchmarks only) appends one JSON
+and STOPPING on SIGTERM. The journal rotates into gaming-day files (``[journal]``,
+:mod:`controller.runtime.rotator`) on the loop's thread, between rounds; a rotation that a
+kill interrupted leaves a ``.part`` file, removed at start-up before the journal is opened.
+``TABLE_CONTROLLER_TRACE=FILE`` (benchmarks only) appends one JSON
 line per journaled event with the monotonic times of its commit and of its effects.
 A clean stop: the inputs close first, the events already queued are
 journaled, the lights go to their safe state, the link publishes the table's death message
@@ -28,10 +31,11 @@ from collections.abc import Callable
 from typing import Any
 
 from controller import __version__
-from controller.journal import JournaledTable
+from controller.journal import JournaledTable, rotation
 from controller.runtime.control import ControlServer
 from controller.runtime.logring import RecentLog
 from controller.runtime.loop import RuntimeClock, TableRuntime, effect_dict
+from controller.runtime.rotator import JournalRotator
 from controller.runtime.watch import DriverWatch, LinkWatch
 from controller.table import events as ev
 
@@ -57,6 +61,8 @@ def _watchdog_ms() -> int | None:
 LINK_ALARM_EVERY_S = 60.0
 """At most one table alarm per kind of link alarm in this many seconds; the rest go to the log."""
 LINK_ALARMS_NOT_AT_TABLE = ("connect",)
+BY_MAX = 64
+"""Characters in the name of who asked for a journal rotation."""
 """Link alarms that stay in the log: a broker that cannot be reached is the link watch's
 (``jackpot_link`` down, then the ``link`` fault)."""
 
@@ -107,17 +113,29 @@ class LinkAlarmGate:
         self._submit(ev.LinkAlarm(kind, detail[:1000]))
 
 
-class TableDaemon:
-    """Everything a running table holds, opened in order and closed in reverse."""
+def _utc_ms() -> int:
+    return time.time_ns() // 1_000_000
 
-    def __init__(self, config: Any, *, password: str):
+
+class TableDaemon:
+    """Everything a running table holds, opened in order and closed in reverse.
+
+    ``utc()``: the wall clock, UTC ms since the epoch (default the system's), stamped beside
+    each journaled event and deciding the gaming day; tests move it on. The loop runs on the
+    thread that made the daemon (it owns the journal's connection)."""
+
+    def __init__(self, config: Any, *, password: str, utc: Callable[[], int] | None = None):
         self.config = config
+        self.utc = utc or _utc_ms
         self.parts: list[tuple[str, Callable[[], None]]] = []
+        for path in rotation.remove_partials(config.journal_path):
+            log.warning("removed %s: a journal rotation was interrupted there", path)
         table = JournaledTable(
             config.journal_path,
             config.rules,
             config.settings,
             checkpoint_every=config.checkpoint_every_events,
+            wall_clock=self.utc,
         )
         self.table = table
         self.parts.append(("journal", table.close))
@@ -277,6 +295,15 @@ class TableDaemon:
             def trace(record: dict[str, Any]) -> None:
                 trace_file.write(json.dumps(record) + "\n")
 
+        journal_cfg = cfg.journal
+        self.rotator = JournalRotator(
+            self.table,
+            journal_cfg.gaming_day,
+            keep_days=journal_cfg.keep_days,
+            rotate_on_upgrade=journal_cfg.rotate_on_upgrade,
+            utc=self.utc,
+            keepalive=(lambda: _notify("WATCHDOG=1")) if watchdog_ms else None,
+        )
         self.runtime = TableRuntime(
             self.table,
             clock=self.clock,
@@ -289,6 +316,7 @@ class TableDaemon:
             on_tick=on_tick,
             trace=trace,
             lamp_test=gpio,
+            rotator=self.rotator,
         )
         self._runtime = self.runtime
         for event in self._pending:
@@ -375,6 +403,18 @@ class TableDaemon:
     def light_test_state(self) -> dict[str, Any] | None:
         return self.runtime.light_test_state()
 
+    def rotate_journal(self, by: str) -> dict[str, Any]:
+        """Start a new journal file on demand (the diagnostics page's button, the control
+        socket's ``rotate-journal``): at once between rounds, else when the round in
+        progress is settled; ``by``: who asked (logged, in the status). Returns ``ok`` and
+        either ``rotated`` (bool), ``archive`` (file name or None), ``first_event``,
+        ``last_event``, ``events``, ``gaming_day``, ``removed``, ``message``; or ``deferred``
+        (a sentence: the round in progress); or ``error``. Any thread but the loop's."""
+        by = str(by).strip()
+        if not by or len(by) > BY_MAX:
+            return {"ok": False, "error": f"say who asks: by must be 1 to {BY_MAX} characters"}
+        return self.runtime.rotate_journal(by)
+
     def recent_log(self) -> list[dict[str, Any]]:
         return self.log_ring.records()
 
@@ -432,7 +472,18 @@ class TableDaemon:
             self.gpio.simulate(name, False)
             time.sleep(hold_s)
             return {"ok": True}
-        return {"ok": False, "error": f"unknown op {op!r}; ops are status, wager, input, press"}
+        if op == "rotate-journal":
+            by = request.get("by")
+            if not isinstance(by, str):
+                return {
+                    "ok": False,
+                    "error": 'rotate-journal: by must be text: who asks, e.g. "j.smith"',
+                }
+            return self.rotate_journal(by)
+        return {
+            "ok": False,
+            "error": f"unknown op {op!r}; ops are status, wager, input, press, rotate-journal",
+        }
 
     def _submit_wait(self, event: ev.Event, timeout: float = 5.0):
         reply: concurrent.futures.Future = concurrent.futures.Future()

@@ -16,6 +16,10 @@ and of the link through the watchers (:mod:`controller.runtime.watch`), hands th
 ``Tick`` and calls ``on_tick`` (the systemd watchdog). Faults latch in the table (journaled);
 a journal that cannot be written latches here, in memory, until a ``TableFault`` records it.
 While any fault is latched the lights are held in their safe state (``safe_state``).
+
+With a ``rotator`` (:class:`~controller.runtime.rotator.JournalRotator`) the loop also rotates
+the journal into gaming-day files, on its own thread and only between rounds: looked at
+once a second from the tick, or at once when asked (:meth:`TableRuntime.rotate_journal`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any, Protocol
 
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
+from controller.runtime.rotator import JournalRotator
 from controller.table import events as ev
 from controller.table.effects import Alarm, Effect, Light, Prompt, Refused, Settled, Step
 
@@ -115,7 +120,8 @@ class TableRuntime:
     ``healthy()`` says whether the watchdog may be pinged; ``on_tick(healthy)`` is called at
     the end of each tick; ``trace(record)`` (benchmarks) hears, for each journaled event,
     ``time.monotonic_ns()`` when its journal commit returned and when its effects were
-    carried out (``bench/table_latency.py``).
+    carried out (``bench/table_latency.py``); ``rotator`` rotates the journal between rounds
+    (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the status' ``journal``).
     """
 
     def __init__(
@@ -132,6 +138,7 @@ class TableRuntime:
         on_tick: Callable[[bool], None] | None = None,
         trace: Callable[[dict[str, Any]], None] | None = None,
         lamp_test: LampTest | None = None,
+        rotator: JournalRotator | None = None,
     ):
         self.table = table
         self.clock = clock
@@ -144,6 +151,7 @@ class TableRuntime:
         self._on_tick = on_tick
         self._trace = trace
         self._lamp_test = lamp_test
+        self._rotator = rotator
         self._light_test: LightTest | None = None
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
@@ -177,6 +185,26 @@ class TableRuntime:
         """Each light on, then off, one after the other; only between rounds and with no
         fault latched. Returns (started, what happened or why not). Any thread."""
         return self.call(lambda: self._start_light_test(by))
+
+    ROTATE_TIMEOUT_S = 600.0
+    """How long :meth:`rotate_journal` waits for the loop (a first rotation of a large
+    journal copies the whole file)."""
+
+    def rotate_journal(self, by: str) -> dict[str, Any]:
+        """Rotate the journal on demand (``by``: who asked): at once between rounds, else
+        when the round in progress is settled. Returns what happened: ``ok``, ``rotated``,
+        ``archive``, ``events``, ``message``, or ``deferred``, or ``error``. Any thread but
+        the loop's."""
+        if self._rotator is None:
+            return {"ok": False, "error": "this table runs without journal rotation"}
+        try:
+            return self.call(lambda: self._ask_rotation(by), self.ROTATE_TIMEOUT_S)
+        except TimeoutError:
+            return {
+                "ok": False,
+                "error": f"the table loop did not answer within {self.ROTATE_TIMEOUT_S:g} s; "
+                "a rotation may still be running: see the status' journal entry",
+            }
 
     def light_test_state(self) -> dict[str, Any] | None:
         test = self._light_test
@@ -264,6 +292,10 @@ class TableRuntime:
         self._handle(_Item(ev.Tick(t=now)))
         if self._light_test is not None and not self._light_test.result:
             self._step_light_test(now)
+        if self._rotator is not None and self.journal_fault is None:
+            before = self._rotator.error
+            self._rotator.tick(now)
+            self._rotation_warning(before)
         self._publish_status()
         if self._on_tick is not None:
             self._on_tick(self.is_healthy())
@@ -404,6 +436,42 @@ class TableRuntime:
         lamps.end_light_test()
         log.info("light test by %s %s", test.by, test.result)
 
+    # -- journal rotation ------------------------------------------------------------------
+
+    def _ask_rotation(self, by: str) -> dict[str, Any]:
+        assert self._rotator is not None
+        if self.journal_fault is not None:
+            return {
+                "ok": False,
+                "error": f"journal rotation refused: the journal cannot be written "
+                f"({self.journal_fault}); fix that first",
+            }
+        before = self._rotator.error
+        answer = self._rotator.ask(by, self.clock())
+        self._rotation_warning(before)
+        self._publish_status()
+        return answer
+
+    def _rotation_warning(self, before: str | None) -> None:
+        """A new rotation error goes to the feed once, for the technician (the table plays
+        on: the live journal is as it was)."""
+        assert self._rotator is not None
+        error = self._rotator.error
+        if error is None or error == before:
+            return
+        with self._feed_lock:
+            self._feed.append(
+                {
+                    "kind": "alarm",
+                    "t": self.clock(),
+                    "code": "journal_rotation",
+                    "text": f"The journal could not start a new file: {error}",
+                    "action": "Play on; call a technician to check the journal's disk "
+                    "(it is tried again every minute)",
+                    "spot": None,
+                }
+            )
+
     def _journal_failed(self, detail: str) -> None:
         first = self.journal_fault is None
         self.journal_fault = detail
@@ -465,12 +533,17 @@ class TableRuntime:
             "events_refused": self.refused,
             "events_dropped": self.dropped,
             "journal_events": self.table.journal.events_written,
+            "journal": self._rotator.status() if self._rotator is not None else None,
             "queue": self._queue.qsize(),
             "t": self.clock(),
         }
         test = self._light_test
+        journal = self._status["journal"] or {}
         key = (
             self.table.journal.events_written,
+            journal.get("last_rotation"),
+            journal.get("rotation_error"),
+            journal.get("pending"),
             self.refused,
             self.dropped,
             self.journal_fault,
