@@ -142,6 +142,15 @@ def test_every_round_is_found_by_its_local_time(three_days):
         # the round in play at a moment between its start and settlement comes first
         middle = (record["started_utc_ms"] + record["settled_utc_ms"]) // 2
         assert library.nearest(middle, 1)[0].number == number
+    # between two evenings: the last round of the night before, or the first of the next
+    morning = local_to_utc_ms(f"{DAYS[1]} 06:00", ZONE)  # ~10 h after day 1's play
+    afternoon = local_to_utc_ms(f"{DAYS[1]} 14:00", ZONE)  # ~6 h before day 2's
+    assert library.nearest(morning, 1)[0].number == max(
+        n for n, d in played.items() if d == DAYS[0]
+    )
+    assert library.nearest(afternoon, 1)[0].number == min(
+        n for n, d in played.items() if d == DAYS[1]
+    )
     # a whole evening, as a range: exactly that day's rounds, from its archive
     for day in DAYS:
         since = local_to_utc_ms(f"{day} 19:00", ZONE)
@@ -218,6 +227,27 @@ def test_recall_on_the_command_line_finds_rounds_of_each_day_and_names_their_fil
     assert nothing.returncode == 2 and "no round settled then in any file" in nothing.stderr
     bad = run_cli("recall", str(path), "--at", "tomorrow", "--zone", ZONE)
     assert bad.returncode == 2 and "write it as YYYY-MM-DD HH:MM" in bad.stderr
+
+
+def test_recall_with_the_table_config_shows_the_gaming_days_zone(tmp_path, three_days):
+    path, played = three_days
+    config = tmp_path / "table.toml"
+    text = (ROOT / "config" / "table.example.toml").read_text()
+    text = text.replace('"/var/lib/table-controller"', f'"{path.parent}"')
+    config.write_text(text.replace('timezone = ""', 'timezone = "Asia/Tokyo"'))
+    number = min(played)
+    out = run_cli("recall", "--config", str(config), "--round", str(number))
+    assert out.returncode == 0, out.stderr
+    record = JournalLibrary(path).find_round(number).record
+    tokyo = dt.datetime.fromtimestamp(record["settled_utc_ms"] / 1000, ZoneInfo("Asia/Tokyo"))
+    assert f" to {tokyo:%H:%M:%S} JST\n" in out.stdout
+    # --zone wins over the config's
+    out = run_cli("recall", "--config", str(config), "--round", str(number), "--zone", ZONE)
+    assert " EST\n" in out.stdout and "JST" not in out.stdout
+    both = run_cli("recall", str(path), "--config", str(config))
+    assert both.returncode == 2 and "give JOURNAL or --config, not both" in both.stderr
+    neither = run_cli("recall")
+    assert neither.returncode == 2 and "give the journal file (JOURNAL)" in neither.stderr
 
 
 def test_a_damaged_archive_is_reported_and_the_other_files_still_searched(tmp_path, three_days):

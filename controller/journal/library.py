@@ -206,9 +206,7 @@ class JournalLibrary:
         play at that moment first (started at or before it, settled at or after it), then
         those settled closest to it."""
         candidates: list[FoundRound] = []
-        for file in self.files():
-            if file.problem is not None or file.first_settled_utc_ms is None:
-                continue
+        for file in _around(self.files(), utc_ms):
             with Journal(file.path) as journal:
                 numbers = [
                     row[0]
@@ -238,6 +236,21 @@ class JournalLibrary:
                 records = journal.last_rounds(n - len(out))
             out.extend(FoundRound(record, file) for record in records)
         return out
+
+
+def _around(files: list[JournalFile], utc_ms: int) -> list[JournalFile]:
+    """The files whose settlements span ``utc_ms``, and the nearest one before it and after
+    it (the rounds nearest a moment are in those)."""
+    timed = [f for f in files if f.problem is None and f.first_settled_utc_ms is not None]
+    spanning = [f for f in timed if f.settled_between(utc_ms, utc_ms)]
+    before = [f for f in timed if (f.last_settled_utc_ms or 0) < utc_ms]
+    after = [f for f in timed if (f.first_settled_utc_ms or 0) > utc_ms]
+    near = spanning
+    if before:
+        near = [*near, max(before, key=lambda f: f.last_settled_utc_ms or 0)]
+    if after:
+        near = [*near, min(after, key=lambda f: f.first_settled_utc_ms or 0)]
+    return near
 
 
 def _distance(record: dict[str, Any], utc_ms: int) -> int:
