@@ -53,10 +53,11 @@ if [ "${1:-}" = "--test" ]; then
     command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || apt_install chromium
 fi
 
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+# the exact versions of constraints.txt (scripts/lock.sh), the same a table installs
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test]'
+    .venv/bin/python -m pip install -q -c constraints.txt -e '.[test]'
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

@@ -131,7 +131,8 @@ def test_the_table_example_has_exactly_the_pins_of_the_gpio_example(pa):
 
 
 EXAMPLES = sorted(
-    {*ROOT.glob("config/**/*.toml"), *ROOT.glob("docs/**/*.toml")},
+    {*ROOT.glob("config/**/*.toml"), *ROOT.glob("docs/**/*.toml")}
+    | {*ROOT.glob("controller/profiles/*.toml")},
 )
 
 
@@ -340,7 +341,7 @@ def test_an_unknown_game_lists_the_known_profiles(tmp_path):
 
 
 def test_a_game_path_is_taken_from_the_config_files_folder(tmp_path):
-    profile = (ROOT / "config" / "games" / "double-up.toml").read_text(encoding="utf-8")
+    profile = (ROOT / "controller" / "profiles" / "double-up.toml").read_text(encoding="utf-8")
     (tmp_path / "house.toml").write_text(profile, encoding="utf-8")
     path = write(tmp_path, ('game = "pa-standard"', 'game = "house.toml"'))
     config = load_table_config(path)

@@ -1,7 +1,7 @@
 """The jackpot link contract (v1): real messages against the schemas, forgeries refused.
 
 Every scenario script with a progressive wager or a hit claim is replayed; each Publish effect
-the table emits is wrapped in the envelope and checked against docs/jackpot/schemas, and parsed
+the table emits is wrapped in the envelope and checked against controller/link/schemas, and parsed
 back from its topic as the jackpot controller would. Malformed and forged messages are refused
 with the field named. docs/jackpot/asyncapi.yaml is parsed (a tiny parser for the plain YAML
 subset it keeps to: PyYAML is not a dependency) and checked against the code: every channel,
@@ -34,6 +34,7 @@ from controller.table.script import parse_script, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 JACKPOT = ROOT / "docs" / "jackpot"
+SCHEMAS = ROOT / "controller" / "link" / "schemas"
 SCENARIOS = sorted((ROOT / "docs" / "scenarios").glob("*.jsonl"))
 TABLE = "hcm-bj-07"
 
@@ -337,7 +338,7 @@ def test_meters_for_signs_carry_an_exact_fraction_and_never_a_trigger():
 
 
 def test_no_schema_has_a_field_for_the_mystery_trigger():
-    for path in (JACKPOT / "schemas").glob("*.json"):
+    for path in SCHEMAS.glob("*.json"):
         assert "trigger" not in re.sub(r'"description": "[^"]*"', "", path.read_text()), path.name
 
 
@@ -447,10 +448,8 @@ def test_asyncapi_is_3_0_and_every_reference_resolves(asyncapi):
         else:
             assert (JACKPOT / ref).is_file(), f"{ref} does not exist"
             files.add((JACKPOT / ref).resolve())
-    schemas = {p.resolve() for p in (JACKPOT / "schemas").glob("*.json")}
-    used_indirectly = {
-        (JACKPOT / "schemas" / n).resolve() for n in ("common.json", "envelope.json")
-    }
+    schemas = {p.resolve() for p in SCHEMAS.glob("*.json")}
+    used_indirectly = {(SCHEMAS / n).resolve() for n in ("common.json", "envelope.json")}
     assert files | used_indirectly == schemas  # no schema left out of the document
 
 
@@ -474,7 +473,8 @@ def test_every_kind_has_its_channel_message_schema_and_delivery(asyncapi):
             assert param in channel["parameters"], f"{name}: parameter {param}"
         assert list(channel["messages"]) == [kind]
         message = _resolve(asyncapi, channel["messages"][kind]["$ref"])
-        assert message["payload"]["schema"]["$ref"] == f"./schemas/{messages.SCHEMA_FILES[kind]}"
+        schema = message["payload"]["schema"]["$ref"]
+        assert schema == f"../../controller/link/schemas/{messages.SCHEMA_FILES[kind]}"
         ops = [
             op
             for op in asyncapi["operations"].values()

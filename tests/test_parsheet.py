@@ -42,8 +42,8 @@ from controller.rules.sidebets import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-PA_STANDARD = (ROOT / "config" / "games" / "pa-standard.toml").read_text()
-DOUBLE_UP = (ROOT / "config" / "games" / "double-up.toml").read_text()
+PA_STANDARD = (ROOT / "controller" / "profiles" / "pa-standard.toml").read_text()
+DOUBLE_UP = (ROOT / "controller" / "profiles" / "double-up.toml").read_text()
 
 
 def edited(text: str, old: str, new: str) -> str:

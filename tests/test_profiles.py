@@ -10,7 +10,7 @@ import pytest
 from conftest import PROFILES, profile_text
 
 from controller.errors import ProfileError
-from controller.games import available_games, load_game
+from controller.games import PACKAGED_GAMES, available_games, find_game, load_game
 from controller.rules.pays import FixedAward, MeterShare, Odds
 from controller.rules.profile import HouseRules, parse_profile
 from controller.rules.sidebets.bonus_16 import PAYTABLE_1, PAYTABLE_2
@@ -372,6 +372,29 @@ def test_an_unknown_game_lists_the_known_ones():
     assert message.startswith("pa-standart:")
     for name in PROFILES:
         assert name in message
+
+
+def test_a_profile_directory_in_the_environment_is_searched_first(tmp_path, monkeypatch):
+    house = profile_text("pa-standard").replace('decks = 6', 'decks = 8', 1)
+    assert house != profile_text("pa-standard")
+    (tmp_path / "pa-standard.toml").write_text(house, encoding="utf-8")
+    own = house.replace('name = "pa-standard"', 'name = "house-8deck"', 1)
+    (tmp_path / "house-8deck.toml").write_text(own, encoding="utf-8")
+    monkeypatch.setenv("TABLE_CONTROLLER_GAMES", str(tmp_path))
+    assert available_games() == sorted([*PROFILES, "house-8deck"])
+    assert find_game("pa-standard") == tmp_path / "pa-standard.toml"
+    assert load_game("pa-standard").shoe.decks == 8  # the house's copy wins over the shipped one
+    assert load_game("house-8deck").name == "house-8deck"
+    assert load_game("double-up").shoe.decks == 6  # the rest still come from the package
+    monkeypatch.delenv("TABLE_CONTROLLER_GAMES")
+    assert load_game("pa-standard").shoe.decks == 6
+
+
+def test_the_shipped_profiles_are_package_data():
+    assert PACKAGED_GAMES.joinpath("pa-standard.toml").is_file()
+    assert sorted(p.name for p in PACKAGED_GAMES.iterdir() if p.name.endswith(".toml")) == sorted(
+        f"{name}.toml" for name in PROFILES
+    )
 
 
 def test_a_missing_profile_file_is_named(tmp_path):

@@ -58,6 +58,8 @@ from typing import IO, Any
 from controller.demo.play import DemoError, Director, ShoeLine, Stopped, read_tail, sign_meters
 
 ROOT = Path(__file__).resolve().parents[2]
+"""The checkout: the demo uses its broker config and example jackpot config, which are files
+for technicians, not package data (an installed wheel has no demo; :func:`main` says so)."""
 CONFIG = ROOT / "config"
 ACL_FILE = CONFIG / "mosquitto" / "acl"
 PRODUCTION_CONF = CONFIG / "mosquitto" / "mosquitto.conf"
@@ -795,6 +797,14 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         return 2
     if not 0.0 <= args.side_bets <= 1.0:
         print("table-controller demo: --side-bets must be between 0 and 1", file=sys.stderr)
+        return 2
+    if not all(path.is_file() for path in (ACL_FILE, PRODUCTION_CONF, JACKPOT_CONFIG)):
+        print(
+            f"table-controller demo: no checkout around this package ({CONFIG} is missing): the "
+            "demo runs from a clone of the repository, with its config/mosquitto and "
+            "config/jackpot.example.toml; there: bash scripts/table.sh demo",
+            file=sys.stderr,
+        )
         return 2
     stop = threading.Event()
     handlers = {}

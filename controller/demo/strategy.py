@@ -3,7 +3,7 @@
 The charts are the Wizard of Odds "4-Deck to 8-Deck Blackjack Strategy" charts
 (https://wizardofodds.com/games/blackjack/strategy/4-decks/), dealer stands on soft 17
 (``S17``) or hits soft 17 (``H17``), double after split allowed, late surrender. Every profile
-in ``config/games`` deals six decks. Where a profile forbids something a chart cell asks for,
+in ``controller/profiles`` deals six decks. Where a profile forbids something a chart cell asks for,
 the cell's fallback applies: ``Ds`` doubles or else stands, ``D`` doubles or else hits, ``Ph``
 splits only with double after split (``[double] after_split``) or else hits, ``Rh``/``Rs``/``Rp``
 surrender or else hit/stand/split. What the profile and the hand allow (``can_double`` ...) is

@@ -100,7 +100,7 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True)
 class Award:
-    """An award as the table is told it (docs/jackpot/schemas/award.json without v/sent_t)."""
+    """An award as the table is told it (link schema award.json without v/sent_t)."""
 
     award_id: str
     table: str

@@ -498,7 +498,7 @@ class MeterReading:
     must_hit_by: int | None = None
 
     def message(self, sent_t: int) -> dict[str, Any]:
-        """The retained ``meter`` message (docs/jackpot/schemas/meter.json)."""
+        """The retained ``meter`` message (controller/link/schemas/meter.json)."""
         out = {
             "v": VERSION,
             "pool": self.pool,

@@ -118,7 +118,7 @@ def render(
     connected: bool = True,
 ) -> str:
     """The sign's screen as text. ``meters``: pool -> its latest meter message
-    (docs/jackpot/schemas/meter.json); ``status``: the latest jackpot_status message or None;
+    (link schema meter.json); ``status``: the latest jackpot_status message or None;
     ``now``: ms since the epoch; ``connected``: whether the broker connection is up.
 
     Live: each pool with its meter in dollars and cents (whole cents; the fraction of a cent

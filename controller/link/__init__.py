@@ -2,7 +2,7 @@
 
 :mod:`controller.link.messages` is the contract in code (topics, envelope, schema checks,
 parsing), pure and without an MQTT client. The contract for people is docs/jackpot/README.md,
-for tools docs/jackpot/asyncapi.yaml and docs/jackpot/schemas/.
+for tools docs/jackpot/asyncapi.yaml and the JSON Schemas in controller/link/schemas/.
 """
 
 from controller.link.messages import (

@@ -2,7 +2,7 @@
 
 Pure: no client, no clock. The publisher parses and validates the message first
 (``parse_message``); :func:`award_event` only maps the schema's field names to the event's
-(docs/jackpot/schemas/award.json ``meter`` -> :class:`JackpotAward` ``line``; ``claim_key``
+(controller/link/schemas/award.json ``meter`` -> :class:`JackpotAward` ``line``; ``claim_key``
 and ``meter_before``, absent from a refused award, as they are: the table checks them).
 
 >>> award_event({"v": 1, "table": "hcm-bj-07", "award_id": "hcm-bj-07/12", "state": "offered",

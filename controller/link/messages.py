@@ -1,8 +1,9 @@
 """The jackpot link's contract (v1), in code: topics, the envelope, schema checks, parsing.
 
 Pure: no MQTT client, no clock, no disk writes. The schemas are read once, lazily, from
-``docs/jackpot/schemas`` (the checkout an editable install points at); docs/jackpot/README.md
-and docs/jackpot/asyncapi.yaml are the same contract for people and tools.
+``controller/link/schemas`` inside the package (:mod:`importlib.resources`, so an installed
+wheel has them); docs/jackpot/README.md and docs/jackpot/asyncapi.yaml are the same contract
+for people and tools, and refer to those files.
 
 Topic layout (``{table}`` like ``hcm-bj-07``)::
 
@@ -48,7 +49,7 @@ PER_TABLE_KINDS = (*TABLE_KINDS, "status", *CONTROLLER_KINDS)
 SIGN_KINDS = ("meter", "jackpot_status")
 ALL_KINDS = (*PER_TABLE_KINDS, *SIGN_KINDS)
 
-#: The schema file of each kind (in docs/jackpot/schemas).
+#: The schema file of each kind (in controller/link/schemas).
 SCHEMA_FILES = {kind: f"{kind}.json" for kind in ALL_KINDS} | {"status": "table_status.json"}
 
 #: MQTT delivery of each kind: (QoS, retained). Everything is QoS 1; retained are the
@@ -145,13 +146,12 @@ def envelope(table_id: str, boot: int, seq: int, publish: Publish, sent_t: int) 
 
 
 def schema_dir() -> Any:
-    """The directory of the v1 schemas (a ``Traversable``): docs/jackpot/schemas beside
-    the ``controller`` package, as in a checkout or an editable install."""
-    root = importlib.resources.files("controller").joinpath("..", "docs", "jackpot", "schemas")
+    """The directory of the v1 schemas (a ``Traversable``): ``schemas/`` of this package."""
+    root = importlib.resources.files("controller.link").joinpath("schemas")
     if not root.joinpath("envelope.json").is_file():
         raise TableControllerError(
-            f"jackpot link schemas not found at {root}: run from a checkout or an editable "
-            "install (pip install -e .), which keeps docs/jackpot/schemas beside controller/"
+            f"jackpot link schemas not found at {root}: the installed package is incomplete; "
+            "reinstall table-controller from its wheel (scripts/setup.sh in a checkout)"
         )
     return root
 

@@ -60,7 +60,7 @@ FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link")
 """What a :class:`TableFault` is about: a driver lost (shoe, camera, GPIO), the journal
 that could not be written, or the jackpot controller's link down past its time limit."""
 AWARD_STATES = ("offered", "committed", "refused")
-"""A jackpot award's ``state`` as the controller sends it (docs/jackpot/schemas/award.json)."""
+"""A jackpot award's ``state`` as the controller sends it (link schema award.json)."""
 LINK_ALARM_KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
 """What a :class:`LinkAlarm`'s ``kind`` looks like: the publisher's alarm kinds
 (``ack_refused``, ``award_malformed``, ``signature``, ``puback`` ...;
@@ -263,7 +263,7 @@ class Tick(Event):
 @dataclass(frozen=True, slots=True)
 class JackpotAward(Event):
     """The jackpot link: the controller's award for a verified hit claim or a Must-Hit-By
-    Mystery hit (docs/jackpot/schemas/award.json). ``line`` is the meter share
+    Mystery hit (controller/link/schemas/award.json). ``line`` is the meter share
     (``100% of meter``), ``amount`` the cents to hand pay, ``state`` one of
     :data:`AWARD_STATES`; ``round`` is the table's round the hit belongs to.
     ``claim_key``: the key of the table's ``hit_claim`` (or Mystery ``contribution``) the
