@@ -27,10 +27,13 @@ from test_table_daemon import journal_link, ledger_applied
 
 from controller import __version__
 from controller.config import load_table_config, read_password
-from controller.journal import Journal
+from controller.games import load_game
+from controller.journal import Journal, JournaledTable, rotation
 from controller.runtime import rotator
 from controller.runtime.control import ControlClient
 from controller.runtime.daemon import TableDaemon
+from controller.table import events as ev
+from controller.table.settings import TableSettings
 
 ZONE = "America/New_York"
 JOURNAL = """
@@ -335,3 +338,22 @@ def test_a_failed_rotation_leaves_the_table_playing_and_is_tried_again(rig, monk
     assert not [p for p in os.listdir(data) if p.endswith(".part")]
     with Journal(archives[0]) as old:
         assert [r["round"] for r in old.last_rounds(10)] == [2, 1]
+
+
+def test_an_upgrade_is_told_by_the_runs_or_by_the_files_creator(tmp_path):
+    rules, settings = load_game("pa-standard"), TableSettings(spots=2)
+    path = tmp_path / "journal.sqlite"
+    with JournaledTable(path, rules, settings) as table:
+        assert table.handle(ev.BetSensor(1, "main", True, t=1000)).journal
+        assert rotator.upgraded_from(table.journal) is None  # this software's own run
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM runs")  # a journal from before runs were recorded
+    db.execute("UPDATE meta SET value = '\"0.0.5\"' WHERE key = 'software'")
+    db.commit()
+    db.close()
+    with JournaledTable(path, rules, settings) as table:
+        assert rotator.upgraded_from(table.journal) == "0.0.5"
+        assert rotation.rotate(table, "2026-11-24", reason="upgrade").archive is not None
+        assert rotator.upgraded_from(table.journal) is None
+    with JournaledTable(path, rules, settings) as table:  # restarted: rotated already
+        assert rotator.upgraded_from(table.journal) is None

@@ -37,11 +37,15 @@ KEEPALIVE_FOR_S = 600.0
 
 def upgraded_from(journal: Journal) -> str | None:
     """The software version of an earlier run that wrote events to this live file when it
-    is not this software's (the newest such), else None. A rotation removes the earlier
+    is not this software's (the newest such; for events journaled before runs were
+    recorded, the version that created the file), else None. A rotation removes the earlier
     runs from the live file, so the answer is None again once it has rotated."""
     runs = journal.runs()
     first = journal.first_event()
     found = None
+    created_by = str(journal.meta().get("software") or __version__)
+    if runs and int(runs[0]["first_event"]) > first and created_by != __version__:
+        found = created_by  # events from before runs were recorded: the file's creator's
     for run, after in zip(runs, [*runs[1:], None], strict=True):
         if run["boot"] == journal.boot or run["software"] == __version__:
             continue
