@@ -13,6 +13,7 @@ See docs/journal.md ("Backups") and docs/jackpot/controller.md ("Backups").
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import os
@@ -46,6 +47,7 @@ class Backup:
     size: int
     seconds: float
     removed: tuple[Path, ...] = ()
+    archives: tuple[Path, ...] = ()
 
     def report(self) -> str:
         """What the backup commands print: the copy, then each older copy removed."""
@@ -54,6 +56,7 @@ class Backup:
             f"{self.seconds:.2f} s): {self.summary}"
         ]
         lines += [f"removed the older copy {path}" for path in self.removed]
+        lines += [f"copied the gaming-day file {path}" for path in self.archives]
         return "\n".join(lines)
 
 
@@ -263,8 +266,51 @@ def backup_journal(
     now: dt.datetime | None = None,
 ) -> Backup:
     """A checked copy of the table's journal (also while the table controller writes it)
-    as ``folder/journal-<UTC time>.sqlite``, keeping the newest ``keep`` copies."""
-    return _copy(Path(journal), Path(folder), "journal", keep, verify_journal, now)
+    as ``folder/journal-<UTC time>.sqlite``, keeping the newest ``keep`` copies, and of each
+    retained gaming-day file not yet in ``folder/archives`` (:func:`copy_archives`)."""
+    done = _copy(Path(journal), Path(folder), "journal", keep, verify_journal, now)
+    copied = copy_archives(journal, Path(folder) / "archives")
+    return dataclasses.replace(done, archives=copied)
+
+
+def copy_archives(
+    journal: str | os.PathLike[str], folder: str | os.PathLike[str]
+) -> tuple[Path, ...]:
+    """Copy the journal's retained gaming-day files (read-only, never changed once written:
+    :mod:`controller.journal.rotation`) that ``folder`` lacks, each checked by SHA-256 and
+    renamed into place; the copies are kept however many there are (the table removes its
+    own after ``[journal] keep_days``: these are the casino's). Returns the new copies."""
+    from controller.journal.rotation import archives, sha256
+
+    folder = Path(folder).absolute()
+    found = archives(journal)
+    if not found:
+        return ()
+    _prepare_folder(folder)
+    copied = []
+    for archive in found:
+        target = folder / archive.path.name
+        if target.exists():
+            continue
+        temp = folder / f".{archive.path.name}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(archive.path, temp)
+            if sha256(temp) != sha256(archive.path):
+                raise OSError(0, "the copy differs from the file")
+            _fsync(temp)
+            os.chmod(temp, 0o444)
+            os.replace(temp, target)
+            _fsync(folder, directory=True)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise BackupError(
+                f"copying the gaming-day file {archive.path} into {folder} failed "
+                f"({exc.strerror or exc}); the journal's backup was kept. Check the free space "
+                "(df -h) and run the backup again"
+            ) from None
+        copied.append(target)
+    return tuple(copied)
 
 
 def backup_ledger(

@@ -301,3 +301,27 @@ def test_jackpot_controller_backup_prints_where(tmp_path, capsys):
         jackpot_cli(["backup", "--ledger", str(tmp_path / "none.sqlite"), "--to", str(folder)])
     assert exit_.value.code == 2
     assert "no file to back up" in capsys.readouterr().err
+
+
+def test_the_gaming_day_files_are_copied_once_each_and_checked(tmp_path, ref):
+    from controller.journal import rotation
+
+    live = tmp_path / "journal.sqlite"
+    folder = tmp_path / "backups"
+    days = ["2026-11-22", "2026-11-23"]
+    with JournaledTable(live, ref.rules, SETTINGS) as table:
+        for number, event in enumerate(ref.events[:400]):
+            table.handle(event)
+            if days and number >= 150 * (3 - len(days)) and not table.round_in_progress:
+                rotation.rotate(table, days.pop(0))
+    kept = rotation.archives(live)
+    assert len(kept) == 2 and not days
+    first = bk.backup_journal(live, folder)
+    assert [p.name for p in first.archives] == [a.path.name for a in kept]
+    for archive in kept:
+        copy = folder / "archives" / archive.path.name
+        assert rotation.sha256(copy) == rotation.sha256(archive.path)
+        assert oct(copy.stat().st_mode & 0o777) == "0o444"
+    assert "copied the gaming-day file" in first.report()
+    again = bk.backup_journal(live, folder)
+    assert again.archives == ()  # already there: never copied twice

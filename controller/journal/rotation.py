@@ -148,9 +148,16 @@ def remove_partials(live: str | os.PathLike[str]) -> list[Path]:
     live = Path(live)
     removed = []
     for path in live.parent.glob(f"{glob_escape(live.name)}.*.part"):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             path.unlink()
-            removed.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # a folder or a read-only place: the rotation reports it
+            raise JournalError(
+                f"cannot remove the half-written {path}: {exc.strerror}; remove it by hand "
+                "(nothing in it is needed: the journal is whole without it)"
+            ) from None
+        removed.append(path)
     for sidecar in PART_SIDECARS:
         for path in live.parent.glob(f"{glob_escape(live.name)}.*.part{sidecar}"):
             with contextlib.suppress(FileNotFoundError):

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller import __version__
+from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
 from controller.runtime.control import ControlServer
 from controller.runtime.logring import RecentLog
@@ -128,8 +129,6 @@ class TableDaemon:
         self.config = config
         self.utc = utc or _utc_ms
         self.parts: list[tuple[str, Callable[[], None]]] = []
-        for path in rotation.remove_partials(config.journal_path):
-            log.warning("removed %s: a journal rotation was interrupted there", path)
         table = JournaledTable(
             config.journal_path,
             config.rules,
@@ -139,6 +138,11 @@ class TableDaemon:
         )
         self.table = table
         self.parts.append(("journal", table.close))
+        try:  # only now: the journal's lock says no rotation of another process is under way
+            for path in rotation.remove_partials(config.journal_path):
+                log.warning("removed %s: a journal rotation was interrupted there", path)
+        except JournalError as exc:
+            log.error("%s", exc)
         state = table.state
         self.clock = RuntimeClock(state.now)
         self.gpio = None
