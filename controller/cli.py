@@ -424,7 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     par.add_argument(
         "--game",
         default="pa-standard",
-        help="profile name in config/games (or a path to a .toml file); default: pa-standard",
+        help="a shipped profile (controller/profiles) or a path to a .toml file; "
+        "default: pa-standard",
     )
     par.add_argument("--decks", type=int, help="override the profile's number of decks (1-8)")
     par.add_argument("--json", action="store_true", help="print JSON instead of a table")
