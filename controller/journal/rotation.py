@@ -250,14 +250,7 @@ def rotate(
             "DELETE FROM runs WHERE boot < (SELECT max(boot) FROM runs)",
         ):
             db.execute(sql)
-        db.execute(
-            "INSERT OR REPLACE INTO origin (id, seq, outbox_written, software, state, reason,"
-            " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (last, written, __version__, dumps(state), reason, target.name, digest, now),
-        )
-        db.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)", (dumps(new_day),)
-        )
+        _start_from(db, last, written, state, reason, target.name, digest, now, new_day)
         step("commit")
         db.execute("COMMIT")
     except sqlite3.Error as exc:
@@ -273,6 +266,30 @@ def rotate(
     step("retain")
     removed = _retain(live, journal, keep_days, now)
     return Rotated(target, digest, first, last, new_day, removed)
+
+
+def _start_from(
+    db: sqlite3.Connection,
+    seq: int,
+    written: int,
+    state: dict[str, Any],
+    reason: str,
+    previous: str,
+    digest: str,
+    utc_ms: int,
+    gaming_day: str,
+) -> None:
+    """Inside the caller's transaction: the file starts after event ``seq`` (``written``
+    outbox messages by then) from ``state``, carrying on from ``previous`` (its SHA-256),
+    for ``gaming_day``."""
+    db.execute(
+        "INSERT OR REPLACE INTO origin (id, seq, outbox_written, software, state, reason,"
+        " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (seq, written, __version__, dumps(state), reason, previous, digest, utc_ms),
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)", (dumps(gaming_day),)
+    )
 
 
 def _copy(journal: Journal, part: Path, archived: dict[str, Any]) -> None:
@@ -428,25 +445,11 @@ def set_aside(
                     "INSERT INTO outbox (seq, event, kind, key, payload) VALUES (?, ?, ?, ?, ?)",
                     pending,
                 )
-                new_db.execute(
-                    "INSERT INTO origin (id, seq, outbox_written, software, state, reason,"
-                    " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        last,
-                        written,
-                        __version__,
-                        dumps(checkpoints.encode(fresh)),
-                        "set aside",
-                        target.name,
-                        digest,
-                        now,
-                    ),
-                )
                 new_db.execute("DELETE FROM runs")
-                new_db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)",
-                    (dumps(day),),
-                )
+                _start_from(
+                    new_db, last, written, checkpoints.encode(fresh), "set aside",
+                    target.name, digest, now, day,
+                )  # fmt: skip
                 new_db.execute("COMMIT")
             except sqlite3.Error as exc:
                 rollback(new_db)
