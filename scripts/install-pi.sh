@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# Install or upgrade the table controller on a table's Pi (or the jackpot controller on the
+# central host) from this checkout: apt packages, the service's user and directories, the
+# pinned venv at /opt/table-controller/venv (not editable, -c constraints.txt), the systemd
+# units and timers, the shoe's udev rule, the example configs into /etc if absent. Then it
+# prints what is left for the technician. hardware/install.md is the guide around it.
+#
+#   sudo scripts/install-pi.sh [--role table|jackpot] [--destdir DIR]
+#
+# Safe to run again, for an upgrade: configs, secrets, the udev rule and data are kept; the
+# venv and the units are brought to this checkout. With --destdir DIR every file goes under
+# DIR (a scratch root, for a test or a review) and the system is not touched: no apt, no
+# useradd, no chown, no systemctl or udevadm; those are printed as "would run: ...".
+#
+# Platform: 64-bit Raspberry Pi OS bookworm or Debian 12 (aarch64); x86_64 Debian 12 is
+# accepted for testing (no GPIO). 32-bit ARM (armv7, armhf) is refused: PyPI has no armv7
+# wheels of OpenCV or numpy.
+set -euo pipefail
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit "${1:-0}"
+}
+
+ROLE=table
+DESTDIR=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --role) ROLE=${2:-}; shift 2 || usage 2 ;;
+        --role=*) ROLE=${1#*=}; shift ;;
+        --destdir) DESTDIR=${2:-}; shift 2 || usage 2 ;;
+        --destdir=*) DESTDIR=${1#*=}; shift ;;
+        -h|--help) usage 0 ;;
+        *) echo "install-pi: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$ROLE" in
+    table|jackpot) ;;
+    *) echo "install-pi: --role must be table or jackpot, not '$ROLE'" >&2; exit 2 ;;
+esac
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+SERVICE=$ROLE-controller                  # the user, the unit, /etc/$SERVICE, /var/lib/$SERVICE
+PREFIX=/opt/table-controller              # both roles: one package, two console scripts
+VENV=$PREFIX/venv
+CONF_DIR=/etc/$SERVICE
+DATA_DIR=/var/lib/$SERVICE
+# Debian's own Python 3.11: the one apt's python3-lgpio and python3-venv are built for (not
+# a python3 that another PATH finds first, such as pyenv's)
+PYTHON=${PYTHON:-/usr/bin/python3}
+
+say() { echo "install-pi: $*"; }
+die() { echo "install-pi: $*" >&2; exit 1; }
+
+if [ -n "$DESTDIR" ]; then
+    mkdir -p "$DESTDIR"
+    DESTDIR=$(cd "$DESTDIR" && pwd)
+    [ "$DESTDIR" != / ] || die "--destdir / is the real system: leave --destdir out for that"
+elif [ "$(id -u)" -ne 0 ]; then
+    die "run it as root: sudo $0 $*"
+fi
+
+# A command that changes the system: run it, or with --destdir only say it.
+system() {
+    if [ -n "$DESTDIR" ]; then
+        echo "would run: $*"
+    else
+        "$@"
+    fi
+}
+
+# -- the platform ---------------------------------------------------------------------------
+
+MACHINE=$(uname -m)
+ARCH=$(dpkg --print-architecture 2>/dev/null || echo unknown)
+case "$MACHINE/$ARCH" in
+    armv6*|armv7*|armv8l*|*/armhf|*/armel)
+        die "this is a 32-bit ARM system ($MACHINE, $ARCH packages): not supported. PyPI has no \
+armv7 wheels of OpenCV or numpy. Write Raspberry Pi OS Lite (64-bit), the bookworm release, \
+to the disk and start again (hardware/install.md, step 1)." ;;
+    aarch64/arm64) NOTE= ;;
+    x86_64/amd64) NOTE="x86_64: accepted for testing; a table needs a Pi (no GPIO here)" ;;
+    *) die "unsupported machine $MACHINE ($ARCH packages): a table needs 64-bit Raspberry Pi \
+OS (aarch64); x86_64 Debian 12 is accepted for testing." ;;
+esac
+# shellcheck disable=SC1091
+OS_ID=$(. /etc/os-release && echo "${ID:-}")
+OS_VERSION=$(. /etc/os-release && echo "${VERSION_ID:-}")
+case "$OS_ID/$OS_VERSION" in
+    debian/12|raspbian/12) ;;
+    *) die "this is $OS_ID $OS_VERSION: the pinned versions (constraints.txt) are for Debian 12 \
+bookworm (Raspberry Pi OS bookworm 64-bit is Debian 12) with its Python 3.11." ;;
+esac
+[ -n "$NOTE" ] && say "note: $NOTE"
+say "installing the $ROLE role from $REPO${DESTDIR:+ into $DESTDIR (scratch root)}"
+
+# -- apt packages (hardware/install.md, section 2) --------------------------------------------
+
+if [ "$ROLE" = table ]; then
+    # python3-lgpio: gpiozero's pin library, from the Raspberry Pi OS archive (the venv sees it
+    # through --system-site-packages); libzbar0: pyzbar; mosquitto-clients, v4l-utils: checks
+    PACKAGES="python3-venv libzbar0 mosquitto-clients v4l-utils"
+    if [ "$ARCH" = arm64 ]; then
+        PACKAGES="$PACKAGES python3-lgpio"
+    else
+        say "note: python3-lgpio is in the Raspberry Pi OS archive only: skipped on $ARCH"
+    fi
+else
+    PACKAGES="python3-venv mosquitto mosquitto-clients"
+fi
+if [ -n "$DESTDIR" ]; then
+    system apt-get install -y $PACKAGES
+else
+    missing=
+    for package in $PACKAGES; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" \
+            || missing="$missing $package"
+    done
+    if [ -n "$missing" ]; then
+        say "apt-get install$missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+    fi
+fi
+
+# -- the service's user ----------------------------------------------------------------------
+
+if [ "$ROLE" = table ]; then
+    GROUPS_=gpio,dialout,video      # /dev/gpiochip*, the serial ports and /dev/bj-shoe, /dev/video*
+else
+    GROUPS_=
+fi
+for group in ${GROUPS_//,/ }; do
+    # gpio exists on Raspberry Pi OS; plain Debian lacks it, and the unit's
+    # SupplementaryGroups= would refuse to start without it
+    if [ -n "$DESTDIR" ]; then
+        echo "would run (where there is no group $group): groupadd --system $group"
+    elif ! getent group "$group" >/dev/null; then
+        say "note: no group $group (Raspberry Pi OS has one): making it"
+        groupadd --system "$group"
+    fi
+done
+if [ -n "$DESTDIR" ] || ! getent passwd "$SERVICE" >/dev/null; then
+    system useradd --system --user-group ${GROUPS_:+--groups "$GROUPS_"} --home-dir "$DATA_DIR" \
+        --no-create-home --shell /usr/sbin/nologin "$SERVICE"
+elif [ -n "$GROUPS_" ]; then
+    usermod --append --groups "$GROUPS_" "$SERVICE"      # an upgrade: the groups kept right
+fi
+
+# -- directories -----------------------------------------------------------------------------
+
+# install -d with a mode; the owner is set on the real system only (DESTDIR: printed).
+place_dir() {  # MODE OWNER:GROUP PATH
+    install -d -m "$1" "$DESTDIR$3"
+    chmod "$1" "$DESTDIR$3"   # install -d leaves an existing directory's mode alone
+    system chown "$2" "$3"
+}
+place_dir 0755 root:root "$PREFIX"
+place_dir 0755 root:root "$CONF_DIR"
+# the data: made now so check-config can test it is writable; systemd keeps it afterwards
+# (StateDirectory=, 0750). Never emptied here.
+place_dir 0750 "$SERVICE:$SERVICE" "$DATA_DIR"
+
+# -- the venv --------------------------------------------------------------------------------
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || die "Python 3.11 or newer is needed; $PYTHON is $("$PYTHON" -V 2>&1)"
+TARGET=$DESTDIR$VENV
+if [ -x "$TARGET/bin/python" ] && ! "$TARGET/bin/python" -c '' 2>/dev/null; then
+    say "the venv's Python no longer runs (a system upgrade?): making it again"
+    rm -rf "$TARGET"
+fi
+if [ "$ROLE" = table ] && [ -f "$TARGET/pyvenv.cfg" ] \
+        && ! grep -q '^include-system-site-packages = true' "$TARGET/pyvenv.cfg"; then
+    # the table needs apt's python3-lgpio (hardware/install.md, section 5)
+    say "the venv cannot see apt's python3-lgpio (no --system-site-packages): making it again"
+    rm -rf "$TARGET"
+fi
+if [ ! -x "$TARGET/bin/python" ]; then
+    if [ "$ROLE" = table ]; then
+        "$PYTHON" -m venv --system-site-packages "$TARGET"
+    else
+        "$PYTHON" -m venv "$TARGET"
+    fi
+    say "made the venv $VENV"
+fi
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PIP_NO_INPUT=1
+"$TARGET/bin/python" -m pip install -q --upgrade pip
+# The wheel, built from a copy: a build in the checkout would leave build/ behind, whose
+# stale files a later wheel could pick up.
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir "$WORK/source"
+cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
+for package in controller drivers; do
+    (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
+done
+"$TARGET/bin/python" -m pip wheel -q --no-deps --wheel-dir "$WORK/dist" "$WORK/source"
+WHEEL=$(echo "$WORK"/dist/table_controller-*.whl)
+# the dependencies at the versions CI tested; then the project's own files replaced even when
+# its version number did not change (an upgrade to a newer commit of the same version)
+"$TARGET/bin/python" -m pip install -q -c "$REPO/constraints.txt" --upgrade "$WHEEL"
+"$TARGET/bin/python" -m pip install -q --no-deps --force-reinstall "$WHEEL"
+say "installed $("$TARGET/bin/table-controller" --version 2>&1) in $VENV (not editable)"
+
+# -- units, timers, the udev rule ------------------------------------------------------------
+
+# Files of the software: replaced at every run (change a unit with systemctl edit, a drop-in).
+place_file() {  # MODE SOURCE PATH
+    install -D -m "$1" "$2" "$DESTDIR$3"
+}
+UNIT_DIR=/etc/systemd/system
+for unit in "$SERVICE.service" "$SERVICE-backup.service" "$SERVICE-backup.timer"; do
+    place_file 0644 "$REPO/systemd/$unit" "$UNIT_DIR/$unit"
+done
+say "units in $UNIT_DIR: $SERVICE.service, $SERVICE-backup.service, $SERVICE-backup.timer"
+
+# Files of the technician: put in place once, never overwritten.
+KEPT=
+place_once() {  # MODE OWNER:GROUP SOURCE PATH
+    if [ -e "$DESTDIR$4" ] || [ -L "$DESTDIR$4" ]; then
+        KEPT="$KEPT $4"
+        if [ -f "$3" ] && ! cmp -s "$3" "$DESTDIR$4"; then
+            say "kept $4 (yours; the shipped one is $3)"
+        else
+            say "kept $4"
+        fi
+        return
+    fi
+    install -D -m "$1" "$3" "$DESTDIR$4"
+    system chown "$2" "$4"
+    say "new $4"
+}
+if [ "$ROLE" = table ]; then
+    # its serial number is the technician's (hardware/serial.md): the rule is theirs once placed
+    place_once 0644 root:root "$REPO/systemd/99-bj-shoe.rules" /etc/udev/rules.d/99-bj-shoe.rules
+    place_once 0640 root:"$SERVICE" "$REPO/config/table.example.toml" "$CONF_DIR/table.toml"
+else
+    place_once 0640 root:"$SERVICE" "$REPO/config/jackpot.example.toml" "$CONF_DIR/jackpot.toml"
+fi
+# the broker password: an empty file with the right owner and mode, for the technician to fill
+place_once 0640 root:"$SERVICE" /dev/null "$CONF_DIR/mqtt-password"
+
+if [ "$ROLE" = table ]; then
+    system udevadm control --reload
+    system udevadm trigger --subsystem-match=tty
+fi
+system systemctl daemon-reload
+
+# -- what is left ----------------------------------------------------------------------------
+
+BIN=$VENV/bin
+if [ -z "$DESTDIR" ] && systemctl is-active --quiet "$SERVICE"; then
+    RUNNING="
+!! $SERVICE is running the version it started with. Restart it between rounds to run this one:
+   sudo systemctl restart $SERVICE"
+else
+    RUNNING=
+fi
+if [ "$ROLE" = table ]; then
+    cat <<EOF
+
+Installed. Left for the technician (hardware/install.md, sections 3, 6, 7, 8):
+ 1. The serial console off (sudo raspi-config > Interface Options > Serial Port), reboot.
+ 2. The shoe's port: put the adapter's serial number (or the UART line) in
+    /etc/udev/rules.d/99-bj-shoe.rules (hardware/serial.md), then
+      sudo udevadm control --reload && sudo udevadm trigger --subsystem-match=tty
+      ls -lL /dev/bj-shoe
+ 3. The config: sudo nano $CONF_DIR/table.toml
+    [table] id, property, spots, limits; [shoe] url; the [gpio] pin map as wired
+    (hardware/pinout.md); [camera]; [mqtt] host and controller_keys; [web].
+ 4. The broker password (one line): sudo nano $CONF_DIR/mqtt-password
+    The link's CA: sudo install -m 0644 ca.crt $CONF_DIR/ca.crt
+ 5. The link key, sent to whoever runs the jackpot controller:
+      sudo $BIN/table-controller link-key --config $CONF_DIR/table.toml --owner $SERVICE
+ 6. The diagnostics password, pasted as [web] password_hash in table.toml:
+      $BIN/table-controller hash-password
+ 7. Check, until it says ok:
+      sudo -u $SERVICE $BIN/table-controller check-config $CONF_DIR/table.toml
+ 8. Start it now and at every boot, and the daily journal backup:
+      sudo systemctl enable --now $SERVICE $SERVICE-backup.timer
+      systemctl status $SERVICE
+EOF
+else
+    cat <<EOF
+
+Installed. Left for the technician (hardware/install.md, "The jackpot controller's host"):
+ 1. The broker: config/mosquitto/README.md (mosquitto.conf, acl, users, TLS certificates).
+ 2. The config: sudo nano $CONF_DIR/jackpot.toml (pools, properties, tables and their keys)
+ 3. The broker password (one line): sudo nano $CONF_DIR/mqtt-password
+ 4. The controller's link key, once for the whole link:
+      sudo $BIN/jackpot-controller link-key --out $CONF_DIR/link-signing.key --key-id jackpot-1 --owner $SERVICE
+ 5. Check, until it says ok:
+      $BIN/table-controller check-config --kind jackpot $CONF_DIR/jackpot.toml
+ 6. Start it now and at every boot, and the daily ledger backup:
+      sudo systemctl enable --now $SERVICE $SERVICE-backup.timer
+      systemctl status $SERVICE
+EOF
+fi
+[ -z "$KEPT" ] || echo "Kept as they were:$KEPT"
+[ -z "$RUNNING" ] || echo "$RUNNING"
+if [ -n "$DESTDIR" ]; then
+    echo "(A scratch root: the venv under $DESTDIR works in place but is not relocatable.)"
+fi
