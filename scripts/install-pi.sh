@@ -16,6 +16,9 @@
 # accepted for testing (no GPIO). 32-bit ARM (armv7, armhf) is refused: PyPI has no armv7
 # wheels of OpenCV or numpy.
 set -euo pipefail
+# the venv must be readable by the service's user whatever root's umask is; files of secrets
+# get their own modes below
+umask 022
 
 usage() {
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -66,6 +69,16 @@ system() {
         echo "would run: $*"
     else
         "$@"
+    fi
+}
+
+# The same for a reload of a daemon that may not run yet (an image built in a chroot): a
+# warning, not a failed install.
+reload() {
+    if [ -n "$DESTDIR" ]; then
+        echo "would run: $*"
+    elif ! "$@"; then
+        say "warning: '$*' failed (is the system booted with systemd and udev?): run it later"
     fi
 }
 
@@ -242,10 +255,10 @@ fi
 place_once 0640 root:"$SERVICE" /dev/null "$CONF_DIR/mqtt-password"
 
 if [ "$ROLE" = table ]; then
-    system udevadm control --reload
-    system udevadm trigger --subsystem-match=tty
+    reload udevadm control --reload
+    reload udevadm trigger --subsystem-match=tty
 fi
-system systemctl daemon-reload
+reload systemctl daemon-reload
 
 # -- what is left ----------------------------------------------------------------------------
 
