@@ -152,15 +152,50 @@ class LoginThrottle:
                 return 0.0
             return max(0.0, rec.last_failure + self.delay_s(rec.failures) - now)
 
-    def failed(self, address: str, now: float) -> None:
+    def admit(self, address: str, now: float) -> float:
+        """Whether ``address`` may have a password checked now: 0.0 if so, else the seconds
+        it must still wait. An admitted attempt counts as a failure at once (until
+        :meth:`succeeded`), so attempts sent at the same moment meet the wait the earlier
+        ones set: however many arrive together, ``free + 1`` are checked.
+
+        >>> t = LoginThrottle(free=3)
+        >>> [t.admit("10.0.0.9", now=5.0) for _ in range(6)]
+        [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+        """
         with self._lock:
-            self.total_failures += 1
-            rec = self._records.setdefault(address, _Record())
+            rec = self._records.get(address)
+            if rec is not None:
+                wait = rec.last_failure + self.delay_s(rec.failures) - now
+                if wait > 0:
+                    return wait
+            rec = self._record(address, now)
             rec.failures += 1
             rec.last_failure = now
+            return 0.0
+
+    def wrong(self, address: str, now: float) -> None:
+        """An admitted attempt's password was wrong: the wait runs from ``now``."""
+        with self._lock:
+            self.total_failures += 1
+            rec = self._record(address, now)
+            rec.last_failure = max(rec.last_failure, now)
+
+    def failed(self, address: str, now: float) -> None:
+        """A wrong password that was not admitted first (counted and stamped at once)."""
+        with self._lock:
+            self.total_failures += 1
+            rec = self._record(address, now)
+            rec.failures += 1
+            rec.last_failure = now
+
+    def _record(self, address: str, now: float) -> _Record:
+        rec = self._records.get(address)
+        if rec is None:
+            rec = self._records[address] = _Record(last_failure=now)
             if len(self._records) > 4096:  # a flood of addresses: forget the oldest
                 oldest = min(self._records, key=lambda a: self._records[a].last_failure)
                 del self._records[oldest]
+        return rec
 
     def succeeded(self, address: str) -> None:
         with self._lock:

@@ -20,17 +20,16 @@ events), ``/api/rounds`` (the last 10), ``/api/rounds/search?round=N`` or
 
 from __future__ import annotations
 
-import contextlib
 import http.cookies
 import json
 import logging
 import re
+import socket
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,19 +37,17 @@ from controller.errors import JournalError, TableControllerError
 from controller.journal.library import FoundRound, JournalLibrary, local_to_utc_ms
 from controller.web import views
 from controller.web.auth import LoginThrottle, Session, Sessions, csrf_ok, verify_password
+from controller.web.front import DEALER_ADDRESSES, Front, Limits, Reply, Request, Stream
+from controller.web.protocol import Head
 
 log = logging.getLogger("table-controller.web")
 
 STATIC = Path(__file__).with_name("static")
 COOKIE = "tc_session"
-MAX_BODY = 16 * 1024
-MAX_STREAMS = 16
-STREAM_POLL_S = 0.1
-"""A stream wakes when the loop publishes a change, and at least this often (s)."""
-STREAM_FULL_S = 1.0
-"""A stream sends the table at once when it changes, health at most once a second."""
-KEEPALIVE_S = 15.0
-NAME_RE = re.compile(r"^[\w .'@-]{1,40}$")
+MAX_PASSWORD_CHECKS = 2
+"""scrypt checks at once (16 MiB of memory each); further logins wait their turn."""
+NAME_RE = re.compile(r"^(?=.*[^\W_])[\w .'@-]{1,40}$")
+"""A technician's name or badge: 1 to 40 characters, at least one a letter or digit."""
 ACTIONS = (
     "/logout",
     "/api/alarms/ack",
@@ -130,7 +127,8 @@ class TableSource(Protocol):
 
 class WebServer:
     """Serves ``source`` on ``(bind, port)`` until :meth:`close`. ``password_hash`` empty:
-    every login is refused (the diagnostics page is off; the dealer display runs)."""
+    every login is refused (the diagnostics page is off; the dealer display runs).
+    ``limits``: timeouts, the connection cap, stream budgets (:class:`~.front.Limits`)."""
 
     def __init__(
         self,
@@ -142,49 +140,82 @@ class WebServer:
         clock: Callable[[], float] = time.monotonic,
         throttle: LoginThrottle | None = None,
         sessions: Sessions | None = None,
+        limits: Limits | None = None,
     ):
         self.source = source
         self.password_hash = password_hash
         self.clock = clock
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
+        self.limits = limits or Limits()
         self.stopping = threading.Event()
         self.counters = {"logins": 0, "login_failures": 0, "throttled": 0, "refused": 0}
-        self._streams = threading.BoundedSemaphore(MAX_STREAMS)
-        self.streams = 0
         self._lock = threading.Lock()
+        self._checks = threading.BoundedSemaphore(MAX_PASSWORD_CHECKS)
         self._started = clock()
-        handler = type("Handler", (_Handler,), {"web": self})
-        self.httpd = ThreadingHTTPServer((bind, port), handler)
-        self.httpd.daemon_threads = True
-        self.address = self.httpd.server_address[:2]
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="web", daemon=True
+        host = "127.0.0.1" if bind == "localhost" else bind
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family, backlog=1024)
+        self.address = sock.getsockname()[:2]
+        self.front = Front(
+            sock,
+            handler=self.handle,
+            role=self.role,
+            views=self.views,
+            frame=_frame,
+            wait_change=source.wait_change,
+            error=_error_reply,
+            limits=self.limits,
         )
         self._library: JournalLibrary | None = None
 
     def start(self) -> WebServer:
-        self._thread.start()
+        self.front.start()
         log.info("web pages on http://%s:%d/ (dealer display /dealer)", *self.address)
         return self
 
     @property
     def url(self) -> str:
         host, port = self.address
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def close(self) -> None:
         """Stop serving: live streams end, the socket closes. Safe twice."""
         if self.stopping.is_set():
             return
         self.stopping.set()
-        if self._thread.is_alive():
-            self.httpd.shutdown()
-        self.httpd.server_close()
+        self.front.close()
 
     def count(self, name: str) -> None:
         with self._lock:
             self.counters[name] += 1
+
+    @property
+    def streams(self) -> int:
+        return self.front.streams
+
+    # -- who asks, and what the front calls -------------------------------------------------
+
+    def role(self, head: Head, address: str) -> str:
+        """``technician`` with a live session, ``dealer`` from the dealer's screen (the Pi
+        itself), else ``anonymous`` (:data:`~.front.ROLES`)."""
+        if self.sessions.get(_cookie(head.headers.get("Cookie")), self.clock()) is not None:
+            return "technician"
+        return "dealer" if address in DEALER_ADDRESSES else "anonymous"
+
+    def handle(self, request: Request) -> Reply | Stream:
+        """Answer one request (in a thread of its role's pool)."""
+        exchange = _Exchange(self, request)
+        return exchange.run()
+
+    def views(self, kinds: set[str]) -> dict[str, Any]:
+        """The live streams' views: ``dealer`` the dealer display's, ``diag`` the bundle."""
+        out: dict[str, Any] = {}
+        if "dealer" in kinds:
+            out["dealer"] = self.dealer()
+        if "diag" in kinds:
+            out["diag"] = self.bundle()
+        return out
 
     # -- what the pages show ---------------------------------------------------------------
 
@@ -222,6 +253,8 @@ class WebServer:
             out = dict(self.counters)
         out["sessions"] = self.sessions.count(self.clock())
         out["streams"] = self.streams
+        out["connections"] = self.front.connections
+        out.update({f"front_{k}": v for k, v in self.front.counters.items()})
         return out
 
 
@@ -229,23 +262,81 @@ def _json_bytes(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    web: WebServer
-    server_version = "table-controller"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    # headers and body leave in separate writes: without TCP_NODELAY the body of a reply on a
-    # kept connection waits ~40 ms for the client's delayed ACK (bench/web_pages.py found it)
-    disable_nagle_algorithm = True
+def _frame(kind: str, view: dict[str, Any]) -> tuple[bytes, bytes]:
+    """A stream's ``event: update`` frame, and the key of what must go out at once (ages
+    and counters change every second and go out once a second)."""
+    gpio = (view.get("health") or {}).get("gpio") or {}
+    key = _json_bytes(
+        {k: v for k, v in view.items() if k not in ("health", "uptime_s")}
+        | {"status": {k: v for k, v in (view.get("status") or {}).items() if k != "t"}}
+        | {"lights": gpio.get("lights")}  # the light test is watched live
+    )
+    return key, b"event: update\ndata: " + _json_bytes(view) + b"\n\n"
+
+
+def _headers(content_type: str, extra: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    return [
+        ("Server", "table-controller"),
+        ("Content-Type", content_type),
+        ("Cache-Control", "no-store"),
+        *{**SECURITY_HEADERS, **(extra or {})}.items(),
+    ]
+
+
+def _error_reply(status: int, message: str) -> Reply:
+    """What the front answers itself (a bad request, a timeout, a full budget)."""
+    return Reply(
+        status,
+        HTTPStatus(status).phrase,
+        _headers("application/json"),
+        _json_bytes({"ok": False, "error": message}),
+    )
+
+
+def _cookie(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    jar = http.cookies.SimpleCookie()
+    try:
+        jar.load(raw)
+    except http.cookies.CookieError:
+        return None
+    morsel = jar.get(COOKIE)
+    return morsel.value if morsel else None
+
+
+class _Exchange:
+    """One request and its answer (the routes); built and run in a pool thread."""
+
+    def __init__(self, web: WebServer, request: Request):
+        self.web = web
+        self.request = request
+        self.command = request.head.method
+        self.path = request.head.target
+        self.headers = request.head.headers
+        self.reply: Reply | Stream | None = None
+
+    def run(self) -> Reply | Stream:
+        path = urllib.parse.urlsplit(self.path).path
+        try:
+            if self.command == "POST":
+                self._post(path)
+            else:
+                self._get(path)
+        except Exception:
+            log.exception("web: %s %s failed", self.command, path)
+            self.reply = None
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
+        if self.reply is None:  # pragma: no cover - every route answers
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: no answer")
+        assert self.reply is not None
+        return self.reply
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.client_address[0], format % args)
-
     @property
     def address(self) -> str:
-        return str(self.client_address[0])
+        return self.request.address
 
     def _send(
         self,
@@ -254,15 +345,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str = "application/json",
         headers: dict[str, str] | None = None,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.reply = Reply(status, HTTPStatus(status).phrase, _headers(content_type, headers), body)
 
     def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, _json_bytes(data), "application/json", headers)
@@ -271,41 +354,26 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"ok": False, "error": message}, headers)
 
     def _redirect(self, where: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(HTTPStatus.SEE_OTHER)
-        self.send_header("Location", where)
-        self.send_header("Content-Length", "0")
-        for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
-            self.send_header(name, value)
-        self.end_headers()
+        self.reply = Reply(
+            HTTPStatus.SEE_OTHER,
+            "See Other",
+            [
+                ("Server", "table-controller"),
+                ("Location", where),
+                *{**SECURITY_HEADERS, **(headers or {})}.items(),
+            ],
+        )
 
     def _cookie(self) -> str | None:
-        raw = self.headers.get("Cookie")
-        if not raw:
-            return None
-        jar = http.cookies.SimpleCookie()
-        try:
-            jar.load(raw)
-        except http.cookies.CookieError:
-            return None
-        morsel = jar.get(COOKIE)
-        return morsel.value if morsel else None
+        return _cookie(self.headers.get("Cookie"))
 
     def _session(self) -> Session | None:
         return self.web.sessions.get(self._cookie(), self.web.clock())
 
     def _body(self) -> dict[str, Any] | None:
-        """The request body as a dict (JSON or a form); None after an error reply."""
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_BODY:
-            self.close_connection = True  # the body stays unread: this connection is done
-            self._error(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body must be 0 to {MAX_BODY} bytes"
-            )
-            return None
-        raw = self.rfile.read(length) if length else b""
+        """The request body as a dict (JSON or a form); None after an error reply. Its
+        size was checked with the head (:mod:`.protocol`)."""
+        raw = self.request.body
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         try:
             if kind == "application/x-www-form-urlencoded":
@@ -315,6 +383,11 @@ class _Handler(BaseHTTPRequestHandler):
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             self._error(HTTPStatus.BAD_REQUEST, "the body is not JSON (or a form): send JSON")
+            return None
+        except RecursionError:  # nested deeper than the parser goes
+            self._error(
+                HTTPStatus.BAD_REQUEST, "the body is JSON nested too deep: send a flat object"
+            )
             return None
         if not isinstance(data, dict):
             self._error(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
@@ -362,31 +435,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ----------------------------------------------------------------------------
 
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_GET(self) -> None:
-        path = urllib.parse.urlsplit(self.path).path
-        try:
-            self._get(path)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception:
-            log.exception("web: GET %s failed", path)
-            with contextlib.suppress(Exception):
-                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
-
-    def do_POST(self) -> None:
-        path = urllib.parse.urlsplit(self.path).path
-        try:
-            self._post(path)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception:
-            log.exception("web: POST %s failed", path)
-            with contextlib.suppress(Exception):
-                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
-
     def _get(self, path: str) -> None:
         web = self.web
         if path == "/":
@@ -410,7 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/dealer":
             self._json(HTTPStatus.OK, web.dealer())
         elif path == "/api/dealer/stream":
-            self._stream(web.dealer, None)
+            self._stream("dealer", None)
         elif path == "/api/session":
             session = self._login_required()
             if session:
@@ -421,7 +469,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/stream":
             session = self._login_required()
             if session:
-                self._stream(web.bundle, session)
+                self._stream("diag", session)
         elif path == "/api/rounds":
             if self._login_required():
                 self._rounds()
@@ -517,23 +565,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.FORBIDDEN, "log in from this table's own page")
             return
         form = (self.headers.get("Content-Type") or "").startswith("application/x-www-form")
-        now = web.clock()
-        wait = web.throttle.wait_s(self.address, now)
-        if wait > 0:
-            web.count("throttled")
-            seconds = int(wait) + 1
-            self._error(
-                HTTPStatus.TOO_MANY_REQUESTS,
-                f"too many wrong passwords from {self.address}: wait {seconds} s before trying "
-                "again",
-                {"Retry-After": str(seconds)},
-            )
-            return
         name, password = body.get("name"), body.get("password")
-        if not isinstance(name, str) or not NAME_RE.match(name.strip() or "-"):
+        if not isinstance(name, str) or not NAME_RE.match(name.strip()):
             self._error(
                 HTTPStatus.BAD_REQUEST,
-                "give your name or badge number (1 to 40 letters, digits, . ' @ -)",
+                "give your name or badge number (1 to 40 letters, digits, spaces, . ' @ -, "
+                "with at least one letter or digit)",
             )
             return
         if not isinstance(password, str) or not password:
@@ -546,8 +583,22 @@ class _Handler(BaseHTTPRequestHandler):
                 "(table-controller hash-password) and restart",
             )
             return
-        if not verify_password(password[:1024], web.password_hash):
-            web.throttle.failed(self.address, web.clock())
+        # admitted attempts count as failures at once: simultaneous guesses meet the wait
+        wait = web.throttle.admit(self.address, web.clock())
+        if wait > 0:
+            web.count("throttled")
+            seconds = int(wait) + 1
+            self._error(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                f"too many wrong passwords from {self.address}: wait {seconds} s before trying "
+                "again",
+                {"Retry-After": str(seconds)},
+            )
+            return
+        with web._checks:  # scrypt takes 16 MiB a check: a few at once
+            right = verify_password(password[:1024], web.password_hash)
+        if not right:
+            web.throttle.wrong(self.address, web.clock())
             web.count("login_failures")
             failures = web.throttle.failures(self.address)
             delay = web.throttle.delay_s(failures)
@@ -710,53 +761,18 @@ class _Handler(BaseHTTPRequestHandler):
             {"Content-Disposition": f'attachment; filename="{table}-round-{number}.jsonl"'},
         )
 
-    def _stream(self, make: Callable[[], dict[str, Any]], session: Session | None) -> None:
-        """Server-sent events: ``event: update`` with the whole view whenever it changes."""
+    def _stream(self, kind: str, session: Session | None) -> None:
+        """Server-sent events: ``event: update`` with the whole view whenever it changes
+        (the front runs it within the role's budget); ``event: logout`` when the session
+        ends."""
         web = self.web
-        if not web._streams.acquire(blocking=False):
-            self._error(
-                HTTPStatus.SERVICE_UNAVAILABLE,
-                f"too many live pages ({MAX_STREAMS}); close one and reload",
-            )
-            return
-        with web._lock:
-            web.streams += 1
-        try:
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Connection", "close")
-            for name, value in SECURITY_HEADERS.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.close_connection = True
-            self.wfile.write(b"retry: 1000\n\n")
-            self.wfile.flush()
-            last_key = None
-            last_sent = last_write = 0.0
-            while not web.stopping.is_set():
-                if session is not None and web.sessions.get(session.token, web.clock()) is None:
-                    self.wfile.write(b"event: logout\ndata: {}\n\n")
-                    self.wfile.flush()
-                    return
-                view = make()
-                gpio = (view.get("health") or {}).get("gpio") or {}
-                key = _json_bytes(  # what changes at once; ages and counters once a second
-                    {k: v for k, v in view.items() if k not in ("health", "uptime_s")}
-                    | {"status": {k: v for k, v in (view.get("status") or {}).items() if k != "t"}}
-                    | {"lights": gpio.get("lights")}  # the light test is watched live
-                )
-                now = time.monotonic()
-                if key != last_key or now - last_sent >= STREAM_FULL_S:
-                    last_key, last_sent, last_write = key, now, now
-                    self.wfile.write(b"event: update\ndata: " + _json_bytes(view) + b"\n\n")
-                    self.wfile.flush()
-                elif now - last_write >= KEEPALIVE_S:
-                    last_write = now
-                    self.wfile.write(b": keepalive\n\n")
-                    self.wfile.flush()
-                web.source.wait_change(STREAM_POLL_S)
-        finally:
-            with web._lock:
-                web.streams -= 1
-            web._streams.release()
+        valid = None
+        if session is not None:
+            token = session.token
+            valid = lambda: web.sessions.get(token, web.clock()) is not None  # noqa: E731
+        self.reply = Stream(
+            kind,
+            [("Server", "table-controller"), *_headers("text/event-stream; charset=utf-8")[1:]],
+            session,
+            valid,
+        )
