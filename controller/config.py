@@ -195,6 +195,10 @@ class MqttConfig:
     controller_keys: tuple[tuple[str, str], ...] = ()
 
 
+WEB_PORT_MIN = 1024
+"""The lowest ``[web] port``: the service runs without CAP_NET_BIND_SERVICE (docs/web.md)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WebConfig:
     """``enabled``: the config has a ``[web]`` section (no section: no web server)."""
@@ -665,6 +669,13 @@ def _read_web(sec: _Section) -> WebConfig | None:
             )
             bind = None
     port = sec.integer("port", 8080, 1, 65535)
+    if port is not None and port < WEB_PORT_MIN:
+        sec.error(
+            "port",
+            f"{port} is below {WEB_PORT_MIN}: the service has no capability to bind such a port "
+            "(it would fail at start); use 8080 or another from 1024 to 65535",
+        )
+        port = None
     password_hash = sec.text("password_hash", "", example='"scrypt$..."', empty=True)
     if password_hash and not password_hash.startswith("scrypt$"):
         sec.error(

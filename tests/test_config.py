@@ -487,6 +487,21 @@ def test_web_and_control(tmp_path):
     assert config.control.socket == tmp_path / "control.sock"
 
 
+def test_check_config_refuses_a_web_port_the_service_cannot_bind(tmp_path):
+    """docs/web.md: the port is above 1023 (the service has no CAP_NET_BIND_SERVICE)."""
+    for port in (80, 443, 1023):
+        path = write(tmp_path, ("port = 8080", f"port = {port}"))
+        error = one_error(path, "web", "port")
+        assert error.problem.startswith(f"{port} is below 1024: the service has no capability")
+        assert "use 8080 or another from 1024 to 65535" in error.problem
+    result = run_cli("check-config", str(path), "--no-files")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"{path}: [web] key 'port': {error.problem}\n"
+    for port in (1024, 8080, 65535):
+        path = write(tmp_path, ("port = 8080", f"port = {port}"))
+        assert load_table_config(path).web.port == port
+
+
 def test_the_journal_section_as_given_and_left_out(tmp_path):
     example = load_table_config(EXAMPLE)
     assert example.gaming_day == GamingDay(dt_time(6, 0), None)  # "": the system's zone
