@@ -1,7 +1,9 @@
 """The table's web server: the diagnostics page, the dealer display, /healthz, /metrics.
 
-A standard-library :class:`~http.server.ThreadingHTTPServer` on the address of ``[web]``
-(one thread per request; live pages hold theirs for the stream). It reads the table only
+Served on the address of ``[web]`` by :class:`~.front.Front` (one asyncio loop holds the
+connections; timeouts, a connection cap, handler pools and live-stream budgets per role:
+the dealer's screen, technicians, anyone else; requests checked by :mod:`.protocol`); the
+routes below run in the pools' threads. It reads the table only
 through its ``source`` (the daemon: :class:`TableSource`), never a driver, and changes it
 only by what a technician may ask: acknowledge an alarm, clear the latched faults, run the
 light test, start a new journal file. Those need a login (session cookie) **and** the
