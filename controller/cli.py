@@ -698,14 +698,11 @@ def _cmd_hash_password(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import logging
-
+    from controller import logs
     from controller.config import load_table_config
     from controller.runtime.daemon import run_table
 
-    logging.basicConfig(
-        level=args.log_level, format="%(name)s %(levelname)s: %(message)s", stream=sys.stderr
-    )
+    logs.setup(args.log_level)  # journald: each line's priority; a terminal: the time
     config = load_table_config(args.config)
     return run_table(config)
 

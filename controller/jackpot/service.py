@@ -58,11 +58,12 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from controller import sdnotify
+from controller import logs, sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
 from controller.jackpot.alarms import AlarmLog, AlarmLogError
 from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
+from controller.jackpot.metrics import JackpotMetrics
 from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
@@ -179,6 +180,10 @@ class JackpotService:
         self._alarm_counts: Counter[str] = Counter()
         self._alarm_log: AlarmLog | None = None
         self._open_alarms = 0
+        self._messages: Counter[tuple[str, str]] = Counter()  # (kind, outcome) -> messages
+        self._last_seq: dict[str, int] = {}  # table -> the ledger's last sequence
+        self._heard: dict[str, float] = {}  # table -> monotonic time of its last message
+        self._meter_cents: dict[str, int] = {}  # pool -> the meter's whole cents
         self._connected = False
         self._online = threading.Event()
         self._stop = threading.Event()
@@ -215,7 +220,13 @@ class JackpotService:
         award, meter, malformed, unknown_table, signature, conflict, stale_status, puback,
         ledger_error...), ``alarm_counts`` by kind since this start, ``alarms``: the last
         :data:`ALARMS_KEPT`, oldest first, each ``{kind, table, seq, detail, t}``, and
-        ``open_alarms``: the alarm log's rows no technician has acknowledged yet."""
+        ``open_alarms``: the alarm log's rows no technician has acknowledged yet;
+        ``messages``: table messages since this start by ``(kind, outcome)`` (outcome: a
+        ledger status, ``signature``, ``unknown_table``, ``malformed``; status messages
+        ``received`` or ``stale``; kind ``unknown`` when the message could not be read);
+        ``tables``: each table's ``last_seq`` in the ledger and ``age_s``, seconds since its
+        last signed message (None before one this run); ``meters``: each pool's whole cents."""
+        now = time.monotonic()
         with self._lock:
             return {
                 "connected": self._connected,
@@ -224,6 +235,15 @@ class JackpotService:
                 "alarm_counts": dict(self._alarm_counts),
                 "alarms": list(self._alarms),
                 "open_alarms": self._open_alarms,
+                "messages": dict(self._messages),
+                "tables": {
+                    table: {
+                        "last_seq": self._last_seq.get(table, 0),
+                        "age_s": now - heard if (heard := self._heard.get(table)) else None,
+                    }
+                    for table in sorted(self.config.tables)
+                },
+                "meters": dict(self._meter_cents),
             }
 
     def wait_online(self, timeout: float = 10.0) -> bool:
@@ -249,6 +269,10 @@ class JackpotService:
     def _count(self, what: str, n: int = 1) -> None:
         with self._lock:
             self._counts[what] += n
+
+    def _message(self, kind: str | None, outcome: str) -> None:
+        with self._lock:
+            self._messages[(kind or "unknown", outcome)] += 1
 
     def _alarm(self, kind: str, table: str | None, seq: Any, detail: str) -> None:
         """A refused message a technician must see: logged, kept for health(), counted."""
@@ -304,8 +328,13 @@ class JackpotService:
         try:
             rows = db.execute("SELECT table_id, MAX(boot) FROM applied GROUP BY table_id")
             self._boots = {table: boot for table, boot in rows}
+            last = dict(db.execute("SELECT table_id, acked FROM tables"))
         finally:
             db.close()
+        meters = {pool: reading.amount for pool, reading in self._ledger.meters().items()}
+        with self._lock:
+            self._last_seq.update(last)
+            self._meter_cents.update(meters)
 
     def _run(self) -> None:
         self._ledger = Ledger(self.ledger_path, self.config, randbelow=self._randbelow)
@@ -457,10 +486,12 @@ class JackpotService:
         except LinkMessageError as exc:
             self._alarm("malformed", _topic_table(topic), None, f"on {topic[:120]!r}: {exc}")
             self._count("malformed")  # after the alarm: whoever sees the count sees the alarm
+            self._message(None, "malformed")
             return
         if table not in self.config.tables:
             self._alarm("unknown_table", table, body.get("seq"), f"a {kind}: not in the config")
             self._count("unknown_table")
+            self._message(kind, "unknown_table")
             return
         verifier = self._verifiers.get(table)
         try:
@@ -470,13 +501,17 @@ class JackpotService:
         except SignatureError as exc:
             self._alarm("signature", table, body.get("seq"), f"refused, nothing applied: {exc}")
             self._count("signature")
+            self._message(kind, "signature")
             return
+        with self._lock:
+            self._heard[table] = time.monotonic()
         if kind == "status":
             self._on_status(table, body, retained)
         elif kind in TABLE_KINDS:
             self._on_table_message(table, body)
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
             self._count("malformed")
+            self._message(kind, "malformed")
             log.warning("ignored a %s message on %s", kind, topic)
 
     def _on_table_message(self, table: str, body: dict[str, Any]) -> None:
@@ -493,6 +528,10 @@ class JackpotService:
             alarm = result.alarm or f"{kind}_refused"
             self._alarm(alarm, table, seq, f"{kind} refused: {result.reason}")
         self._count(status.name.lower())
+        with self._lock:
+            self._messages[(kind, status.name.lower())] += 1
+            if result.ack is not None:
+                self._last_seq[table] = result.ack
         if status in (Status.MALFORMED, Status.UNKNOWN_TABLE, Status.CONFLICT):
             return
         if status is Status.GAP:
@@ -537,9 +576,11 @@ class JackpotService:
         boot, state, latest = body["boot"], body["state"], self._boots.get(table, 0)
         if boot < latest:
             self._count("stale_status")
+            self._message("status", "stale")
             log.info("ignored %s's %s from boot %d (table at boot %d)", table, state, boot, latest)
             return
         self._boots[table] = boot
+        self._message("status", "received")
         if state == "offline":
             self._count("table_offline")
             how = "clean shutdown" if body.get("clean") else "connection lost (will)"
@@ -571,6 +612,8 @@ class JackpotService:
         if not due:
             return
         readings = self._ledger.meters()
+        with self._lock:
+            self._meter_cents.update((pool, r.amount) for pool, r in readings.items())
         for pool in due:
             self._dirty.discard(pool)
             if pool not in readings:
@@ -710,11 +753,8 @@ def main(argv: list[str] | None = None) -> int:
         return alarms_main(argv[1:], acknowledge=argv[0] == "ack-alarm")
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    # journald: each line's priority (journalctl -p warning shows the alarms); a terminal: time
+    logs.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
     try:
         config = load_config(args.config)
     except JackpotConfigError as exc:
@@ -760,6 +800,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")
+    metrics = JackpotMetrics(service.health)
+    try:
+        host, port = metrics.serve(config.metrics_address, config.metrics_port)
+        log.info("metrics at http://%s:%d/metrics", host, port)
+    except OSError as exc:  # the money goes on without metrics; Prometheus sees it down
+        log.error(
+            "cannot serve /metrics on %s:%d (%s): running without metrics; set [metrics] "
+            "address and port in %s", config.metrics_address, config.metrics_port, exc,
+            args.config,
+        )  # fmt: skip
     # Type=notify (systemd/jackpot-controller.service): ready once the ledger is open and the
     # thread runs (it connects and reconnects by itself); WATCHDOG=1 only while that thread
     # lives, so a dead thread ends in a restart instead of an idle process.
@@ -793,6 +843,7 @@ def main(argv: list[str] | None = None) -> int:
                 notifier.notify("WATCHDOG=1")
     finally:
         notifier.notify("STOPPING=1", "STATUS=stopping: publishing offline")
+        metrics.close()
         service.close()
         notifier.close()
     return 0
