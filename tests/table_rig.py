@@ -123,7 +123,9 @@ class Rig:
         ctl_pw.write_text(broker.passwords[CONTROLLER] + "\n")
         self.config = table_config(tmp, broker.port, table_pw, web)
         self.jackpot_config = tmp / "jackpot.toml"
-        self.jackpot_config.write_text(jackpot_config_text(), encoding="utf-8")
+        self.jackpot_config.write_text(  # /metrics on a free port (named in jackpot.log)
+            jackpot_config_text() + "\n[metrics]\nport = 0\n", encoding="utf-8"
+        )
         controller_key = write_key(controller_signer(), tmp / "controller.key")
         self.ledger = tmp / "ledger.sqlite"
         self.procs: list[subprocess.Popen] = []

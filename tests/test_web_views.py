@@ -461,7 +461,11 @@ def test_every_metrics_line_is_help_type_or_a_valid_sample(faulted):
     text = metrics_text(bundle(faulted), WEB)
     lines = parse_metrics(text)
     assert len(lines) > 40
-    assert all(name.startswith("table_controller_") for _k, name, _d in lines)
+    # the table's own figures, and prometheus_client's standard process metrics beside them
+    assert all(name.startswith(("table_controller_", "process_")) for _k, name, _d in lines)
+    names = {name for kind, name, _d in lines if kind == "sample"}
+    assert {"process_resident_memory_bytes", "process_cpu_seconds_total"} <= names
+    assert "process_start_time_seconds" in names and "process_open_fds" in names
 
 
 def test_each_family_has_one_help_and_one_type_before_its_samples(faulted):

@@ -161,7 +161,8 @@ class TableEntry:
 class JackpotConfig:
     """The controller's config. ``table_entries``: the ``[tables.ID]`` sections given;
     ``link_key_id``/``link_signing_key``: ``[link]``, the controller's own signing key (the
-    key file's path), None without the section."""
+    key file's path), None without the section. ``metrics_address``/``metrics_port``:
+    ``[metrics]``, where ``/metrics`` is served (port 0: a free port, named in the log)."""
 
     source: str
     pools: Mapping[str, Pool]
@@ -169,6 +170,8 @@ class JackpotConfig:
     table_entries: Mapping[str, TableEntry] = field(default_factory=dict)
     link_key_id: str | None = None
     link_signing_key: str | None = None
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int = 9471
 
     @property
     def tables(self) -> frozenset[str]:
@@ -353,6 +356,22 @@ def _read_link(raw: Any, where: Where) -> tuple[str, str]:
     return key_id, path
 
 
+def _read_metrics(raw: Any, where: Where) -> tuple[str, int]:
+    raw = _table(raw, where)
+    unknown = sorted(set(raw) - {"address", "port"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: address, port")
+    address = raw.get("address", JackpotConfig.metrics_address)
+    if not isinstance(address, str) or not address.strip() or address != address.strip():
+        raise where.error(
+            "address", 'must be the address to serve /metrics on, e.g. "127.0.0.1" (a string)'
+        )
+    port = raw.get("port", JackpotConfig.metrics_port)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise where.error("port", f"{port!r}: must be a TCP port, 1 to 65535 (0: any free port)")
+    return address, port
+
+
 def parse_config(text: str, source: str) -> JackpotConfig:
     """Read the jackpot controller's TOML; errors name ``source``, the section and the key."""
     try:
@@ -360,9 +379,11 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     except tomllib.TOMLDecodeError as exc:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
-    unknown = sorted(set(data) - {"pools", "properties", "tables", "link"})
+    unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics"})
     if unknown:
-        raise top.error(unknown[0], "unknown section; allowed: pools, properties, tables, link")
+        raise top.error(
+            unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics"
+        )
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
     if not pools_raw:
@@ -395,7 +416,8 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     key_id = signing_key = None
     if "link" in data:
         key_id, signing_key = _read_link(data["link"], top.child("link"))
-    return JackpotConfig(source, pools, properties, entries, key_id, signing_key)
+    address, port = _read_metrics(data.get("metrics", {}), top.child("metrics"))
+    return JackpotConfig(source, pools, properties, entries, key_id, signing_key, address, port)
 
 
 def load_config(path: Any) -> JackpotConfig:

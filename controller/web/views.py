@@ -8,7 +8,6 @@ integer cents; ``format_cents`` writes them for people.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from controller.rules.pays import format_cents
@@ -162,167 +161,12 @@ def money(cents: int | None) -> str:
 # -- /metrics ---------------------------------------------------------------------------------
 
 
-def _label(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-class _Metrics:
-    """Samples grouped by family (the text format wants each family's lines together)."""
-
-    def __init__(self) -> None:
-        self.families: dict[str, list[str]] = {}
-
-    @property
-    def lines(self) -> list[str]:
-        return [line for family in self.families.values() for line in family]
-
-    def add(
-        self, name: str, kind: str, help_text: str, value: Any, labels: dict[str, Any] | None = None
-    ) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool):
-            value = int(value)
-        if isinstance(value, float) and not math.isfinite(value):
-            return
-        full = f"table_controller_{name}"
-        family = self.families.get(full)
-        if family is None:
-            family = self.families[full] = [f"# HELP {full} {help_text}", f"# TYPE {full} {kind}"]
-        text = ""
-        if labels:
-            text = "{" + ",".join(f'{k}="{_label(v)}"' for k, v in sorted(labels.items())) + "}"
-        number = f"{value:.3f}" if isinstance(value, float) else str(value)
-        family.append(f"{full}{text} {number}")
-
-
 def metrics_text(bundle: dict[str, Any], web: dict[str, Any]) -> str:
-    """``/metrics`` in the Prometheus text format (version 0.0.4).
+    """``/metrics`` in the Prometheus text format (version 0.0.4): the table's figures and the
+    process metrics, built by prometheus_client in :mod:`controller.web.metrics` (which reads
+    /proc, so it is imported only here, when a scrape asks).
 
     ``bundle`` is :meth:`WebServer.bundle`'s dict, ``web`` the server's own counters."""
-    m = _Metrics()
-    status = bundle["status"]
-    snap = status.get("snapshot") or {}
-    m.add(
-        "info",
-        "gauge",
-        "The table, its software version and the checksum of its config.",
-        1,
-        {
-            "table": bundle["table"],
-            "game": bundle["game"],
-            "version": bundle["version"],
-            "config_checksum": bundle["config_checksum"],
-        },
-    )
-    m.add("uptime_seconds", "gauge", "Seconds since the controller started.", bundle["uptime_s"])
-    m.add("round", "gauge", "The round number on the layout.", snap.get("round"))
-    m.add(
-        "round_in_progress", "gauge", "1 while a round is dealt.", status.get("round_in_progress")
-    )
-    m.add("events_total", "counter", "Events journaled since start.", status.get("events_handled"))
-    m.add("events_refused_total", "counter", "Events refused.", status.get("events_refused"))
-    m.add(
-        "events_dropped_total",
-        "counter",
-        "Events dropped while the journal could not be written.",
-        status.get("events_dropped"),
-    )
-    m.add("journal_events", "gauge", "Events in the journal file.", status.get("journal_events"))
-    m.add(
-        "journal_writable",
-        "gauge",
-        "0 while the journal cannot be written.",
-        not status.get("journal_fault"),
-    )
-    m.add("event_queue", "gauge", "Events waiting for the table loop.", status.get("queue"))
-    m.add(
-        "jackpot_link_up",
-        "gauge",
-        "1 while progressive wagers are taken.",
-        status.get("jackpot_link"),
-    )
-    for kind, fault in sorted((status.get("faults") or {}).items()):
-        m.add(
-            "fault",
-            "gauge",
-            "A latched fault (1: its condition is still present).",
-            int(bool(fault["active"])),
-            {"kind": kind},
-        )
-    m.add("alarms_open", "gauge", "Alarms not yet acknowledged.", len(snap.get("alarms") or []))
-    health = bundle.get("health") or {}
-    link = health.get("link")
-    if link:
-        m.add("link_connected", "gauge", "1 while connected to the broker.", link["connected"])
-        m.add(
-            "outbox_depth",
-            "gauge",
-            "Messages not yet acknowledged by the jackpot controller.",
-            link["depth"],
-        )
-        m.add(
-            "outbox_last_ack",
-            "gauge",
-            "Sequence number of the last acknowledged message.",
-            link.get("last_ack"),
-        )
-        m.add(
-            "outbox_last_ack_age_seconds",
-            "gauge",
-            "Seconds since the last acknowledgement.",
-            link.get("last_ack_age_s"),
-        )
-        for kind, n in sorted((link.get("errors") or {}).items()):
-            m.add(
-                "driver_errors_total",
-                "counter",
-                "Errors by driver and kind.",
-                n,
-                {"driver": "link", "kind": kind},
-            )
-    for name in ("shoe", "camera", "gpio"):
-        part = health.get(name)
-        if not part:
-            continue
-        m.add(
-            "driver_connected",
-            "gauge",
-            "1 while the driver's device answers.",
-            part.get("connected"),
-            {"driver": name},
-        )
-        age = part.get("last_message_age_ms")
-        if age is not None:
-            m.add(
-                "driver_last_message_age_seconds",
-                "gauge",
-                "Seconds since the driver's last good message.",
-                age / 1000,
-                {"driver": name},
-            )
-        for kind, n in sorted((part.get("errors") or {}).items()):
-            m.add(
-                "driver_errors_total",
-                "counter",
-                "Errors by driver and kind.",
-                n,
-                {"driver": name, "kind": kind},
-            )
-    m.add("web_logins_total", "counter", "Successful technician logins.", web.get("logins"))
-    m.add("web_login_failures_total", "counter", "Wrong passwords.", web.get("login_failures"))
-    m.add(
-        "web_login_throttled_total",
-        "counter",
-        "Login attempts refused unchecked (too soon).",
-        web.get("throttled"),
-    )
-    m.add("web_sessions", "gauge", "Technicians logged in.", web.get("sessions"))
-    m.add("web_streams", "gauge", "Live pages connected.", web.get("streams"))
-    m.add(
-        "web_requests_refused_total",
-        "counter",
-        "Actions refused for a missing login or CSRF token.",
-        web.get("refused"),
-    )
-    return "\n".join(m.lines) + "\n"
+    from controller.web.metrics import metrics_text as scrape
+
+    return scrape(bundle, web)
