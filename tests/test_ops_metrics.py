@@ -14,7 +14,9 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -178,6 +180,7 @@ def live(tmp_path, broker):  # noqa: F811
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), ctype
         status, ctype, jackpot_text = get(jackpot_port)
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), ctype
+        rig.scrapes = (table_text, jackpot_text)
         yield rig, samples(table_text), samples(jackpot_text)
     finally:
         rig.stop()
@@ -224,6 +227,26 @@ def test_the_live_figures_are_the_tables_and_the_ledgers(live):
     assert jackpot[(j + "meter_cents", (("pool", "blazing_7s"),))] == 1_000_000 + 75 * applied
     assert jackpot[(j + "alarms_open", ())] == 0
     assert jackpot[("process_start_time_seconds", ())] > 1_600_000_000
+
+
+PROMTOOL = shutil.which("promtool")
+NO_PROMTOOL = "promtool is not installed (Debian: apt install prometheus)"
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason=NO_PROMTOOL)
+def test_promtool_accepts_the_alert_rules():
+    done = subprocess.run([PROMTOOL, "check", "rules", str(ALERTS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(alert_rules())} rules found" in done.stdout
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason=NO_PROMTOOL)
+def test_promtool_finds_no_naming_problem_in_either_scrape(live):
+    for text in live[0].scrapes:
+        done = subprocess.run(
+            [PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True
+        )
+        assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
 
 
 # -- registries, config ------------------------------------------------------------------------
