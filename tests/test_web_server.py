@@ -366,7 +366,8 @@ def test_healthz_and_metrics(web_rig):
     status, headers, body = web.request("GET", "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
     text = body.decode()
-    sample = re.compile(r'^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e[+-]?\d+)?$')
+    labels = r'(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})?'
+    sample = re.compile(r"^[a-z_]+" + labels + r" -?\d+(\.\d+)?(e[+-]?\d+)?$")
     for line in text.splitlines():
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or sample.match(line), line
     checksum = web_rig.status()["config_checksum"]
