@@ -70,7 +70,7 @@ HIDDEN = "back"
 # then the dealer's draw): (spot or "dealer", index in the hand); the hole card is not measured
 PLACES = [(1, 0), (2, 0), ("dealer", 0), (1, 1), (2, 1), None, ("dealer", 2)]
 MEASURED_PER_ROUND = sum(p is not None for p in PLACES)
-STREAM_POLL_S = 0.1  # controller/web/server.py STREAM_POLL_S
+STREAM_POLL_S = 0.1  # controller/web/front.py STREAM_POLL_S
 SHOW_TIMEOUT_S = 5.0
 
 
