@@ -432,3 +432,32 @@ def test_the_gaming_day_never_goes_back_and_skips_no_day_over_a_year(starts):
 def test_an_unknown_zone_is_refused_by_name():
     with pytest.raises(JournalError, match="'Mars/Olympus' is not known"):
         GamingDay(dt_time(6), "Mars/Olympus")
+
+
+@pytest.mark.parametrize("threshold, shrinks", [(0, True), (None, False)])
+def test_a_rotation_that_frees_a_lot_gives_it_back_to_the_disk(
+    tmp_path, rules, events, monkeypatch, threshold, shrinks
+):
+    """The first rotation of a journal written for months before gaming-day files frees
+    nearly all of it: the live file is rewritten small (VACUUM). A day's worth is kept as
+    free pages for the next day's events (threshold None: the default, far above a test's)."""
+    from controller.journal import rotation
+
+    if threshold is not None:
+        monkeypatch.setattr(rotation, "SHRINK_ABOVE_BYTES", threshold)
+    path = tmp_path / "journal.sqlite"
+    with JournaledTable(path, rules, SETTINGS, checkpoint_every=40) as table:
+        fed = feed_to_round(table, events, 0, 8)
+        table.journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        before = path.stat().st_size
+        rotate(table, "2026-01-02", utc_ms=noon("2026-01-02"))
+        table.journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        after = path.stat().st_size
+        free = table.journal.db.execute("PRAGMA freelist_count").fetchone()[0]
+        feed_to_round(table, events, fed, 9)  # the table carries on in the file
+    if shrinks:
+        assert after < before / 2 and free == 0
+    else:
+        assert after == before and free > 0
+    with JournaledTable(path, rules, SETTINGS) as again:
+        assert again.state.round_number == 9

@@ -263,9 +263,30 @@ def rotate(
         rollback(db)  # never leave the table's connection inside the rotation's transaction
         raise
     table.rotated()
+    _shrink(db)
     step("retain")
     removed = _retain(live, journal, keep_days, now)
     return Rotated(target, digest, first, last, new_day, removed)
+
+
+SHRINK_ABOVE_BYTES = 256 * 1024 * 1024
+"""After a rotation, free pages above this are given back to the disk (``VACUUM``). Below
+it they are kept: the next gaming day's events reuse them, and the file stays at about one
+day's size without rewriting it. Above it (the first rotation of a journal written for
+months before gaming-day files) the live file would otherwise keep its old size for good."""
+
+
+def _shrink(db: sqlite3.Connection) -> None:
+    """``VACUUM`` the live file if the rotation freed more than :data:`SHRINK_ABOVE_BYTES`
+    (it rewrites only what is left: one origin and the outbox). A reader in the way (the
+    publisher mid-transaction) or a full disk only leaves the file as big as it was."""
+    try:
+        (free,) = db.execute("PRAGMA freelist_count").fetchone()
+        (page,) = db.execute("PRAGMA page_size").fetchone()
+        if free * page > SHRINK_ABOVE_BYTES:
+            db.execute("VACUUM")
+    except sqlite3.Error:
+        rollback(db)
 
 
 def _start_from(
