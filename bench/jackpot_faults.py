@@ -46,12 +46,12 @@ from tcp_proxy import TcpProxy  # noqa: E402
 
 from controller.errors import JournalError  # noqa: E402
 from controller.games import load_game  # noqa: E402
-from controller.jackpot.ledger import Ledger  # noqa: E402
-from controller.jackpot.pools import contribution, load_config  # noqa: E402
 from controller.journal import Journal, JournaledTable  # noqa: E402
 from controller.journal.outbox import Outbox  # noqa: E402
 from controller.table import Table  # noqa: E402
 from controller.table.effects import Publish  # noqa: E402
+from jackpot.ledger import Ledger  # noqa: E402
+from jackpot.pools import contribution, load_config  # noqa: E402
 
 GAME = "pa-standard"
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -103,8 +103,8 @@ def table_child(journal: str, table: str, port: int, pwfile: str, seed: int, rou
 def service_child(config: str, ledger: str, port: int, pwfile: str, keyfile: str) -> int:
     """The jackpot controller (as ``jackpot-controller`` runs it, with a short backoff),
     signing with ``keyfile``."""
-    from controller.jackpot.service import JackpotService
     from controller.link.signing import Signer, load_signing_key
+    from jackpot.service import JackpotService
 
     stop = _stop_on_sigterm()
     password = Path(pwfile).read_text(encoding="utf-8").strip()

@@ -1,10 +1,11 @@
-"""Consistent copies of a live SQLite file: the table's journal, the jackpot controller's ledger.
+"""Consistent copies of a live SQLite file: the table's journal; the jackpot controller's
+ledger goes through :func:`copy_database` too (``jackpot/backup.py``).
 
-``backup_journal`` and ``backup_ledger`` copy the file with SQLite's online backup API
-(``Connection.backup`` in one step: one read transaction, so the copy is the database as of
-one commit while the writer goes on committing in WAL mode), into a temporary file in the
-target folder; check the copy (``PRAGMA integrity_check``, then what it holds: a journal's
-game and events, a ledger's schema version); fsync it; rename it to a dated name
+``backup_journal`` and ``jackpot.backup.backup_ledger`` copy the file with SQLite's online
+backup API (``Connection.backup`` in one step: one read transaction, so the copy is the
+database as of one commit while the writer goes on committing in WAL mode), into a temporary
+file in the target folder; check the copy (``PRAGMA integrity_check``, then what it holds: a
+journal's game and events, a ledger's schema version); fsync it; rename it to a dated name
 (``journal-2026-11-24T033012Z.sqlite``) and remove all but the newest ``keep`` copies.
 ``restore_journal`` puts a backup back under a stopped table controller. No game logic here.
 See docs/journal.md ("Backups") and docs/jackpot/controller.md ("Backups").
@@ -63,7 +64,9 @@ class Backup:
 # -- checking a copy --------------------------------------------------------------------------
 
 
-def _integrity(path: Path) -> None:
+def check_integrity(path: Path) -> None:
+    """Raise :class:`BackupError` unless ``path`` is a readable SQLite file that passes
+    ``PRAGMA integrity_check``."""
     try:
         db = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True)
         try:
@@ -83,7 +86,7 @@ def verify_journal(path: str | os.PathLike[str]) -> str:
     from controller.journal import Journal
 
     path = Path(path)
-    _integrity(path)
+    check_integrity(path)
     try:
         with Journal(path) as journal:
             game = journal.game
@@ -96,32 +99,6 @@ def verify_journal(path: str | os.PathLike[str]) -> str:
     except JournalError as exc:
         raise BackupError(f"{path} is not a table journal: {exc}") from None
     return f"game {game}, {events} events, {rounds} rounds (last {last}){link}"
-
-
-def verify_ledger(path: str | os.PathLike[str]) -> str:
-    """Check that ``path`` is a whole jackpot ledger of a schema this software reads; return
-    what it holds (schema, tables, applied messages, pools). Raises :class:`BackupError`."""
-    from controller.jackpot.ledger import SCHEMA_VERSION
-
-    path = Path(path)
-    _integrity(path)
-    try:
-        db = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True)
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            tables = db.execute("SELECT count(*) FROM tables").fetchone()[0]
-            applied = db.execute("SELECT count(*) FROM applied").fetchone()[0]
-            pools = db.execute("SELECT count(*) FROM meters").fetchone()[0]
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        raise BackupError(f"{path} is not a jackpot ledger ({exc})") from None
-    if row is None or not str(row[0]).isdigit() or not 1 <= int(row[0]) <= SCHEMA_VERSION:
-        raise BackupError(
-            f"{path} is not a jackpot ledger this software reads (schema {row and row[0]!r}, "
-            f"reads 1 to {SCHEMA_VERSION})"
-        )
-    return f"schema {row[0]}, {tables} tables, {applied} messages applied, {pools} pools"
 
 
 # -- taking a copy ----------------------------------------------------------------------------
@@ -183,7 +160,7 @@ def _prepare_folder(folder: Path) -> None:
         )
 
 
-def _copy(
+def copy_database(
     source: Path,
     folder: Path,
     prefix: str,
@@ -191,6 +168,8 @@ def _copy(
     verify: Callable[[Path], str],
     now: dt.datetime | None,
 ) -> Backup:
+    """A checked copy of the SQLite file ``source`` as ``folder/prefix-<UTC time>.sqlite``
+    (``verify`` checks the copy and says what it holds), keeping the newest ``keep``."""
     if keep < 1:
         raise BackupError(f"--keep {keep}: keep at least one copy")
     if not source.is_file():
@@ -268,7 +247,7 @@ def backup_journal(
     """A checked copy of the table's journal (also while the table controller writes it)
     as ``folder/journal-<UTC time>.sqlite``, keeping the newest ``keep`` copies, and of each
     retained gaming-day file not yet in ``folder/archives`` (:func:`copy_archives`)."""
-    done = _copy(Path(journal), Path(folder), "journal", keep, verify_journal, now)
+    done = copy_database(Path(journal), Path(folder), "journal", keep, verify_journal, now)
     copied = copy_archives(journal, Path(folder) / "archives")
     return dataclasses.replace(done, archives=copied)
 
@@ -311,17 +290,6 @@ def copy_archives(
             ) from None
         copied.append(target)
     return tuple(copied)
-
-
-def backup_ledger(
-    ledger: str | os.PathLike[str],
-    folder: str | os.PathLike[str],
-    keep: int = DEFAULT_KEEP,
-    now: dt.datetime | None = None,
-) -> Backup:
-    """A checked copy of the jackpot controller's ledger (also while it runs) as
-    ``folder/ledger-<UTC time>.sqlite``, keeping the newest ``keep`` copies."""
-    return _copy(Path(ledger), Path(folder), "ledger", keep, verify_ledger, now)
 
 
 # -- restoring --------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ Subcommands so far:
   view of the card-reading shoe: one JSON line per decoded event and per
   error (``hardware/shoe-protocol.md``).
 - ``check-config FILE [FILE...] [--kind table|jackpot|gpio|game] [--no-files]``:
-  check config files (a table's, the jackpot controller's, a pin map, a game
-  profile) and print every error, one per line (``docs/config.md``).
+  check config files (a table's, a pin map, a game profile) and print every error, one per
+  line (``docs/config.md``); a jackpot controller's config is referred to
+  ``jackpot-controller check-config``, the product that reads it.
 - ``run --config FILE``: the daemon: the running table (``controller/runtime``);
 - ``status [--config FILE | --socket PATH] [--json]``: the running table's status,
   read over its control socket;
@@ -534,7 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check-config",
-        help="check config files (table, jackpot, pin map, game profile); every error, one a line",
+        help="check config files (table, pin map, game profile); every error, one a line "
+        "(a jackpot config: jackpot-controller check-config)",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="a config file (TOML)")
     check.add_argument(

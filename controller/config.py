@@ -13,8 +13,9 @@ profile: it is testable anywhere. The files the config names are checked by
 :func:`check_paths` (the MQTT password file readable and not empty, the CA
 certificate readable, ``data_dir`` a writable folder or creatable): ``table-controller
 run`` and ``check-config`` call it after loading; ``check-config --no-files`` skips it
-to check a file away from its machine. :func:`check_config_file` checks any of the
-repo's config kinds (table, jackpot, gpio pin map, game profile).
+to check a file away from its machine. :func:`check_config_file` checks the table side's
+config kinds (table, gpio pin map, game profile); a jackpot controller's config is told
+apart and referred to ``jackpot-controller check-config`` (the other product reads it).
 
 A relative path in the file (``data_dir``, ``password_file``, ``tls_ca``, ``socket``,
 a ``game`` given as a ``.toml`` path) is taken from the folder of the config file.
@@ -37,8 +38,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from controller.errors import ProfileError
 from controller.games import available_games, find_game, load_game
-from controller.jackpot.pools import parse_config as parse_jackpot_config
-from controller.jackpot.pools import parse_money
 from controller.journal.rotation import GamingDay
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
 from controller.link.signing import (
@@ -49,7 +48,7 @@ from controller.link.signing import (
     load_signing_key,
     parse_public_key,
 )
-from controller.rules.pays import format_cents
+from controller.rules.pays import format_cents, parse_money
 from controller.rules.profile import SECTIONS as PROFILE_SECTIONS
 from controller.rules.profile import HouseRules, parse_profile
 from controller.table.machine import table_circles
@@ -1005,8 +1004,9 @@ def _converted(exc: ProfileError | PinMapError) -> ConfigError:
 def check_config(
     path: str | os.PathLike[str], kind: str | None = None, *, files: bool = True
 ) -> ConfigCheck:
-    """Check the config file ``path`` of ``kind`` (table, jackpot, gpio, game; None: tell by
-    its sections). ``files``: for a table config, also :func:`check_paths`."""
+    """Check the config file ``path`` of ``kind`` (table, gpio, game; None: tell by its
+    sections; a jackpot config is an error naming ``jackpot-controller check-config``).
+    ``files``: for a table config, also :func:`check_paths`."""
     source = str(path)
     path = Path(path)
     if kind is not None and kind not in KINDS:
@@ -1039,14 +1039,13 @@ def check_config(
         summary = config.summary() + ("" if files else "; files not checked")
         return ConfigCheck(kind, errors, "" if errors else summary)
     try:
-        if kind == "jackpot":
-            jackpot = parse_jackpot_config(text, source)
-            tables = sum(len(p.tables) for p in jackpot.properties.values())
-            summary = (
-                f"jackpot: {len(jackpot.pools)} pools, {len(jackpot.properties)} properties, "
-                f"{tables} tables"
+        if kind == "jackpot":  # another product's: the table side does not read it
+            problem = (
+                "a jackpot controller's config ([pools], [properties]): check it where the "
+                f"jackpot controller runs, with: jackpot-controller check-config {source}"
             )
-        elif kind == "gpio":
+            return ConfigCheck(kind, [ConfigError(source, "", None, problem)])
+        if kind == "gpio":
             unknown = sorted(set(data) - {"gpio"})
             if unknown:
                 raise ConfigError(

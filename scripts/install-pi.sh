@@ -205,7 +205,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir "$WORK/source"
 cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
-for package in controller drivers; do
+for package in controller drivers jackpot; do
     (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
 done
 "$TARGET/bin/python" -m pip wheel -q --no-deps --wheel-dir "$WORK/dist" "$WORK/source"
@@ -304,7 +304,7 @@ Installed. Left for the technician (hardware/install.md, "The jackpot controller
  4. The controller's link key, once for the whole link:
       sudo $BIN/jackpot-controller link-key --out $CONF_DIR/link-signing.key --key-id jackpot-1 --owner $SERVICE
  5. Check, until it says ok:
-      $BIN/table-controller check-config --kind jackpot $CONF_DIR/jackpot.toml
+      $BIN/jackpot-controller check-config $CONF_DIR/jackpot.toml
  6. Start it now and at every boot, and the daily ledger backup:
       sudo systemctl enable --now $SERVICE $SERVICE-backup.timer
       systemctl status $SERVICE

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from controller.jackpot.pools import JackpotConfig, parse_config
 from controller.link.signing import (
     Signer,
     Verifier,
@@ -23,6 +22,7 @@ from controller.link.signing import (
     parse_public_key,
     save_signing_key,
 )
+from jackpot.pools import JackpotConfig, parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"

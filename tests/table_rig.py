@@ -134,7 +134,7 @@ class Rig:
             [
                 sys.executable,
                 "-m",
-                "controller.jackpot.service",
+                "jackpot.service",
                 "--config",
                 str(self.jackpot_config),
                 "--ledger",

@@ -20,8 +20,6 @@ from _journal_feeder import SETTINGS, session_events
 from link_keys import controller_signer, controller_verifier, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, TABLES, broker  # noqa: F401
 
-from controller.jackpot.ledger import Ledger
-from controller.jackpot.service import JackpotService
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
 from controller.link.awards import award_event
@@ -29,6 +27,8 @@ from controller.link.messages import topic_for, validate
 from controller.link.publisher import TablePublisher
 from controller.table import events as ev
 from controller.table.effects import Prompt
+from jackpot.ledger import Ledger
+from jackpot.service import JackpotService
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = jackpot_config()

@@ -27,10 +27,11 @@ from test_recovery import Reference, start_feeder
 from controller import backup as bk
 from controller.cli import main as table_cli
 from controller.errors import JournalError
-from controller.jackpot.ledger import Ledger
-from controller.jackpot.service import main as jackpot_cli
 from controller.journal import Journal, JournaledTable
 from controller.journal.outbox import Outbox, OutboxError
+from jackpot import backup as jackpot_backup
+from jackpot.ledger import Ledger
+from jackpot.service import main as jackpot_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GAME, SEED = "pa-standard", 11
@@ -102,7 +103,7 @@ def test_a_ledger_backup_taken_while_messages_are_applied_has_the_meters_of_a_pr
     writer.start()
     taken = []
     while not done.is_set():
-        taken.append(bk.backup_ledger(path, folder, keep=1000))
+        taken.append(jackpot_backup.backup_ledger(path, folder, keep=1000))
     writer.join()
     prefixes = []
     for copy in taken:
@@ -241,7 +242,7 @@ def test_a_truncated_or_corrupt_copy_is_refused(tmp_path, ref):
     with pytest.raises(bk.BackupError, match="not a table journal"):
         bk.verify_journal(ledger)
     with pytest.raises(bk.BackupError, match="not a jackpot ledger"):
-        bk.verify_ledger(good)
+        jackpot_backup.verify_ledger(good)
 
 
 def test_a_damaged_source_leaves_no_copy(tmp_path, ref):

@@ -26,6 +26,7 @@ from controller.journal.rotation import GamingDay
 from controller.link.signing import make_link_key
 from controller.web.auth import hash_password
 from drivers.gpio_pins import load_pin_map
+from jackpot.service import main as jackpot_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "table.example.toml"
@@ -136,9 +137,11 @@ EXAMPLES = sorted(
 )
 
 
-def test_every_example_config_in_the_repo_passes_check_config():
+def test_every_example_config_in_the_repo_passes_check_config(capsys):
     assert EXAMPLE in EXAMPLES and len(EXAMPLES) >= 7
-    names = [str(p.relative_to(ROOT)) for p in EXAMPLES]
+    jackpot = [p for p in EXAMPLES if check_config_file(p, files=False)[0] == "jackpot"]
+    assert ROOT / "config" / "jackpot.example.toml" in jackpot
+    names = [str(p.relative_to(ROOT)) for p in EXAMPLES if p not in jackpot]
     result = run_cli("check-config", *names, "--no-files")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -148,6 +151,13 @@ def test_every_example_config_in_the_repo_passes_check_config():
         line.startswith("config/table.example.toml: ok (table hcm-bj-07, game pa-standard, 3 spots")
         for line in lines
     )
+    # the jackpot controller's configs: by the product that reads them
+    assert jackpot_cli(["check-config", *map(str, jackpot)]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert [line.split(": ok (jackpot: ", 1)[0] for line in printed.out.splitlines()] == [
+        str(p) for p in jackpot
+    ]
 
 
 def test_sections_left_out_take_their_defaults(tmp_path):
@@ -687,19 +697,20 @@ def test_kinds_are_told_by_their_sections():
     assert kinds["pa-standard.toml"] == "game"
 
 
-def test_other_kinds_report_their_errors_as_config_errors(tmp_path):
+def test_other_kinds_report_their_errors_as_config_errors(tmp_path, capsys):
     jackpot = tmp_path / "jackpot.toml"
     jackpot.write_text(
         (ROOT / "config" / "jackpot.example.toml")
         .read_text(encoding="utf-8")
         .replace('seed = "$250"', 'seed = "$2,500"')
     )
-    kind, errors = check_config_file(jackpot)
-    assert kind == "jackpot"
-    assert [str(e) for e in errors] == [
+    kind, errors = check_config_file(jackpot)  # the other product's: told, not read
+    assert kind == "jackpot" and len(errors) == 1 and isinstance(errors[0], ConfigError)
+    assert f"jackpot-controller check-config {jackpot}" in errors[0].problem
+    assert jackpot_cli(["check-config", str(jackpot)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
         f"{jackpot}: [pools.mystery] key 'seed': the seed 250000 is above must_hit_from 25000"
     ]
-    assert isinstance(errors[0], ConfigError)
     gpio = tmp_path / "pins.toml"
     gpio.write_text('[gpio]\n[gpio.sensors]\n"1.main" = 1\n')
     kind, errors = check_config_file(gpio)

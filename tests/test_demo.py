@@ -108,8 +108,8 @@ def journal_publishes(journal_path: Path) -> tuple[list, tuple[int, int]]:
 def check_ledger(workdir: Path) -> None:
     """The ledger applied exactly the table's outbox: every seq once, in order, as the kind
     the journal made it, and the contributions add up to the cent."""
-    from controller.jackpot.ledger import Ledger
-    from controller.jackpot.pools import contribution, load_config
+    from jackpot.ledger import Ledger
+    from jackpot.pools import contribution, load_config
 
     pubs, (written, acked) = journal_publishes(workdir / "table" / "journal.sqlite")
     assert written == len(pubs) and acked == written
@@ -172,8 +172,8 @@ def test_the_demo_makes_its_link_keys_once_and_both_configs_trust_them(tmp_path:
     controller's key; a second start reuses the same files (0600)."""
     from controller.config import link_keys as table_link_keys
     from controller.config import load_table_config
-    from controller.jackpot.pools import parse_config
     from controller.link.signing import Signer, Verifier, load_signing_key
+    from jackpot.pools import parse_config
 
     keys = link_keys(tmp_path)
     assert keys.table_file.parent == keys.controller_file.parent == tmp_path / "keys"

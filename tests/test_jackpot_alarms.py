@@ -1,4 +1,4 @@
-"""The jackpot controller's alarm log (controller/jackpot/alarms.py): what it refused stays in the
+"""The jackpot controller's alarm log (jackpot/alarms.py): what it refused stays in the
 ledger file until a technician acknowledges it, a flood is one row, and the command line
 lists and acknowledges them. Real SQLite with the production settings; the service test runs
 against a real Mosquitto."""
@@ -16,9 +16,9 @@ import pytest
 from link_keys import controller_signer, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
 
-from controller.jackpot.alarms import AlarmLog, AlarmLogError
-from controller.jackpot.service import JackpotService
 from controller.link.messages import topic_for
+from jackpot.alarms import AlarmLog, AlarmLogError
+from jackpot.service import JackpotService
 
 ROOT = Path(__file__).resolve().parent.parent
 T7 = TABLES[0]
@@ -87,7 +87,7 @@ def test_a_repeat_after_someone_acknowledged_from_another_process_is_a_new_alarm
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from controller.jackpot.service import main; "
+        [sys.executable, "-c", "import sys; from jackpot.service import main; "
          "sys.exit(main(sys.argv[1:]))", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -25,10 +25,10 @@ from link_keys import controller_signer, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, TABLES, broker, find_mosquitto  # noqa: F401
 from tcp_proxy import TcpProxy
 
-from controller.jackpot.ledger import Ledger
-from controller.jackpot.service import JackpotService
 from controller.link.messages import envelope, parse_message, topic_for
 from controller.table.effects import Publish
+from jackpot.ledger import Ledger
+from jackpot.service import JackpotService
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

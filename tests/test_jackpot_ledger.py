@@ -23,13 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.games import load_game
-from controller.jackpot.ledger import Ledger, LedgerError, Status
-from controller.jackpot.pools import JackpotConfigError, load_config, parse_config
 from controller.link.messages import envelope as env
 from controller.link.messages import validate
 from controller.link.signing import new_signing_key, public_key_text
 from controller.table.effects import Publish
 from controller.table.script import parse_script, replay
+from jackpot.ledger import Ledger, LedgerError, Status
+from jackpot.pools import JackpotConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -628,7 +628,7 @@ def test_mystery_trigger_is_secret_and_survives_restart(tmp_path):
 def test_pools_module_is_pure():
     import ast
 
-    tree = ast.parse((ROOT / "controller" / "jackpot" / "pools.py").read_text())
+    tree = ast.parse((ROOT / "jackpot" / "pools.py").read_text())
     names = {
         a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }

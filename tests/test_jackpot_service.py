@@ -30,14 +30,14 @@ from link_keys import (
 )
 from mqtt_broker import CONTROLLER, OBSERVER, SIGN, TABLES, broker  # noqa: F401
 
-from controller.jackpot.ledger import Ledger
-from controller.jackpot.pools import contribution
-from controller.jackpot.service import JackpotService, main
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
 from controller.link.messages import envelope, parse_message, topic_for
 from controller.link.publisher import TablePublisher
 from controller.table.effects import Publish
+from jackpot.ledger import Ledger
+from jackpot.pools import contribution
+from jackpot.service import JackpotService, main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -329,7 +329,7 @@ def test_main_refuses_bad_arguments_clearly(tmp_path, capsys):
     assert not (tmp_path / "l.db").exists()
 
 
-CHILD = [sys.executable, "-c", "import sys; from controller.jackpot.service import main; "
+CHILD = [sys.executable, "-c", "import sys; from jackpot.service import main; "
          "sys.exit(main(sys.argv[1:]))"]  # fmt: skip
 
 

@@ -12,8 +12,8 @@ import pytest
 from link_keys import CONTROLLER_KID, controller_signer, controller_verifier, table_signer
 from mqtt_broker import CONTROLLER, ROOT, SIGN, broker  # noqa: F401
 
-from controller.jackpot.sign import Board, SignClient, render, run
 from controller.link.messages import JACKPOT_STATUS_TOPIC, meter_topic, validate
+from jackpot.sign import Board, SignClient, render, run
 
 NOW = 1_700_000_000_000
 B7 = {"v": 1, "pool": "blazing_7s", "amount": 1_234_567, "fraction": "1/3", "seq": 42, "sent_t": 1}
@@ -127,7 +127,7 @@ def run_sign(broker, tmp_path: Path) -> subprocess.CompletedProcess:  # noqa: F8
         [
             sys.executable,
             "-m",
-            "controller.jackpot.sign",
+            "jackpot.sign",
             "--host",
             "127.0.0.1",
             "--port",

@@ -41,8 +41,6 @@ from mqtt_broker import (  # noqa: F401
     broker,
 )
 
-from controller.jackpot.service import JackpotService
-from controller.jackpot.sign import Board
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
 from controller.link.messages import JACKPOT_STATUS_TOPIC, meter_topic, topic_for
@@ -51,6 +49,8 @@ from controller.link.signing import Signer, new_signing_key
 from controller.runtime.daemon import LinkAlarmGate
 from controller.table import events as ev
 from controller.table.effects import Alarm, Prompt
+from jackpot.service import JackpotService
+from jackpot.sign import Board
 
 T7, T8 = TABLES
 CONFIG = jackpot_config()

@@ -52,7 +52,7 @@ def run_jackpot(tmp_path: Path, log: Path, env: dict[str, str]) -> str:
         write_key(controller_signer(), key)
     pw = tmp_path / "pw"
     pw.write_text("secret\n")
-    argv = [sys.executable, "-m", "controller.jackpot.service", "--config", str(config),
+    argv = [sys.executable, "-m", "jackpot.service", "--config", str(config),
             "--ledger", str(tmp_path / "ledger.sqlite"), "--port", str(free_port()),
             "--password-file", str(pw), "--signing-key", str(key),
             "--key-id", CONTROLLER_KID]  # fmt: skip
@@ -75,9 +75,9 @@ def test_the_jackpot_controller_under_journald_prefixes_each_line_and_drops_the_
     env = {**os.environ, "JOURNAL_STREAM": stream_id(log)}
     text = run_jackpot(tmp_path, log, env)
     lines = text.splitlines()
-    assert lines and all(re.match(r"<[2-7]>controller\.", line) for line in lines), text
+    assert lines and all(re.match(r"<[2-7]>(jackpot|controller)\.", line) for line in lines), text
     assert any(
-        line.startswith("<4>controller.jackpot.service WARNING: no public key in the config")
+        line.startswith("<4>jackpot.service WARNING: no public key in the config")
         for line in lines
     ), text
     assert any(line.startswith("<4>") and "cannot reach the broker" in line for line in lines)
@@ -96,8 +96,9 @@ def test_on_a_terminal_or_another_stream_each_line_starts_with_the_time(tmp_path
         env["JOURNAL_STREAM"] = stream_id(other)
     text = run_jackpot(tmp_path, log, env)
     lines = text.splitlines()
-    assert lines and all(re.match(TIMESTAMP + r"[A-Z]+ controller\.", line) for line in lines)
-    assert re.search(TIMESTAMP + r"WARNING controller.jackpot.service: no public key", text)
+    assert lines
+    assert all(re.match(TIMESTAMP + r"[A-Z]+ (jackpot|controller)\.", line) for line in lines)
+    assert re.search(TIMESTAMP + r"WARNING jackpot.service: no public key", text)
     assert "<4>" not in text and "<6>" not in text
 
 

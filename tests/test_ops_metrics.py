@@ -27,9 +27,9 @@ from mqtt_broker import broker  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 from table_rig import ROOT, TABLE, Rig, free_port
 
-from controller.jackpot.metrics import JackpotMetrics
-from controller.jackpot.pools import JackpotConfigError, parse_config
 from controller.web.metrics import TableMetrics
+from jackpot.metrics import JackpotMetrics
+from jackpot.pools import JackpotConfigError, parse_config
 
 ALERTS = ROOT / "ops" / "prometheus" / "alerts.yml"
 DASHBOARD = ROOT / "ops" / "grafana" / "table-controller.json"

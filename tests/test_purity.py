@@ -21,7 +21,7 @@ PURE_MODULES = [
     RULES.parent / "parsheet.py",
     *sorted(TABLE.rglob("*.py")),
     RULES.parent.parent / "drivers" / "shoe_protocol.py",  # the shoe's parser, fuzzed
-    RULES.parent / "jackpot" / "pools.py",  # meter arithmetic and pool config
+    RULES.parent.parent / "jackpot" / "pools.py",  # meter arithmetic and pool config
     RULES.parent / "backoff.py",
     RULES.parent / "runtime" / "watch.py",  # fault watchers: health samples in, events out
     RULES.parent / "demo" / "autopilot.py",  # the demo's dealer and players
@@ -80,3 +80,82 @@ def test_the_table_state_machine_is_checked():
     names = {p.name for p in PURE_MODULES if p.parent == TABLE}
     assert {"machine.py", "procedure.py", "events.py", "effects.py", "script.py"} <= names
     assert "checkpoint.py" in names  # the journal's checkpoints of the table state
+
+
+# -- the two products: the table (controller/) and the central jackpot controller (jackpot/) ----
+
+CONTROLLER = RULES.parent
+JACKPOT = CONTROLLER.parent / "jackpot"
+DEMO = CONTROLLER / "demo"  # a whole casino in one process: it may start the jackpot side
+#: What the jackpot controller may take from the table's package: the link contract (messages,
+#: schemas, signing), the game profiles and rules it proves contributions and claims against,
+#: and small shared utilities. Nothing of the running table (table/, journal/, runtime/, web/,
+#: config, cli, demo/).
+JACKPOT_MAY_IMPORT = (
+    "controller.link",
+    "controller.rules",
+    "controller.games",
+    "controller.errors",
+    "controller.backoff",
+    "controller.backup",
+    "controller.logs",
+    "controller.sdnotify",
+)
+
+
+def imported_full_names(path: Path) -> set[str]:
+    """Every module ``path`` imports, dotted in full (``from controller import logs`` gives
+    ``controller.logs``), lazy imports inside functions included."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "controller":
+                names |= {f"controller.{alias.name}" for alias in node.names}
+            else:
+                names.add(node.module)
+    return names
+
+
+def _table_side() -> list[Path]:
+    return [p for p in sorted(CONTROLLER.rglob("*.py")) if not p.is_relative_to(DEMO)]
+
+
+def test_the_table_never_imports_the_jackpot_controller():
+    """controller/ (but the demo) shares only the link contract with jackpot/: a table's Pi
+    runs no code of the central product."""
+    table = _table_side()
+    assert len(table) > 50 and CONTROLLER / "config.py" in table
+    importing = {
+        str(p.relative_to(CONTROLLER.parent)): sorted(
+            n for n in imported_full_names(p) if n == "jackpot" or n.startswith("jackpot.")
+        )
+        for p in table
+    }
+    assert {k: v for k, v in importing.items() if v} == {}
+
+
+def test_the_jackpot_controller_takes_only_the_contract_from_the_table():
+    modules = sorted(JACKPOT.rglob("*.py"))
+    assert JACKPOT / "ledger.py" in modules and JACKPOT / "service.py" in modules
+    other = {
+        str(p.relative_to(CONTROLLER.parent)): sorted(
+            n
+            for n in imported_full_names(p)
+            if n.split(".")[0] == "controller"
+            and n != "controller.__version__"
+            and not n.startswith(tuple(JACKPOT_MAY_IMPORT))
+        )
+        for p in modules
+    }
+    assert {k: v for k, v in other.items() if v} == {}
+
+
+def test_the_import_checks_see_an_import():
+    """Guard against checks that cannot fail: the demo starts the jackpot side, and the ledger
+    reads the link contract."""
+    demo = imported_full_names(DEMO / "stage.py")
+    assert any(n.startswith("jackpot.") for n in demo), sorted(demo)
+    assert "controller.link.messages" in imported_full_names(JACKPOT / "ledger.py")
+    assert "controller.logs" in imported_full_names(JACKPOT / "service.py")

@@ -232,7 +232,7 @@ def test_the_jackpot_unit_runs_the_service_on_the_local_broker():
         "--username": "jackpot-controller",
         "--password-file": "/etc/jackpot-controller/mqtt-password",
     }
-    from controller.jackpot.service import _parser
+    from jackpot.service import _parser
 
     _parser().parse_args(command[1:])  # options the program really takes
     assert one(text, "Service", "PrivateDevices") == "yes"
@@ -474,7 +474,7 @@ UNDER_FILTER = textwrap.dedent(
     ok, png = cv2.imencode(".png", card_frame("AS"))
     assert ok and read(cv2.imdecode(png, cv2.IMREAD_COLOR)) == ["AS"]
     jsonschema.validate({"seq": 1}, {"type": "object", "required": ["seq"]})
-    import controller.jackpot.service, drivers.shoe, drivers.gpio   # noqa
+    import jackpot.service, drivers.shoe, drivers.gpio   # noqa
     gpiozero.Button(4, pin_factory=MockFactory()).close()
     print("all ran under the filter")
     """

@@ -64,7 +64,7 @@ def installed(tmp_path_factory) -> Installed:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for package in ("controller", "drivers"):
+    for package in ("controller", "drivers", "jackpot"):
         shutil.copytree(
             ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
         )
@@ -97,14 +97,18 @@ def test_the_wheel_carries_every_profile_and_schema_byte_for_byte(installed):
 
 def test_the_installed_package_is_the_venv_s_not_the_checkout_s(installed):
     result = installed.run(
-        "python", "-c", "import controller, controller.link.messages as m; "
-        "print(controller.__file__); print(m.schema_dir())",
+        "python", "-c", "import controller, controller.link.messages as m, jackpot.service; "
+        "print(controller.__file__); print(m.schema_dir()); print(jackpot.service.__file__)",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    package, schemas = result.stdout.split()
+    package, schemas, central = result.stdout.split()
     site = installed.venv / "lib"
     assert Path(package).is_relative_to(site), package
     assert Path(schemas).is_relative_to(site), schemas
+    assert Path(central).is_relative_to(site), central  # the jackpot controller, its own package
+    for program in ("jackpot-controller", "jackpot-sign"):
+        shown = installed.run(program, "--help")
+        assert shown.returncode == 0 and "usage:" in shown.stdout, program + shown.stderr
 
 
 def test_games_lists_the_packaged_profiles(installed):
@@ -123,9 +127,12 @@ def test_the_example_configs_pass_once_their_files_exist(installed):
     for name in ("table", "jackpot"):
         shutil.copy(ROOT / "config" / f"{name}.example.toml", folder / f"{name}.toml")
 
-    as_shipped = installed.run("table-controller", "check-config", "table.toml", "jackpot.toml")
+    jackpot = installed.run("jackpot-controller", "check-config", "jackpot.toml")
+    assert jackpot.returncode == 0, jackpot.stdout + jackpot.stderr
+    assert jackpot.stdout.startswith("jackpot.toml: ok (jackpot:")
+
+    as_shipped = installed.run("table-controller", "check-config", "table.toml")
     assert as_shipped.returncode == 2, as_shipped.stdout + as_shipped.stderr
-    assert "jackpot.toml: ok (jackpot:" in as_shipped.stdout
     errors = as_shipped.stderr.splitlines()
     assert errors and all(e.startswith("table.toml: [") for e in errors), errors
     keys = {e.split("key '", 1)[1].split("'", 1)[0] for e in errors}
@@ -133,7 +140,7 @@ def test_the_example_configs_pass_once_their_files_exist(installed):
     assert "Traceback" not in as_shipped.stderr
 
     no_files = installed.run(
-        "table-controller", "check-config", "--no-files", "table.toml", "jackpot.toml"
+        "table-controller", "check-config", "--no-files", "table.toml"
     )
     assert no_files.returncode == 0, no_files.stderr
     assert "table.toml: ok (table hcm-bj-07, game pa-standard" in no_files.stdout
@@ -155,7 +162,7 @@ def test_the_example_configs_pass_once_their_files_exist(installed):
         assert old in text, old
         text = text.replace(old, str(new))
     (folder / "table.toml").write_text(text, encoding="utf-8")
-    provisioned = installed.run("table-controller", "check-config", "table.toml", "jackpot.toml")
+    provisioned = installed.run("table-controller", "check-config", "table.toml")
     assert provisioned.returncode == 0, provisioned.stderr
     assert "table.toml: ok (table hcm-bj-07" in provisioned.stdout
     assert "files not checked" not in provisioned.stdout

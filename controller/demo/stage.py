@@ -580,7 +580,7 @@ class Stage:
 
     def start(self, stop: threading.Event) -> tuple[ShoeLine, Child]:
         """Start everything; returns the shoe simulator's command line and the table."""
-        from controller.jackpot.pools import load_config
+        from jackpot.pools import load_config
 
         python = sys.executable
         passwords = self.passwords()
@@ -593,7 +593,7 @@ class Stage:
         self.spawn(
             "jackpot-controller",
             [
-                *(python, "-m", "controller.jackpot.service", "--config", str(jackpot_path)),
+                *(python, "-m", "jackpot.service", "--config", str(jackpot_path)),
                 *("--ledger", str(self.workdir / "ledger.sqlite"), *link),
                 *("--username", CONTROLLER_USER),
                 *("--password-file", str(passwords[CONTROLLER_USER])),
@@ -604,7 +604,7 @@ class Stage:
         sign = self.spawn(
             "sign",
             [
-                *(python, "-m", "controller.jackpot.sign", *link, "--username", SIGN_USER),
+                *(python, "-m", "jackpot.sign", *link, "--username", SIGN_USER),
                 *("--password-file", str(passwords[SIGN_USER])),
                 *("--controller-key", keys.controller_arg),
             ],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from controller.errors import TableControllerError
 
@@ -112,6 +113,26 @@ def format_cents(cents: int, *, whole: bool = False) -> str:
     if whole and rest == 0:
         return f"{sign}${dollars:,}"
     return f"{sign}${dollars:,}.{rest:02d}"
+
+
+_MONEY = re.compile(r"^\s*\$?\s*(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*$")
+
+
+def parse_money(text: Any) -> Fraction:
+    """An exact amount in cents, fractions of a cent allowed (a jackpot contribution):
+    ``"$0.75"`` -> 75, ``"$0.075"`` -> 15/2; an int is taken as cents.
+
+    >>> parse_money("$1,000.075")
+    Fraction(200015, 2)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        return Fraction(text)
+    if isinstance(text, str) and (match := _MONEY.match(text)):
+        cents = Fraction(int(match[1].replace(",", ""))) * 100
+        if match[2]:
+            cents += Fraction(int(match[2]) * 100, 10 ** len(match[2]))
+        return cents
+    raise ValueError(f"cannot read amount {text!r}: write dollars like '$5' or '$0.75'")
 
 
 def parse_cents(text: str | int) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
-from controller.rules.sidebets import TITLES
+from controller.rules.sidebets import TITLES, pool_name
 from controller.rules.sidebets.blackjack_tie import LABELS as TIE_LABELS
 from controller.table.effects import Settled
 from controller.table.state import IN_PROGRESS, TableState
@@ -23,10 +23,6 @@ BET_NAMES = {
     **TITLES,
 }
 HIDDEN = "back"
-POOL_NAMES = {**TITLES, "mystery": "Must-Hit-By Mystery"}
-"""Jackpot pools as the dealer and the signs say them (a pool not listed shows its name)."""
-
-
 TIE_BONUS_NAMES = {"left_side": "LS", "right_side": "RS", "tie_blackjack": "Blackjack"}
 
 
@@ -39,11 +35,6 @@ def bet_name(wager: str) -> str:
             return wager
         return f"Blackjack Tie {TIE_BONUS_NAMES.get(bonus, bonus.removeprefix('tie_'))}"
     return BET_NAMES.get(wager, wager)
-
-
-def pool_name(pool: str) -> str:
-    """``blazing_7s`` -> ``Blazing 7's``; ``mystery`` -> ``Must-Hit-By Mystery``."""
-    return POOL_NAMES.get(pool, pool)
 
 
 _CALL = "Call a technician"

@@ -24,6 +24,14 @@ TITLES = {
 }
 """Each side bet's name as the rule cards and the dealer say it."""
 
+POOL_NAMES = {**TITLES, "mystery": "Must-Hit-By Mystery"}
+"""Jackpot pools as the dealer and the signs say them (a pool not listed shows its name)."""
+
+
+def pool_name(pool: str) -> str:
+    """``blazing_7s`` -> ``Blazing 7's``; ``mystery`` -> ``Must-Hit-By Mystery``."""
+    return POOL_NAMES.get(pool, pool)
+
 
 class BetResult(enum.Enum):
     """How a wager ends."""

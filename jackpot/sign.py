@@ -37,7 +37,7 @@ from typing import Any
 from controller.link.messages import JACKPOT_STATUS_TOPIC, PREFIX, LinkMessageError, parse_message
 from controller.link.signing import SigningKeyError, Verifier, check_key_id, parse_public_key
 from controller.rules.pays import format_cents
-from controller.table.view import pool_name
+from controller.rules.sidebets import pool_name
 
 log = logging.getLogger("jackpot.sign")
 

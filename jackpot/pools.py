@@ -29,9 +29,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from controller.errors import ProfileError
 from controller.link.messages import POOL, RESERVED_PREFIXES, TABLE_ID, VERSION
 from controller.link.signing import SigningKeyError, check_key_id, parse_public_key
+from controller.rules.pays import parse_money
 from controller.rules.schema import Where
 
-_MONEY = re.compile(r"^\s*\$?\s*(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*$")
 _PERCENT = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*%\s*$")
 _SHARE = re.compile(r"^(\d+)(?:\.(\d+))?% of meter$")
 _PROPERTY = re.compile(r"^[a-z]{2,8}$")
@@ -57,15 +57,6 @@ def _decimal(whole: str, frac: str | None) -> Fraction:
     if frac:
         value += Fraction(int(frac), 10 ** len(frac))
     return value
-
-
-def parse_money(text: Any) -> Fraction:
-    """``"$0.75"`` -> 75 cents, ``"$0.075"`` -> 15/2 cents; an int is taken as cents."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return Fraction(text)
-    if isinstance(text, str) and (match := _MONEY.match(text)):
-        return _decimal(match[1], match[2]) * 100
-    raise ValueError(f"cannot read amount {text!r}: write dollars like '$5' or '$0.75'")
 
 
 def parse_share(text: str) -> Fraction:
@@ -184,6 +175,14 @@ class JackpotConfig:
             table: (entry.keys if (entry := self.table_entries.get(table)) else {})
             for table in sorted(self.tables)
         }
+
+    def summary(self) -> str:
+        """One line for ``jackpot-controller check-config``: what this config holds."""
+        tables = sum(len(p.tables) for p in self.properties.values())
+        return (
+            f"jackpot: {len(self.pools)} pools, {len(self.properties)} properties, "
+            f"{tables} tables"
+        )
 
     def games_for(self, table: str) -> tuple[str, ...] | None:
         """The game profiles ``table`` may run: its ``[tables.ID] games``, else its

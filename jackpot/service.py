@@ -1,7 +1,7 @@
 """The jackpot controller's MQTT side: table streams in, ledger, acks/awards/meters out.
 
 :class:`JackpotService` runs one thread that owns the paho-mqtt client and the
-:class:`~controller.jackpot.ledger.Ledger` (paho's callbacks run inside ``client.loop()`` on
+:class:`~jackpot.ledger.Ledger` (paho's callbacks run inside ``client.loop()`` on
 that thread; other threads only read :meth:`JackpotService.health`). It:
 
 - connects with MQTT 5, client id ``jackpot-controller``, ``clean_start=False`` and a session
@@ -61,10 +61,6 @@ from paho.mqtt.reasoncodes import ReasonCode
 from controller import logs, sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
-from controller.jackpot.alarms import AlarmLog, AlarmLogError
-from controller.jackpot.ledger import Award, Ledger, LedgerError, Status
-from controller.jackpot.metrics import JackpotMetrics
-from controller.jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     TABLE_ID,
@@ -84,8 +80,12 @@ from controller.link.signing import (
     load_signing_key,
     make_link_key,
 )
+from jackpot.alarms import AlarmLog, AlarmLogError
+from jackpot.ledger import Award, Ledger, LedgerError, Status
+from jackpot.metrics import JackpotMetrics
+from jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 
-log = logging.getLogger("controller.jackpot.service")
+log = logging.getLogger("jackpot.service")
 
 CLIENT_ID = "jackpot-controller"
 SUBSCRIPTION = "bj/v1/table/+/#"
@@ -722,9 +722,33 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
     return 0
 
 
+def check_config_main(argv: list[str]) -> int:
+    """``jackpot-controller check-config FILE [FILE...]``: ``FILE: ok (...)`` on stdout, or
+    the first error of each file (file, section, key) on stderr and exit 2."""
+    p = argparse.ArgumentParser(
+        prog="jackpot-controller check-config",
+        description="Check jackpot controller configs (pools, properties, tables and their "
+        "keys): the first error of each file, naming section and key (docs/config.md).",
+    )
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="e.g. /etc/jackpot-controller/jackpot.toml"
+    )
+    args = p.parse_args(argv)
+    failed = False
+    for name in args.files:
+        try:
+            config = load_config(name)
+        except JackpotConfigError as exc:
+            failed = True
+            print(exc, file=sys.stderr, flush=True)
+            continue
+        print(f"{name}: ok ({config.summary()})", flush=True)
+    return 2 if failed else 0
+
+
 def backup_main(argv: list[str]) -> int:
     """``jackpot-controller backup --ledger PATH --to DIR [--keep N]``."""
-    from controller.backup import BackupError, backup_ledger
+    from jackpot.backup import BackupError, backup_ledger
 
     p = argparse.ArgumentParser(
         prog="jackpot-controller backup",
@@ -749,6 +773,8 @@ def main(argv: list[str] | None = None) -> int:
         return backup_main(argv[1:])
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
+    if argv[:1] == ["check-config"]:
+        return check_config_main(argv[1:])
     if argv[:1] in (["alarms"], ["ack-alarm"]):
         return alarms_main(argv[1:], acknowledge=argv[0] == "ack-alarm")
     parser = _parser()

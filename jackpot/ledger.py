@@ -28,7 +28,13 @@ from typing import Any
 
 from controller.errors import CardError, ProfileError, TableControllerError
 from controller.games import load_game
-from controller.jackpot.pools import (
+from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
+from controller.link.signing import digest
+from controller.rules.cards import parse_cards
+from controller.rules.pays import MeterShare
+from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
+from controller.rules.sidebets import blazing_7s
+from jackpot.pools import (
     JackpotConfig,
     MeterReading,
     MysteryPool,
@@ -41,12 +47,6 @@ from controller.jackpot.pools import (
     share_award,
     split_meter,
 )
-from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
-from controller.link.signing import digest
-from controller.rules.cards import parse_cards
-from controller.rules.pays import MeterShare
-from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
-from controller.rules.sidebets import blazing_7s
 
 SCHEMA_VERSION = 2
 
