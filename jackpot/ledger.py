@@ -20,7 +20,7 @@ import math
 import secrets
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -300,9 +300,36 @@ class Ledger:
     # -- applying --------------------------------------------------------------------------
 
     def apply(self, message: dict[str, Any], *, checked: bool = False) -> Result:
-        """Apply one table message (already routed by ``parse_message``), in one transaction.
-        ``checked``: the caller got it from ``parse_message``, which checked it against its
-        schema (the service does; checking twice was half the controller's time)."""
+        """Apply one table message (already routed by ``parse_message``), in one transaction:
+        :meth:`apply_batch` of one."""
+        return self.apply_batch([message], checked=checked)[0]
+
+    def apply_batch(
+        self, messages: Sequence[dict[str, Any]], *, checked: bool = False
+    ) -> list[Result]:
+        """Apply ``messages`` in order in one transaction (group commit: one fsync for the
+        burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
+        would give: each message sees what the ones before it changed, and a refused one rolls
+        back only its own savepoint. Nothing is committed if the transaction fails (the
+        exception propagates: acknowledge none of them). ``checked``: the caller got them from
+        ``parse_message``, which checked them against their schemas (the service does;
+        checking twice was half the controller's time)."""
+        db = self._db
+        results: list[Result] = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for message in messages:
+                results.append(self._apply_one(message, checked))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return results
+
+    def _apply_one(self, message: dict[str, Any], checked: bool) -> Result:
+        """One message inside the batch's transaction; writes nothing unless it takes its
+        sequence number (applied or refused)."""
         kind = message.get("kind") if isinstance(message, dict) else None
         try:
             if kind not in TABLE_KINDS:
@@ -314,68 +341,54 @@ class Ledger:
         table, seq = message["table"], message["seq"]
         content = digest(message)
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
+        if row is None:
+            reason = f"table {table!r} is not in the jackpot config: list it under a property"
+            return Result(Status.UNKNOWN_TABLE, table, seq, reason=reason, alarm="unknown_table")
+        acked = row[0]
+        if seq <= acked:
+            stored = db.execute(
+                "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
+            ).fetchone()
+            if stored is not None and stored[0] != content:
+                reason = (
+                    f"seq {seq} was applied with other content: the table reused a sequence "
+                    "number or the message is forged; nothing changed, check the table's "
+                    "outbox and keys"
+                )
+                return Result(Status.CONFLICT, table, seq, reason=reason, alarm="seq_conflict")
+            reason = f"seq {seq} was already applied (a resend): acknowledged again"
+            return Result(Status.DUPLICATE, table, seq, ack=acked, reason=reason)
+        if seq > acked + 1:
+            reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
+            return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason)
+        self._changed: list[str] = []
+        db.execute("SAVEPOINT work")
+        alarm = None
         try:
-            row = db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
-            if row is None:
-                db.execute("ROLLBACK")
-                reason = f"table {table!r} is not in the jackpot config: list it under a property"
-                return Result(
-                    Status.UNKNOWN_TABLE, table, seq, reason=reason, alarm="unknown_table"
-                )
-            acked = row[0]
-            if seq <= acked:
-                stored = db.execute(
-                    "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
-                ).fetchone()
-                db.execute("ROLLBACK")
-                if stored is not None and stored[0] != content:
-                    reason = (
-                        f"seq {seq} was applied with other content: the table reused a sequence "
-                        "number or the message is forged; nothing changed, check the table's "
-                        "outbox and keys"
-                    )
-                    return Result(Status.CONFLICT, table, seq, reason=reason, alarm="seq_conflict")
-                reason = f"seq {seq} was already applied (a resend): acknowledged again"
-                return Result(Status.DUPLICATE, table, seq, ack=acked, reason=reason)
-            if seq > acked + 1:
-                db.execute("ROLLBACK")
-                reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
-                return Result(
-                    Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason
-                )
-            self._changed: list[str] = []
-            db.execute("SAVEPOINT work")
-            alarm = None
-            try:
-                if db.execute(
-                    "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
-                ).fetchone():
-                    reason = f"key {message['key']!r} was already applied (a replay)"
-                    raise _Refused("key_replay", reason, self._claim_refusal(message, reason))
-                awards = getattr(self, f"_apply_{kind}")(message)
-                db.execute("RELEASE work")
-                status, reason = Status.APPLIED, None
-            except _Refused as refused:
-                db.execute("ROLLBACK TO work")
-                db.execute("RELEASE work")
-                self._changed = []
-                for award in refused.awards:
-                    self._insert_award(award)
-                status, reason, awards = Status.REFUSED, refused.reason, refused.awards
-                alarm = refused.alarm
-            db.execute(
-                "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
-                " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (table, seq, message["key"], kind, message["boot"], status.value, reason,
-                 json.dumps(message, sort_keys=True), content),
-            )  # fmt: skip
-            db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+            if db.execute(
+                "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
+            ).fetchone():
+                reason = f"key {message['key']!r} was already applied (a replay)"
+                raise _Refused("key_replay", reason, self._claim_refusal(message, reason))
+            awards = getattr(self, f"_apply_{kind}")(message)
+            db.execute("RELEASE work")
+            status, reason = Status.APPLIED, None
+        except _Refused as refused:
+            db.execute("ROLLBACK TO work")
+            db.execute("RELEASE work")
+            self._changed = []
+            for award in refused.awards:
+                self._insert_award(award)
+            status, reason, awards = Status.REFUSED, refused.reason, refused.awards
+            alarm = refused.alarm
+        db.execute(
+            "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
+            " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (table, seq, message["key"], kind, message["boot"], status.value, reason,
+             json.dumps(message, sort_keys=True), content),
+        )  # fmt: skip
+        db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
         )

@@ -836,3 +836,59 @@ def test_sigkill_while_applying_then_replay(tmp_path):
 
 if __name__ == "__main__" and sys.argv[1:2] == ["feed"]:
     feed(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+
+
+def test_a_burst_in_one_transaction_gives_the_ledger_of_one_by_one(tmp_path):
+    """Group commit: a stream applied in batches (one transaction each) gives exactly the
+    results, awards, meters and movements of the same stream applied message by message,
+    Mystery hits inside a batch, duplicates, a gap and a refusal included."""
+    rng = random.Random(19)
+    stream, seqs = [], {T1: 0, T2: 0, T3: 0}
+    for rnd in range(1, 120):
+        table = rng.choice([T1, T2, T3])
+        seqs[table] += 1
+        stream.append(contrib(table, seqs[table], rnd, spot=rng.randint(1, 7)))
+    stream.insert(40, stream[30])  # a resend: duplicate
+    stream.insert(60, contrib(T1, 999, 500))  # a gap: resend asked, nothing applied
+    stream.append(contrib(T2, seqs[T2] + 1, 600, stake=10**6))  # off the terms: refused
+    stream.append(contrib(T2, seqs[T2] + 2, 601))  # and the stream goes on after it
+    one = Ledger(tmp_path / "one.db", CONFIG, randbelow=fixed(3))
+    many = Ledger(tmp_path / "many.db", CONFIG, randbelow=fixed(3))
+    with one, many:
+        singles = [one.apply(message) for message in stream]
+        batched, start = [], 0
+        while start < len(stream):
+            size = rng.randint(1, 25)
+            batched += many.apply_batch(stream[start : start + size])
+            start += size
+        assert batched == singles
+        assert sum(1 for r in singles if r.awards) >= 2  # Mystery hits happened
+        statuses = {r.status for r in singles}
+        assert {Status.APPLIED, Status.DUPLICATE, Status.GAP, Status.REFUSED} <= statuses
+        assert many.applied() == one.applied()
+        assert many.awards() == one.awards()
+        assert many.meters() == one.meters()
+        for pool in ("mystery", "blazing_7s"):
+            assert many.totals(pool) == one.totals(pool)
+
+
+def test_a_batch_that_fails_commits_nothing(tmp_path):
+    with Ledger(tmp_path / "l.db", CONFIG, randbelow=fixed(3)) as led:
+        led.apply(contrib(T1, 1, 1))
+        before = (led.applied(), led.meters(), led.ack(T1))
+
+        class Boom(Exception):
+            pass
+
+        broken = dict(contrib(T1, 3, 3))
+        real = led._apply_one
+
+        def failing(message, checked):
+            if message is broken:
+                raise Boom
+            return real(message, checked)
+
+        led._apply_one = failing
+        with pytest.raises(Boom):
+            led.apply_batch([contrib(T1, 2, 2), broken])
+        assert (led.applied(), led.meters(), led.ack(T1)) == before
