@@ -149,11 +149,21 @@ class TableEntry:
 
 
 @dataclass(frozen=True)
+class HaConfig:
+    """``[ha]``: this controller's ``name`` in the lease (one per controller: ``a``, ``b``)
+    and ``lease_ms``, how long its lease lasts without renewal (docs/jackpot/failover.md)."""
+
+    name: str
+    lease_ms: int = 3000
+
+
+@dataclass(frozen=True)
 class JackpotConfig:
     """The controller's config. ``table_entries``: the ``[tables.ID]`` sections given;
     ``link_key_id``/``link_signing_key``: ``[link]``, the controller's own signing key (the
     key file's path), None without the section. ``metrics_address``/``metrics_port``:
-    ``[metrics]``, where ``/metrics`` is served (port 0: a free port, named in the log)."""
+    ``[metrics]``, where ``/metrics`` is served (port 0: a free port, named in the log).
+    ``ha``: ``[ha]``, one of several controllers on a PostgreSQL ledger; None: the only one."""
 
     source: str
     pools: Mapping[str, Pool]
@@ -163,6 +173,7 @@ class JackpotConfig:
     link_signing_key: str | None = None
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 9471
+    ha: HaConfig | None = None
 
     @property
     def tables(self) -> frozenset[str]:
@@ -371,6 +382,29 @@ def _read_metrics(raw: Any, where: Where) -> tuple[str, int]:
     return address, port
 
 
+_HA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
+
+
+def _read_ha(raw: Any, where: Where) -> HaConfig:
+    raw = _table(raw, where)
+    unknown = sorted(set(raw) - {"name", "lease_ms"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: name, lease_ms")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _HA_NAME.match(name):
+        raise where.error(
+            "name", f"{name!r}: must name this controller among the others, e.g. \"a\" "
+            "(1-32 of a-z 0-9 _ . -; each controller its own)"
+        )  # fmt: skip
+    lease = raw.get("lease_ms", HaConfig.lease_ms)
+    if isinstance(lease, bool) or not isinstance(lease, int) or not 1000 <= lease <= 60_000:
+        raise where.error(
+            "lease_ms", f"{lease!r}: must be 1000 to 60000 (ms a lease lasts; a standby takes "
+            "over about this long after the active controller stops)"
+        )  # fmt: skip
+    return HaConfig(name, lease)
+
+
 def parse_config(text: str, source: str) -> JackpotConfig:
     """Read the jackpot controller's TOML; errors name ``source``, the section and the key."""
     try:
@@ -378,10 +412,10 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     except tomllib.TOMLDecodeError as exc:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
-    unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics"})
+    unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics", "ha"})
     if unknown:
         raise top.error(
-            unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics"
+            unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics, ha"
         )
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
@@ -416,7 +450,10 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     if "link" in data:
         key_id, signing_key = _read_link(data["link"], top.child("link"))
     address, port = _read_metrics(data.get("metrics", {}), top.child("metrics"))
-    return JackpotConfig(source, pools, properties, entries, key_id, signing_key, address, port)
+    ha = _read_ha(data["ha"], top.child("ha")) if "ha" in data else None
+    return JackpotConfig(
+        source, pools, properties, entries, key_id, signing_key, address, port, ha
+    )
 
 
 def load_config(path: Any) -> JackpotConfig:
