@@ -61,6 +61,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from controller import logs, sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
+from controller.link.brokers import BrokerList
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     TABLE_ID,
@@ -153,6 +154,8 @@ class JackpotService:
         resend_interval: float = 1.0,
         randbelow: Callable[[int], int] = secrets.randbelow,
         rng: random.Random | None = None,
+        brokers: BrokerList | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -162,7 +165,9 @@ class JackpotService:
             table: Verifier(keys) for table, keys in config.table_keys.items()
         }
         self.ledger_path = Path(ledger_path)
-        self.host, self.port = host, port
+        # ``brokers``: several brokers, the first preferred (controller/link/brokers.py)
+        self.brokers = brokers or BrokerList([(host, port)])
+        self.host, self.port = self.brokers.address
         self.clock = clock
         self.meter_interval = 1.0 / meter_rate
         self.backoff = backoff
@@ -195,6 +200,8 @@ class JackpotService:
             manual_ack=True,
         )
         self._client.username_pw_set(username, password)
+        if tls_ca:  # a central broker on another host: TLS, verified against this CA
+            self._client.tls_set(ca_certs=tls_ca)
         self._client.suppress_exceptions = True  # a callback's bug is logged, not fatal
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
@@ -312,6 +319,7 @@ class JackpotService:
         self._client.will_set(JACKPOT_STATUS_TOPIC, self._status("offline"), qos=1, retain=True)
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = self.session_expiry
+        self.host, self.port = self.brokers.address
         try:
             self._client.connect(
                 self.host, self.port, self.keepalive, clean_start=False, properties=props
@@ -319,6 +327,7 @@ class JackpotService:
         except OSError as exc:
             self._count("connect")
             log.warning("cannot reach the broker at %s:%s: %s", self.host, self.port, exc)
+            self.brokers.failed()
             self._stop.wait(self._delay())
             return False
         return True
@@ -355,11 +364,17 @@ class JackpotService:
                     rc = mqtt.MQTT_ERR_NO_CONN
                 if rc != mqtt.MQTT_ERR_SUCCESS:
                     socket_up = False
+                    self.brokers.failed()
                     self._set_connected(False)
                     self._stop.wait(self._delay())
                     continue
                 if self._connected:
                     self._flush_meters()
+                    if self.brokers.back_to_first():  # the first broker is back: go there
+                        self._client.disconnect()
+                        socket_up = False
+                        self._set_connected(False)
+                        continue
                 self._flush_alarms()
             if socket_up and self._connected:
                 self._say_goodbye()
@@ -423,6 +438,7 @@ class JackpotService:
             log.error("broker refused the connection: CONNACK %s", reason_code)
             return
         self._failures = 0
+        self.brokers.connected()
         self._inflight.clear()
         client.subscribe(SUBSCRIPTION, qos=1)
         info = client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), qos=1, retain=True)

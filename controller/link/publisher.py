@@ -54,6 +54,7 @@ from controller.backoff import jittered_backoff
 from controller.errors import JournalError, TableControllerError
 from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
+from controller.link.brokers import BrokerList
 from controller.link.messages import (
     VERSION,
     LinkMessageError,
@@ -133,12 +134,15 @@ class TablePublisher:
         on_alarm: Callable[[Alarm], None] | None = None,
         on_award: Callable[[JackpotAward], None] | None = None,
         tls_ca: str | None = None,
+        brokers: BrokerList | None = None,
     ) -> None:
         topic_for(table_id, "status")  # refuses a bad table id now
         self.table_id = table_id
         self.signer = signer
         self.verifier = verifier
-        self.host, self.port = host, port
+        # ``brokers``: several brokers, the first preferred (controller/link/brokers.py)
+        self.brokers = brokers or BrokerList([(host, port)])
+        self.host, self.port = self.brokers.address
         self.clock = clock
         self.rng = rng or random.SystemRandom()
         self.window = window
@@ -274,11 +278,15 @@ class TablePublisher:
         self._client.will_set(topic, will, qos=1, retain=True)
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = self.session_expiry
+        self.host, self.port = self.brokers.address
+        # another broker than the last: its session holds stale acks; the outbox is the state
+        clean = self.brokers.fresh_session()
         try:
             self._client.connect(
-                self.host, self.port, self.keepalive, clean_start=False, properties=props
+                self.host, self.port, self.keepalive, clean_start=clean, properties=props
             )
         except OSError:
+            self.brokers.failed()
             self._set(connected=False)
             with self._lock:
                 self._health.errors["connect"] += 1
@@ -303,11 +311,16 @@ class TablePublisher:
                     rc = mqtt.MQTT_ERR_NO_CONN
                 if rc != mqtt.MQTT_ERR_SUCCESS:
                     socket_up = False
+                    self.brokers.failed()
                     self._set(connected=False)
                     self._stop.wait(self._delay())
                     continue
                 if self._health.connected:
                     self._pump()
+                    if self.brokers.back_to_first():  # the first broker is back: go there
+                        self._client.disconnect()
+                        socket_up = False
+                        self._set(connected=False)
             if socket_up and self._health.connected:
                 self._say_goodbye()
             clean = True
@@ -336,6 +349,7 @@ class TablePublisher:
             )
             return
         self._failures = 0
+        self.brokers.connected()
         self._inflight.clear()
         self._next_seq = self._outbox.last_acknowledged() + 1
         self._pause_until = 0.0
