@@ -28,12 +28,14 @@ import datetime
 import logging
 import queue
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.link.brokers import BrokerAddressError, BrokerList, parse_address
 from controller.link.messages import JACKPOT_STATUS_TOPIC, PREFIX, LinkMessageError, parse_message
 from controller.link.signing import SigningKeyError, Verifier, check_key_id, parse_public_key
 from controller.rules.pays import format_cents
@@ -153,10 +155,19 @@ def _now_ms() -> int:
 
 
 class SignClient:
-    """paho-mqtt 2.x, MQTT 5, as a sign user. Callbacks only enqueue
-    ``("connected" | "subscribed" | "message" | "disconnected" | "refused", data)``."""
+    """paho-mqtt 2.x, MQTT 5, as a sign user, on a thread of its own. Callbacks only enqueue
+    ``("connected" | "subscribed" | "message" | "disconnected" | "refused", data)``.
+    ``brokers``: several brokers, the first preferred (controller/link/brokers.py); the sign
+    follows the same rule as the tables and the controller, so it shows the live meters."""
 
-    def __init__(self, host: str, port: int, username: str, password: str):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        username: str,
+        password: str,
+        brokers: BrokerList | None = None,
+    ):
         import paho.mqtt.client as mqtt
         from paho.mqtt.enums import CallbackAPIVersion
 
@@ -167,26 +178,56 @@ class SignClient:
             protocol=mqtt.MQTTv5,
         )
         client.username_pw_set(username, password)
-        client.reconnect_delay_set(1, 30)
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe
         client.on_message = self._on_message
         client.on_disconnect = self._on_disconnect
         self._client = client
-        self._host, self._port = host, port
+        self.brokers = brokers or BrokerList([(host, port)])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sign-mqtt", daemon=True)
 
     def start(self) -> None:
-        self._client.connect_async(self._host, self._port, keepalive=15)
-        self._client.loop_start()
+        self._thread.start()
 
     def stop(self) -> None:
-        self._client.disconnect()
-        self._client.loop_stop()
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        import paho.mqtt.client as mqtt
+
+        up, failures = False, 0
+        while not self._stop.is_set():
+            if not up:
+                try:
+                    self._client.connect(*self.brokers.address, keepalive=15)
+                    up = True
+                except OSError:
+                    self.brokers.failed()
+                    failures += 1
+                    self._stop.wait(min(30.0, 2.0 ** min(failures, 5) / 2))
+                continue
+            if self._client.loop(timeout=0.2) != mqtt.MQTT_ERR_SUCCESS:
+                up = False
+                self.brokers.failed()
+                self.events.put(("disconnected", "connection lost"))
+                failures += 1
+                self._stop.wait(min(30.0, 2.0 ** min(failures, 5) / 2))
+            elif self._client.is_connected():
+                failures = 0
+                if self.brokers.back_to_first():  # the first broker is back: go there
+                    self._client.disconnect()
+                    up = False
+        if up:
+            self._client.disconnect()
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             self.events.put(("refused", str(reason_code)))
             return
+        self.brokers.connected()
         self.events.put(("connected", None))
         # subscribe in on_connect: a reconnect subscribes again and gets the retained state
         client.subscribe([(topic, 1) for topic in SUBSCRIPTIONS])
@@ -261,7 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="jackpot-sign",
         description="A reference jackpot sign: the meters and OFFLINE, in the terminal.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="the broker (default 127.0.0.1)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the broker (default 127.0.0.1), or several as host:port,host:port: the first "
+        "is preferred, the others are used while it is down (docs/jackpot/brokers.md)",
+    )
     p.add_argument("--port", type=int, default=1883, help="the broker's port (default 1883)")
     p.add_argument("--username", default="signs", help="a sign user of the ACL (default signs)")
     p.add_argument("--password-file", required=True, help="a file holding the broker password")
@@ -299,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
             keys[check_key_id(kid)] = parse_public_key(text)
         except SigningKeyError as exc:
             parser.exit(2, f"jackpot-sign: --controller-key {item[:40]!r}: {exc}\n")
-    client = SignClient(args.host, args.port, args.username, password)
+    try:
+        brokers = BrokerList([parse_address(a, args.port) for a in args.host.split(",")])
+    except BrokerAddressError as exc:
+        parser.exit(2, f"jackpot-sign: --host: {exc}\n")
+    client = SignClient(*brokers.address, args.username, password, brokers=brokers)
     clear = CLEAR if sys.stdout.isatty() and not args.once else ""
 
     def show(screen: str) -> None:
