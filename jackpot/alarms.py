@@ -1,5 +1,5 @@
 """The jackpot controller's alarm log: every refused message a technician must see, kept in the
-ledger file until someone acknowledges it.
+ledger (its SQLite file or its PostgreSQL database) until someone acknowledges it.
 
 One row per open alarm of a kind from a table (``signature`` from ``hcm-bj-07``): a repeat
 while it is open adds to its ``count`` and updates ``last_t``, ``seq`` and ``detail``, so a
@@ -8,14 +8,13 @@ flood of forged messages is one row, not a full disk. A repeat is written at mos
 message. ``jackpot-controller alarms`` lists them and ``jackpot-controller ack-alarm``
 acknowledges them with a name; acknowledged rows stay as the history.
 
-Its own SQLite connection on the ledger file (WAL, ``synchronous=FULL``), in its own table: a
-ledger transaction never waits for an alarm, and an alarm never rolls back with a refused
-message.
+Its own connection to the ledger's database (:func:`jackpot.store.open_store`: an SQLite file
+with WAL and ``synchronous=FULL``, or PostgreSQL), in its own table: a ledger transaction never
+waits for an alarm, and an alarm never rolls back with a refused message.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,15 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import TableControllerError
+from jackpot.store import Location, ledger_location, open_store
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS alarms (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, table_id TEXT,
-    first_t INTEGER NOT NULL, last_t INTEGER NOT NULL, count INTEGER NOT NULL,
-    seq INTEGER, detail TEXT NOT NULL, acked_by TEXT, acked_t INTEGER,
-    first_seq INTEGER, first_detail TEXT);
-CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
-"""
 DETAIL_MAX = 500
 
 
@@ -61,29 +53,30 @@ class AlarmRow:
 
 
 class AlarmLog:
-    """The alarms in the ledger file at ``path``. ``clock()`` gives ms since the epoch."""
+    """The alarms in the ledger at ``path`` (a file, or a ``postgresql://`` URL). ``clock()``
+    gives ms since the epoch."""
 
     def __init__(
         self,
-        path: str | Path,
+        path: Location,
         *,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         flush_s: float = 2.0,
     ) -> None:
-        self.path = Path(path)
+        self.path: str | Path = ledger_location(path)
         self.clock = clock
         self.flush_s = flush_s
         self._pending: dict[int, tuple[int, int, Any, str]] = {}  # id -> (count+, t, seq, detail)
         self._open: dict[tuple[str, str | None], int] = {}  # (kind, table) -> id
         self._flushed = time.monotonic()
         self.opened = 0  # alarms this log opened (a repeat of an open one opens none)
+        self._db = None
+        self._db = open_store(path, error=AlarmLogError)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise AlarmLogError(f"{self.path}: cannot open the alarm log: {exc}") from None
+            self._db.open_alarms()
+        except AlarmLogError as exc:
+            self._db.close()
+            raise AlarmLogError(f"cannot open the alarm log: {exc}") from None
 
     def close(self) -> None:
         if self._db is not None:
@@ -105,21 +98,21 @@ class AlarmLog:
         ``flush_s``, and on close)."""
         now, detail = self.clock(), str(detail)[:DETAIL_MAX]
         if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < 2**63:
-            seq = None  # what SQLite can hold; the detail says the rest
+            seq = None  # what a 64-bit integer column holds; the detail says the rest
         alarm_id = self._open.get((kind, table))
         if alarm_id is None:
             row = self._db.execute(
-                "SELECT id FROM alarms WHERE acked_t IS NULL AND kind=? AND table_id IS ?",
+                "SELECT id FROM alarms WHERE acked_t IS NULL AND kind=? AND "
+                + self._db.is_("table_id"),
                 (kind, table),
             ).fetchone()
             alarm_id = row[0] if row else None
         if alarm_id is None:
-            cur = self._db.execute(
+            (alarm_id,) = self._db.execute(
                 "INSERT INTO alarms (kind, table_id, first_t, last_t, count, seq, detail,"
-                " first_seq, first_detail) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                " first_seq, first_detail) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?) RETURNING id",
                 (kind, table, now, now, seq, detail, seq, detail),
-            )
-            alarm_id = int(cur.lastrowid)
+            ).fetchone()
             self.opened += 1
         else:
             count = self._pending.get(alarm_id, (0,))[0] + 1
@@ -136,7 +129,7 @@ class AlarmLog:
             return
         pending, self._pending = self._pending, {}
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        db.begin_write()
         try:
             for alarm_id, (count, t, seq, detail) in pending.items():
                 cur = db.execute(
@@ -154,10 +147,9 @@ class AlarmLog:
                         (kind, table, t, t, count, seq, detail, seq, detail),
                     )
                     self._open.pop((kind, table), None)
-            db.execute("COMMIT")
+            db.commit()
         except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            db.rollback()
             raise
 
     # -- reading and acknowledging -------------------------------------------------------
@@ -166,7 +158,7 @@ class AlarmLog:
         """Open alarms (and with ``include_acked`` the history), newest first."""
         where = "" if include_acked else " WHERE acked_t IS NULL"
         sql = f"SELECT * FROM alarms{where} ORDER BY last_t DESC, id DESC LIMIT ?"
-        return [AlarmRow(*row) for row in self._db.execute(sql, (limit,))]
+        return [AlarmRow(*row) for row in self._db.execute(sql, (limit,)).fetchall()]
 
     def open_count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM alarms WHERE acked_t IS NULL").fetchone()[0]

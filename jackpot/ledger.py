@@ -1,6 +1,9 @@
-"""The jackpot controller's ledger: every table message applied once, in order, in SQLite.
+"""The jackpot controller's ledger: every table message applied once, in order.
 
-WAL and ``synchronous=FULL`` on every connection. :meth:`Ledger.apply` is one transaction:
+In an SQLite file (the embedded default) or a PostgreSQL database (a group's central ledger),
+with the same semantics: :func:`jackpot.store.open_store` picks the backend by the location
+(a path or a ``postgresql://`` URL); the SQL here is written once for both.
+:meth:`Ledger.apply` is one transaction:
 insert the unique (table, seq), move the meters, record the awards and the acknowledgement.
 A replay changes nothing; a gap changes nothing and asks for a resend; a sequence number
 applied before with other content (its digest differs) is a conflict: nothing changes, no ack.
@@ -18,7 +21,6 @@ import enum
 import json
 import math
 import secrets
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from controller.errors import CardError, ProfileError, TableControllerError
+from controller.errors import CardError, ProfileError
 from controller.games import load_game
 from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
@@ -47,45 +49,16 @@ from jackpot.pools import (
     share_award,
     split_meter,
 )
+from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, open_store
 
-SCHEMA_VERSION = 2
+__all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tables (table_id TEXT PRIMARY KEY, acked INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS applied (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    table_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
-    boot INTEGER NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    digest TEXT, UNIQUE (table_id, seq));
-CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
-CREATE TABLE IF NOT EXISTS meters (
-    pool TEXT PRIMARY KEY, value TEXT NOT NULL, seq INTEGER NOT NULL, hits INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS mystery (
-    pool TEXT PRIMARY KEY, trigger_cents INTEGER NOT NULL, cycle INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS movements (
-    n INTEGER PRIMARY KEY AUTOINCREMENT, pool TEXT NOT NULL, table_id TEXT, seq INTEGER,
-    what TEXT NOT NULL, amount TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS awards (
-    award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
-    claim_seq INTEGER NOT NULL, claim_key TEXT NOT NULL, round INTEGER NOT NULL,
-    spot INTEGER NOT NULL, meter TEXT NOT NULL, amount INTEGER NOT NULL, state TEXT NOT NULL,
-    hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER);
-CREATE TABLE IF NOT EXISTS contributions (
-    table_id TEXT NOT NULL, round INTEGER NOT NULL, spot INTEGER NOT NULL, pool TEXT NOT NULL,
-    seq INTEGER NOT NULL, PRIMARY KEY (table_id, round, spot, pool));
-CREATE TABLE IF NOT EXISTS round_results (
-    table_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
-    PRIMARY KEY (table_id, round));
-"""
+SCHEMA_VERSION = 2  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+
 _AWARD_COLUMNS = (
     "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
     " hit_order, reason, meter_before"
 )
-
-
-class LedgerError(TableControllerError, OSError):
-    """The ledger file could not be opened or does not fit this config."""
 
 
 class Status(enum.Enum):
@@ -153,33 +126,44 @@ def _frac(text: str) -> Fraction:
 
 
 class Ledger:
-    """The ledger in ``path`` for ``config``. ``randbelow`` draws the mystery triggers
-    (``secrets.randbelow``; tests inject a seeded one)."""
+    """The ledger at ``location`` (an SQLite file path, or a ``postgresql://`` URL) for
+    ``config``. ``randbelow`` draws the mystery triggers (``secrets.randbelow``; tests inject
+    a seeded one). ``fence(cursor)``, if given, is called inside every write transaction
+    before anything changes (after the meter rows are locked) and may raise
+    :class:`LedgerFenced` to abort it with nothing committed (the hot standby's epoch check)."""
 
     def __init__(
         self,
-        path: str | Path,
+        location: Location,
         config: JackpotConfig,
         *,
         randbelow: Callable[[int], int] = secrets.randbelow,
+        fence: Fence | None = None,
     ):
-        self.path = Path(path)
+        self._db: Store | None = None
+        self._db = db = open_store(location, error=LedgerError)
+        self.location = db.location  # no password
+        self.path = Path(location) if db.dialect == "sqlite" else None
         self.config = config
         self._randbelow = randbelow
+        self._fence = fence
         self._games: dict[str, Any] = {}
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-            self._db.execute("BEGIN IMMEDIATE")
+            db.open_ledger()  # inside a write transaction from here
             self._init_rows()
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise LedgerError(f"{self.path}: cannot open the jackpot ledger: {exc}") from None
+            db.commit()
+        except BaseException:
+            db.rollback()
+            db.close()
+            raise
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.dialect
 
     def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
+        return f"Ledger({self.location!r})"
 
     def close(self) -> None:
         if self._db is not None:
@@ -192,23 +176,25 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _fenced(self) -> None:
+        if self._fence is not None:
+            self._fence(self._db.cursor)
+
     def _init_rows(self) -> None:
+        """The config's new tables (acked 0) and pools (seeded, a trigger drawn); nothing
+        written, and no fence asked, when the ledger has them all."""
         db = self._db
-        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is None:
-            db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif row[0] == "1":
-            self._migrate_v1()
-        elif row[0] != str(SCHEMA_VERSION):
-            raise LedgerError(
-                f"{self.path}: ledger schema {row[0]}, this controller reads {SCHEMA_VERSION}"
-                " (and migrates 1): run the controller version that wrote it"
-            )
-        for table in sorted(self.config.tables):
-            db.execute("INSERT OR IGNORE INTO tables VALUES (?, 0)", (table,))
-        for pool in self.config.pools.values():
-            if db.execute("SELECT 1 FROM meters WHERE pool=?", (pool.name,)).fetchone():
-                continue
+        tables = {row[0] for row in db.execute("SELECT table_id FROM tables").fetchall()}
+        pools = {row[0] for row in db.execute("SELECT pool FROM meters").fetchall()}
+        new_tables = sorted(set(self.config.tables) - tables)
+        new_pools = [p for p in self.config.pools.values() if p.name not in pools]
+        if not new_tables and not new_pools:
+            return
+        db.lock_money()
+        self._fenced()
+        for table in new_tables:
+            db.execute("INSERT INTO tables VALUES (?, 0) ON CONFLICT DO NOTHING", (table,))
+        for pool in new_pools:
             db.execute("INSERT INTO meters VALUES (?, ?, 1, 0)", (pool.name, str(pool.seed)))
             self._move(pool.name, None, None, "seed", Fraction(pool.seed))
             if isinstance(pool, MysteryPool):
@@ -217,52 +203,38 @@ class Ledger:
                     (pool.name, draw_trigger(pool, self._randbelow)),
                 )
 
-    def _migrate_v1(self) -> None:
-        """Schema 1 -> 2 in place, inside the opening transaction: each applied message's
-        digest from its stored JSON; each award's ``meter_before`` (a Mystery hit: its amount,
-        the trigger; a meter line: the whole cents of the pool's movements before it); the
-        contributions and round results already applied."""
+    # -- meta --------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def bump(self, key: str) -> int:
+        """Add one to the counter ``key`` in ``meta`` (0 if absent) in one fenced write
+        transaction; returns the new value (the controller's boot counter)."""
         db = self._db
-        db.execute("ALTER TABLE applied ADD COLUMN digest TEXT")
-        db.execute("ALTER TABLE awards ADD COLUMN meter_before INTEGER")
-        for n, text in db.execute("SELECT n, message FROM applied").fetchall():
-            db.execute("UPDATE applied SET digest=? WHERE n=?", (digest(json.loads(text)), n))
-        taken = db.execute(
-            "SELECT w.award_id, w.pool, w.table_id, w.claim_seq, w.amount, a.kind FROM awards w"
-            " JOIN applied a ON a.table_id=w.table_id AND a.seq=w.claim_seq"
-            " WHERE w.state!='refused'"
-        ).fetchall()
-        before: dict[tuple[str, str, int], int] = {}
-        for pool in {row[1] for row in taken}:
-            total = Fraction(0)
-            for table, seq, what, amount in db.execute(
-                "SELECT table_id, seq, what, amount FROM movements WHERE pool=? ORDER BY n", (pool,)
-            ):
-                if what == "award":
-                    before.setdefault((pool, table, seq), math.floor(total))
-                total += _frac(amount)
-        for award_id, pool, table, seq, amount, kind in taken:
-            value = amount if kind == "contribution" else before.get((pool, table, seq), amount)
-            db.execute("UPDATE awards SET meter_before=? WHERE award_id=?", (value, award_id))
-        db.execute(
-            "INSERT OR IGNORE INTO contributions SELECT table_id,"
-            " json_extract(message, '$.payload.round'), json_extract(message, '$.payload.spot'),"
-            " json_extract(message, '$.payload.pool'), seq FROM applied"
-            " WHERE kind='contribution' AND outcome='applied' ORDER BY n"
-        )
-        db.execute(
-            "INSERT OR IGNORE INTO round_results SELECT table_id,"
-            " json_extract(message, '$.payload.round'), seq FROM applied"
-            " WHERE kind='round_result' AND outcome='applied' ORDER BY n"
-        )
-        db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
+        db.begin_write()
+        try:
+            self._fenced()
+            db.execute("INSERT INTO meta VALUES (?, '0') ON CONFLICT (key) DO NOTHING", (key,))
+            (value,) = db.execute(
+                "UPDATE meta SET value=CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key=?"
+                " RETURNING value",
+                (key,),
+            ).fetchone()
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        return int(value)
 
     # -- reading -------------------------------------------------------------------------
 
     def meters(self) -> dict[str, MeterReading]:
         """Every pool's meter for the signs (never the mystery trigger)."""
         out = {}
-        for pool, value, seq, _ in self._db.execute("SELECT * FROM meters ORDER BY pool"):
+        rows = self._db.execute("SELECT pool, value, seq FROM meters").fetchall()
+        for pool, value, seq in sorted(rows):
             amount, frac = split_meter(_frac(value))
             cfg = self.config.pools.get(pool)
             ceiling = cfg.must_hit_by if isinstance(cfg, MysteryPool) else None
@@ -279,21 +251,29 @@ class Ledger:
 
     def awards(self, table: str | None = None) -> list[Award]:
         sql = f"SELECT {_AWARD_COLUMNS} FROM awards"
-        sql += (" WHERE table_id=?" if table else "") + " ORDER BY rowid"
+        sql += (" WHERE table_id=?" if table else "") + f" ORDER BY {self._db.award_order}"
         return [Award(*r) for r in self._db.execute(sql, (table,) if table else ())]
+
+    def acks(self) -> dict[str, int]:
+        """Every table's highest sequence with no gap."""
+        return dict(self._db.execute("SELECT table_id, acked FROM tables").fetchall())
+
+    def boots(self) -> dict[str, int]:
+        """Every table's latest ``boot`` among its applied messages."""
+        sql = "SELECT table_id, MAX(boot) FROM applied GROUP BY table_id"
+        return dict(self._db.execute(sql).fetchall())
 
     def applied(self) -> list[tuple[str, int, str, str, str | None]]:
         """(table, seq, kind, outcome, reason) in apply order."""
-        return list(
-            self._db.execute("SELECT table_id, seq, kind, outcome, reason FROM applied ORDER BY n")
-        )
+        sql = "SELECT table_id, seq, kind, outcome, reason FROM applied ORDER BY n"
+        return [tuple(row) for row in self._db.execute(sql).fetchall()]
 
     def totals(self, pool: str) -> dict[str, Fraction]:
         """The pool's movements summed by what: contribution, seed, award, excess."""
         out: dict[str, Fraction] = {}
         for what, amount in self._db.execute(
             "SELECT what, amount FROM movements WHERE pool=?", (pool,)
-        ):
+        ).fetchall():
             out[what] = out.get(what, Fraction(0)) + _frac(amount)
         return out
 
@@ -311,19 +291,22 @@ class Ledger:
         burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
         would give: each message sees what the ones before it changed, and a refused one rolls
         back only its own savepoint. Nothing is committed if the transaction fails (the
-        exception propagates: acknowledge none of them). ``checked``: the caller got them from
-        ``parse_message``, which checked them against their schemas (the service does;
-        checking twice was half the controller's time)."""
+        exception propagates: acknowledge none of them), a :class:`LedgerFenced` from the
+        fence included. The transaction first holds every meter row (PostgreSQL: ``FOR
+        UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file), then asks the fence.
+        ``checked``: the caller got them from ``parse_message``, which checked them against
+        their schemas (the service does; checking twice was half the controller's time)."""
         db = self._db
         results: list[Result] = []
-        db.execute("BEGIN IMMEDIATE")
+        db.begin_write()
         try:
+            db.lock_money()
+            self._fenced()
             for message in messages:
                 results.append(self._apply_one(message, checked))
-            db.execute("COMMIT")
+            db.commit()
         except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            db.rollback()
             raise
         return results
 

@@ -174,6 +174,7 @@ class JackpotConfig:
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 9471
     ha: HaConfig | None = None
+    ledger_dsn: str | None = None  # [ledger] dsn: a postgresql:// URL (None: --ledger names it)
 
     @property
     def tables(self) -> frozenset[str]:
@@ -405,6 +406,32 @@ def _read_ha(raw: Any, where: Where) -> HaConfig:
     return HaConfig(name, lease)
 
 
+_DSN = re.compile(r"^postgres(?:ql)?://[^\s]*$")
+
+
+def _read_ledger(raw: Any, where: Where) -> str:
+    """``[ledger] dsn``: the PostgreSQL ledger's URL, without a password (libpq reads it from
+    a passfile: ``?passfile=/etc/jackpot-controller/pgpass``, docs/jackpot/postgres.md)."""
+    raw = _table(raw, where)
+    unknown = sorted(set(raw) - {"dsn"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: dsn")
+    dsn = raw.get("dsn")
+    if not isinstance(dsn, str) or not _DSN.match(dsn):
+        raise where.error(
+            "dsn", f"{dsn!r}: must be a PostgreSQL URL like "
+            '"postgresql://jackpot@db1.example:5432/jackpot" (an SQLite ledger is named by '
+            "--ledger FILE instead)"
+        )  # fmt: skip
+    userinfo = dsn.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
+    if ":" in userinfo or re.search(r"[?&]password=", dsn):
+        raise where.error(
+            "dsn", "holds a password: remove it and put it in a passfile readable only by the "
+            "controller (?passfile=/etc/jackpot-controller/pgpass, docs/jackpot/postgres.md)"
+        )  # fmt: skip
+    return dsn
+
+
 def parse_config(text: str, source: str) -> JackpotConfig:
     """Read the jackpot controller's TOML; errors name ``source``, the section and the key."""
     try:
@@ -412,10 +439,12 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     except tomllib.TOMLDecodeError as exc:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
-    unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics", "ha"})
+    unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics", "ha",
+                                  "ledger"})
     if unknown:
         raise top.error(
-            unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics, ha"
+            unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics, ha, "
+            "ledger"
         )
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
@@ -451,8 +480,9 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         key_id, signing_key = _read_link(data["link"], top.child("link"))
     address, port = _read_metrics(data.get("metrics", {}), top.child("metrics"))
     ha = _read_ha(data["ha"], top.child("ha")) if "ha" in data else None
+    dsn = _read_ledger(data["ledger"], top.child("ledger")) if "ledger" in data else None
     return JackpotConfig(
-        source, pools, properties, entries, key_id, signing_key, address, port, ha
+        source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn
     )
 
 

@@ -82,9 +82,10 @@ from controller.link.signing import (
     make_link_key,
 )
 from jackpot.alarms import AlarmLog, AlarmLogError
-from jackpot.ledger import Award, Ledger, LedgerError, Status
+from jackpot.ledger import Award, Ledger, Status
 from jackpot.metrics import JackpotMetrics
 from jackpot.pools import JackpotConfig, JackpotConfigError, load_config
+from jackpot.store import Fence, is_dsn, ledger_location
 
 log = logging.getLogger("jackpot.service")
 
@@ -108,21 +109,9 @@ def _topic_table(topic: str) -> str | None:
     return None
 
 
-def bump_boot(ledger_path: str | PathLike[str]) -> int:
-    """Add one to the controller's boot counter in the ledger file's ``meta`` table."""
-    db = sqlite3.connect(ledger_path, isolation_level=None, timeout=30)
-    try:
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute("BEGIN IMMEDIATE")
-        row = db.execute("SELECT value FROM meta WHERE key=?", (BOOT_KEY,)).fetchone()
-        boot = (int(row[0]) if row else 0) + 1
-        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (BOOT_KEY, str(boot)))
-        db.execute("COMMIT")
-        return boot
-    except sqlite3.Error as exc:
-        raise LedgerError(f"{ledger_path}: cannot keep the boot counter: {exc}") from None
-    finally:
-        db.close()
+def bump_boot(ledger: Ledger) -> int:
+    """Add one to the controller's boot counter in the ledger's ``meta`` table."""
+    return ledger.bump(BOOT_KEY)
 
 
 class JackpotService:
@@ -154,6 +143,7 @@ class JackpotService:
         resend_interval: float = 1.0,
         randbelow: Callable[[int], int] = secrets.randbelow,
         rng: random.Random | None = None,
+        fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
     ) -> None:
@@ -164,7 +154,8 @@ class JackpotService:
         self._verifiers = {
             table: Verifier(keys) for table, keys in config.table_keys.items()
         }
-        self.ledger_path = Path(ledger_path)
+        self.ledger_path = ledger_location(ledger_path)  # a file, or a postgresql:// URL
+        self._fence = fence  # the ledger's fence (jackpot/store: LedgerFenced aborts a write)
         # ``brokers``: several brokers, the first preferred (controller/link/brokers.py)
         self.brokers = brokers or BrokerList([(host, port)])
         self.host, self.port = self.brokers.address
@@ -177,8 +168,8 @@ class JackpotService:
         self.rng = rng or random.SystemRandom()
         self._randbelow = randbelow
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
-        Ledger(self.ledger_path, config, randbelow=randbelow).close()
-        self.boot = bump_boot(self.ledger_path)
+        with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence) as ledger:
+            self.boot = bump_boot(ledger)
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._alarms: deque[dict[str, Any]] = deque(maxlen=ALARMS_KEPT)
@@ -333,20 +324,17 @@ class JackpotService:
         return True
 
     def _load_boots(self) -> None:
-        db = sqlite3.connect(self.ledger_path, timeout=30)
-        try:
-            rows = db.execute("SELECT table_id, MAX(boot) FROM applied GROUP BY table_id")
-            self._boots = {table: boot for table, boot in rows}
-            last = dict(db.execute("SELECT table_id, acked FROM tables"))
-        finally:
-            db.close()
+        self._boots = self._ledger.boots()
+        last = self._ledger.acks()
         meters = {pool: reading.amount for pool, reading in self._ledger.meters().items()}
         with self._lock:
             self._last_seq.update(last)
             self._meter_cents.update(meters)
 
     def _run(self) -> None:
-        self._ledger = Ledger(self.ledger_path, self.config, randbelow=self._randbelow)
+        self._ledger = Ledger(
+            self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence
+        )
         self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms)
         with self._lock:
             self._open_alarms = self._alarm_log.open_count()
@@ -648,7 +636,11 @@ def _parser() -> argparse.ArgumentParser:
         description="The central jackpot controller: table streams in, ledger, meters out.",
     )
     p.add_argument("--config", required=True, help="pools and tables (jackpot.example.toml)")
-    p.add_argument("--ledger", required=True, help="the SQLite ledger file (created if absent)")
+    p.add_argument(
+        "--ledger",
+        help="the ledger: an SQLite file (created if absent) or a postgresql:// URL "
+        "(default: the config's [ledger] dsn)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="the broker (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=1883, help="the broker's port (default 1883)")
     p.add_argument("--username", default=CLIENT_ID, help=f"broker user (default {CLIENT_ID})")
@@ -707,7 +699,7 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
         p.add_argument("--all", action="store_true", help="acknowledged ones too (history)")
         p.add_argument("--json", action="store_true", help="one JSON object per line")
     args = p.parse_args(argv)
-    if not Path(args.ledger).is_file():
+    if not is_dsn(args.ledger) and not Path(args.ledger).is_file():
         p.exit(2, f"jackpot-controller {name}: no ledger file {args.ledger}\n")
     try:
         with AlarmLog(args.ledger) as alarm_log:
@@ -823,8 +815,11 @@ def main(argv: list[str] | None = None) -> int:
             "no public key in the config for %d table(s) (%s): every message from them is "
             "refused as unsigned", len(missing), ", ".join(missing[:10])
         )
-    ledger = Path(args.ledger)
-    if not ledger.parent.is_dir():
+    if args.ledger is None and config.ledger_dsn is None:
+        parser.exit(2, "jackpot-controller: say where the ledger is: --ledger FILE|URL, or "
+                    f"[ledger] dsn in {args.config}\n")  # fmt: skip
+    ledger = ledger_location(args.ledger or config.ledger_dsn)
+    if not is_dsn(ledger) and not ledger.parent.is_dir():
         parser.exit(2, f"jackpot-controller: --ledger: no directory {ledger.parent}\n")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

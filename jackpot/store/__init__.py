@@ -1,0 +1,134 @@
+"""Where the jackpot ledger lives: an SQLite file or a PostgreSQL database, behind one seam.
+
+:func:`open_store` takes the ledger's location: a path is an SQLite file (the embedded
+default: the demo, a single property), a ``postgresql://`` URL a PostgreSQL database (a
+casino group's central ledger). Both give a :class:`Store` with the same few calls; the
+ledger and the alarm log write their SQL once, in the subset both engines read (``?``
+placeholders, ``INSERT ... ON CONFLICT``, ``RETURNING``), and ask the store for the few
+words that differ (:attr:`Store.award_order`, :meth:`Store.is_`). Each backend keeps its
+schema and its migrations in one module: :mod:`jackpot.store.sqlite`,
+:mod:`jackpot.store.postgres` (docs/jackpot/postgres.md).
+
+A driver's error becomes the caller's error class (``LedgerError``, ``AlarmLogError``: both
+``OSError`` s), naming the location (never a password).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from os import PathLike
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from controller.errors import TableControllerError
+
+#: URL schemes of a PostgreSQL ledger (libpq's).
+DSN_SCHEMES = ("postgresql", "postgres")
+
+Location = str | PathLike[str]
+
+
+class LedgerError(TableControllerError, OSError):
+    """The ledger could not be opened, read or written, or does not fit this config."""
+
+
+class LedgerFenced(LedgerError):
+    """The ledger's fence refused a write: this controller may no longer change the ledger
+    (another one took over). Nothing of the transaction was committed."""
+
+
+#: ``fence(cursor)``: called inside every write transaction before anything changes, with
+#: the backend's own DB-API cursor (placeholders ``?`` for SQLite, ``%s`` for PostgreSQL);
+#: raises :class:`LedgerFenced` to abort it.
+Fence = Callable[[Any], None]
+
+
+def is_dsn(location: Location) -> bool:
+    """True for a PostgreSQL URL (``postgresql://...``), False for a file path."""
+    return isinstance(location, str) and location.split("://", 1)[0].lower() in DSN_SCHEMES
+
+
+def safe_location(location: Location) -> str:
+    """The location for messages and logs: a URL without its password."""
+    if not is_dsn(location):
+        return str(location)
+    parts = urlsplit(str(location))
+    if parts.password is None:
+        return str(location)
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def ledger_location(location: Location) -> str | Path:
+    """A path as a :class:`~pathlib.Path`, a URL as it is (a Path would fold its ``//``)."""
+    return str(location) if is_dsn(location) else Path(location)
+
+
+class Store:
+    """One connection to the ledger's database, autocommit between explicit transactions.
+
+    ``execute(sql, params)`` takes ``?`` placeholders and returns a cursor (``fetchone``,
+    ``fetchall``, iteration). :meth:`begin_write` starts the one kind of write transaction
+    the ledger uses; :meth:`lock_money` takes the rows money moves through."""
+
+    dialect = ""
+    award_order = ""  # the awards' insertion order column
+
+    def __init__(self, location: Location, error: type[Exception]) -> None:
+        self.location = safe_location(location)
+        self.error = error
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
+        for row in rows:
+            self.execute(sql, row)
+
+    @property
+    def cursor(self) -> Any:
+        """The driver's cursor inside the current transaction (for a fence)."""
+        raise NotImplementedError
+
+    @property
+    def in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def begin_write(self) -> None:
+        raise NotImplementedError
+
+    def lock_money(self) -> None:
+        """Inside a write transaction: hold every meter row until it ends."""
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            self.execute("ROLLBACK")
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def is_(self, column: str) -> str:
+        """``column`` equal to a parameter, NULL included."""
+        return f"{column} IS ?"
+
+    def failed(self, what: str, exc: BaseException) -> Exception:
+        return self.error(f"{self.location}: {what}: {exc}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
+
+
+def open_store(location: Location, *, error: type[Exception] = LedgerError) -> Store:
+    """The store at ``location``: SQLite for a path, PostgreSQL for a ``postgresql://`` URL.
+    ``error``: the class driver errors become (raised here if it cannot connect)."""
+    if is_dsn(location):
+        from jackpot.store.postgres import PostgresStore
+
+        return PostgresStore(str(location), error)
+    from jackpot.store.sqlite import SQLiteStore
+
+    return SQLiteStore(Path(location), error)

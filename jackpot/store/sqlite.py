@@ -1,0 +1,169 @@
+"""The ledger in an SQLite file: its schema, its migrations, its connection.
+
+WAL and ``synchronous=FULL`` on every connection; a write transaction is ``BEGIN IMMEDIATE``
+(SQLite's one writer lock: batches are applied one after the other, whoever writes).
+
+Schema versions (``meta`` key ``schema``): 1, the first; 2 adds ``applied.digest``,
+``awards.meter_before`` and the ``contributions`` and ``round_results`` proofs
+(:func:`_migrate_1_to_2`, in place, inside the opening transaction). The alarm log's table
+lives in the same file (:data:`ALARMS_SCHEMA`). See docs/jackpot/postgres.md ("Schema").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from controller.link.signing import digest
+from jackpot.store import Store
+
+SCHEMA_VERSION = 2
+
+LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (table_id TEXT PRIMARY KEY, acked INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS applied (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
+    boot INTEGER NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
+    digest TEXT, UNIQUE (table_id, seq));
+CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
+CREATE TABLE IF NOT EXISTS meters (
+    pool TEXT PRIMARY KEY, value TEXT NOT NULL, seq INTEGER NOT NULL, hits INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS mystery (
+    pool TEXT PRIMARY KEY, trigger_cents INTEGER NOT NULL, cycle INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS movements (
+    n INTEGER PRIMARY KEY AUTOINCREMENT, pool TEXT NOT NULL, table_id TEXT, seq INTEGER,
+    what TEXT NOT NULL, amount TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS awards (
+    award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
+    claim_seq INTEGER NOT NULL, claim_key TEXT NOT NULL, round INTEGER NOT NULL,
+    spot INTEGER NOT NULL, meter TEXT NOT NULL, amount INTEGER NOT NULL, state TEXT NOT NULL,
+    hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER);
+CREATE TABLE IF NOT EXISTS contributions (
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, spot INTEGER NOT NULL, pool TEXT NOT NULL,
+    seq INTEGER NOT NULL, PRIMARY KEY (table_id, round, spot, pool));
+CREATE TABLE IF NOT EXISTS round_results (
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (table_id, round));
+"""
+
+ALARMS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS alarms (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, table_id TEXT,
+    first_t INTEGER NOT NULL, last_t INTEGER NOT NULL, count INTEGER NOT NULL,
+    seq INTEGER, detail TEXT NOT NULL, acked_by TEXT, acked_t INTEGER,
+    first_seq INTEGER, first_detail TEXT);
+CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
+"""
+
+
+class SQLiteStore(Store):
+    """The ledger file at ``path`` (created if absent)."""
+
+    dialect = "sqlite"
+    award_order = "rowid"
+
+    def __init__(self, path: Path, error: type[Exception]) -> None:
+        super().__init__(str(path), error)
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            raise self.failed("cannot open the jackpot ledger", exc) from None
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, tuple(params))
+        except sqlite3.Error as exc:
+            raise self.failed("ledger database error", exc) from exc
+
+    @property
+    def cursor(self) -> sqlite3.Cursor:
+        return self._db.cursor()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._db is not None and self._db.in_transaction
+
+    def begin_write(self) -> None:
+        self.execute("BEGIN IMMEDIATE")
+
+    def script(self, sql: str) -> None:
+        try:
+            self._db.executescript(sql)
+        except sqlite3.Error as exc:
+            raise self.failed("cannot create the ledger's tables", exc) from None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # -- the schema ----------------------------------------------------------------------
+
+    def open_ledger(self) -> None:
+        """Create or migrate the ledger's tables; returns inside a write transaction."""
+        self.script(LEDGER_SCHEMA)
+        self.begin_write()
+        row = self.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif row[0] == "1":
+            _migrate_1_to_2(self)
+        elif row[0] != str(SCHEMA_VERSION):
+            raise self.error(
+                f"{self.location}: ledger schema {row[0]}, this controller reads "
+                f"{SCHEMA_VERSION} (and migrates 1): run the controller version that wrote it"
+            )
+
+    def open_alarms(self) -> None:
+        self.script(ALARMS_SCHEMA)
+
+
+def _migrate_1_to_2(store: SQLiteStore) -> None:
+    """Schema 1 -> 2 in place, inside the opening transaction: each applied message's
+    digest from its stored JSON; each award's ``meter_before`` (a Mystery hit: its amount,
+    the trigger; a meter line: the whole cents of the pool's movements before it); the
+    contributions and round results already applied."""
+    db = store
+    db.execute("ALTER TABLE applied ADD COLUMN digest TEXT")
+    db.execute("ALTER TABLE awards ADD COLUMN meter_before INTEGER")
+    for n, text in db.execute("SELECT n, message FROM applied").fetchall():
+        db.execute("UPDATE applied SET digest=? WHERE n=?", (digest(json.loads(text)), n))
+    taken = db.execute(
+        "SELECT w.award_id, w.pool, w.table_id, w.claim_seq, w.amount, a.kind FROM awards w"
+        " JOIN applied a ON a.table_id=w.table_id AND a.seq=w.claim_seq"
+        " WHERE w.state!='refused'"
+    ).fetchall()
+    before: dict[tuple[str, str, int], int] = {}
+    for pool in {row[1] for row in taken}:
+        total = Fraction(0)
+        for table, seq, what, amount in db.execute(
+            "SELECT table_id, seq, what, amount FROM movements WHERE pool=? ORDER BY n", (pool,)
+        ).fetchall():
+            if what == "award":
+                before.setdefault((pool, table, seq), math.floor(total))
+            total += Fraction(amount)
+    for award_id, pool, table, seq, amount, kind in taken:
+        value = amount if kind == "contribution" else before.get((pool, table, seq), amount)
+        db.execute("UPDATE awards SET meter_before=? WHERE award_id=?", (value, award_id))
+    db.execute(
+        "INSERT OR IGNORE INTO contributions SELECT table_id,"
+        " json_extract(message, '$.payload.round'), json_extract(message, '$.payload.spot'),"
+        " json_extract(message, '$.payload.pool'), seq FROM applied"
+        " WHERE kind='contribution' AND outcome='applied' ORDER BY n"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO round_results SELECT table_id,"
+        " json_extract(message, '$.payload.round'), seq FROM applied"
+        " WHERE kind='round_result' AND outcome='applied' ORDER BY n"
+    )
+    db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
