@@ -41,6 +41,7 @@ import json
 import logging
 import random
 import secrets
+import select
 import signal
 import sqlite3
 import sys
@@ -82,7 +83,7 @@ from controller.link.signing import (
     make_link_key,
 )
 from jackpot.alarms import AlarmLog, AlarmLogError
-from jackpot.ledger import Award, Ledger, Status
+from jackpot.ledger import Award, Ledger, Result, Status
 from jackpot.metrics import JackpotMetrics
 from jackpot.pools import JackpotConfig, JackpotConfigError, load_config
 from jackpot.store import Fence, is_dsn, ledger_location
@@ -99,6 +100,9 @@ DEFAULT_SIGNING_KEY = "/etc/jackpot-controller/link-signing.key"
 #: MQTT 5 "Disconnect with Will Message": a thread that fails leaves so the broker publishes
 #: its will (offline), which a plain disconnect would not.
 WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
+#: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
+#: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
+BATCH_MAX = 256
 
 
 def _topic_table(topic: str) -> str | None:
@@ -107,6 +111,21 @@ def _topic_table(topic: str) -> str | None:
     if len(levels) > 3 and levels[2] == "table" and TABLE_ID.match(levels[3]):
         return levels[3]
     return None
+
+
+def _topic_of(body: dict[str, Any]) -> str:
+    return topic_for(body["table"], body["kind"])
+
+
+class _Queued:
+    """A received message waiting for its PUBACK: ``body`` is a checked table message for
+    the next batch, None for one refused (or a status) that only needs its PUBACK in turn."""
+
+    __slots__ = ("body", "mid", "qos")
+
+    def __init__(self, mid: int, qos: int) -> None:
+        self.mid, self.qos = mid, qos
+        self.body: dict[str, Any] | None = None
 
 
 def bump_boot(ledger: Ledger) -> int:
@@ -143,12 +162,15 @@ class JackpotService:
         resend_interval: float = 1.0,
         randbelow: Callable[[int], int] = secrets.randbelow,
         rng: random.Random | None = None,
+        batch_max: int = BATCH_MAX,
         fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
+        if not 1 <= batch_max <= 65_535:
+            raise ValueError(f"batch_max {batch_max!r}: must be 1 to 65535 messages")
         self.config = config
         self.signer = signer
         self._verifiers = {
@@ -184,7 +206,6 @@ class JackpotService:
         self._online = threading.Event()
         self._stop = threading.Event()
         self._closed = False
-        self._goodbye = True  # close(goodbye=False): leave without the offline status
         self._client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=client_id,
@@ -209,6 +230,9 @@ class JackpotService:
         self._inflight: dict[int, str] = {}  # mid -> topic
         self._failures = 0
         self._drop = False
+        self._queue: list[_Queued] = []  # received, not yet PUBACKed, in order
+        self.batch_max = batch_max
+        self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
         self._thread.start()
 
@@ -224,7 +248,9 @@ class JackpotService:
         ledger status, ``signature``, ``unknown_table``, ``malformed``; status messages
         ``received`` or ``stale``; kind ``unknown`` when the message could not be read);
         ``tables``: each table's ``last_seq`` in the ledger and ``age_s``, seconds since its
-        last signed message (None before one this run); ``meters``: each pool's whole cents."""
+        last signed message (None before one this run); ``meters``: each pool's whole cents;
+        ``largest_batch``: the most table messages one ledger transaction applied this run
+        (``counts["batch"]`` counts those transactions)."""
         now = time.monotonic()
         with self._lock:
             return {
@@ -243,20 +269,18 @@ class JackpotService:
                     for table in sorted(self.config.tables)
                 },
                 "meters": dict(self._meter_cents),
+                "largest_batch": self._largest_batch,
             }
 
     def wait_online(self, timeout: float = 10.0) -> bool:
         """True once connected and subscribed."""
         return self._online.wait(timeout)
 
-    def close(self, timeout: float = 5.0, *, goodbye: bool = True) -> None:
-        """Publish the offline status, disconnect, stop the thread. Safe twice.
-        ``goodbye=False``: no offline status, a plain disconnect (no will): a controller that
-        lost its lease leaves the status topic to the new leader (jackpot/ha.py)."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Publish the offline status, disconnect, stop the thread. Safe twice."""
         if self._closed:
             return
         self._closed = True
-        self._goodbye = goodbye
         self._stop.set()
         self._thread.join(timeout + 2.0)
 
@@ -314,6 +338,7 @@ class JackpotService:
         self._client.will_set(JACKPOT_STATUS_TOPIC, self._status("offline"), qos=1, retain=True)
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = self.session_expiry
+        props.ReceiveMaximum = self.batch_max  # else Mosquitto sends 20, one batch's worth
         self.host, self.port = self.brokers.address
         try:
             self._client.connect(
@@ -350,6 +375,12 @@ class JackpotService:
                     socket_up = self._connect()
                     continue
                 rc = self._client.loop(timeout=0.05)
+                if rc == mqtt.MQTT_ERR_SUCCESS:
+                    rc = self._read_more()
+                if rc == mqtt.MQTT_ERR_SUCCESS:
+                    self._flush()  # this pass's messages: one transaction, then the PUBACKs
+                else:  # unacknowledged: the broker sends them again in the resumed session
+                    self._queue.clear()
                 if self._drop:  # the ledger failed: unacked messages come back on reconnect
                     self._drop = False
                     self._client.disconnect()
@@ -368,7 +399,7 @@ class JackpotService:
                         self._set_connected(False)
                         continue
                 self._flush_alarms()
-            if socket_up and self._connected and self._goodbye:
+            if socket_up and self._connected:
                 self._say_goodbye()
             clean = True
         except Exception:
@@ -432,6 +463,7 @@ class JackpotService:
         self._failures = 0
         self.brokers.connected()
         self._inflight.clear()
+        self._queue.clear()  # mids of the last connection: the broker resends those messages
         client.subscribe(SUBSCRIPTION, qos=1)
         info = client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), qos=1, retain=True)
         self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
@@ -464,31 +496,66 @@ class JackpotService:
             log.error("publish to %s refused: PUBACK %s %s", topic, reason_code.value, reason_code)
 
     def _on_message(self, client, userdata, message) -> None:
+        """Check one message and queue it with its mid (paho calls this inside
+        ``client.loop()``); :meth:`_flush` applies the queue and sends the PUBACKs in order."""
+        if self._drop:  # the ledger failed in this pass: everything comes back on reconnect
+            return
+        queued = _Queued(message.mid, message.qos)
         try:
-            self._handle(message.topic, message.payload, bool(message.retain))
-        except (sqlite3.Error, OSError):
-            # The ledger could not take it (disk, lock...): no PUBACK; drop the connection so
-            # the broker redelivers from the persistent session after a backoff.
-            self._count("ledger_error")
-            log.exception("could not handle a message on %s; reconnecting", message.topic)
-            self._drop = True
+            self._take(message.topic, message.payload, bool(message.retain), queued)
+        except (sqlite3.Error, OSError):  # a status' ledger work (or the flush before it)
+            self._ledger_failed(message.topic)
             return
         except Exception as exc:
             # Not the disk: something in this message that no check foresaw. Redelivering it
             # would loop forever, so it is consumed and alarmed; nothing was committed for it
             # (a true table message stays in the table's outbox and comes again).
-            self._count("internal_error")
-            log.exception("could not handle a message on %r", message.topic[:120])
-            self._alarm(
-                "internal_error", _topic_table(message.topic), None,
-                f"a message on {message.topic[:120]!r} raised {type(exc).__name__}: call the "
-                "supplier with this log",
-            )  # fmt: skip
-        client.ack(message.mid, message.qos)
+            self._internal_error(message.topic, exc)
+            queued.body = None
+        if queued.body is None and not self._queue:  # nothing before it waits: PUBACK now
+            client.ack(queued.mid, queued.qos)
+            return
+        self._queue.append(queued)
+        if len(self._queue) >= self.batch_max:
+            self._flush()
+
+    def _ledger_failed(self, topic: str) -> None:
+        """The ledger could not take a message (disk, lock, database...): no PUBACK for it or
+        the queue; drop the connection so the broker redelivers them all after a backoff."""
+        self._count("ledger_error")
+        log.exception("could not apply the messages up to one on %s; reconnecting", topic[:120])
+        self._queue.clear()
+        self._drop = True
+
+    def _internal_error(self, topic: str, exc: Exception) -> None:
+        self._count("internal_error")
+        log.exception("could not handle a message on %r", topic[:120])
+        self._alarm(
+            "internal_error", _topic_table(topic), None,
+            f"a message on {topic[:120]!r} raised {type(exc).__name__}: call the supplier with "
+            "this log",
+        )  # fmt: skip
+
+    def _read_more(self) -> int:
+        """After ``client.loop()`` (which reads one packet or a few), read whatever else the
+        socket already holds, up to a full batch: a burst becomes one ledger transaction."""
+        sock = self._client.socket()
+        for _ in range(self.batch_max):
+            if self._drop or len(self._queue) >= self.batch_max or sock is None:
+                break
+            pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: decrypted bytes
+            if not pending and not select.select([sock], [], [], 0)[0]:
+                break
+            rc = self._client.loop_read()
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                return rc
+        return mqtt.MQTT_ERR_SUCCESS
 
     # -- handling --------------------------------------------------------------------------
 
-    def _handle(self, topic: str, payload: bytes, retained: bool = False) -> None:
+    def _take(self, topic: str, payload: bytes, retained: bool, queued: _Queued) -> None:
+        """Parse and check one message; a table message goes into ``queued.body`` for the
+        batch, a status is handled now (after the batch before it), a refusal is alarmed."""
         try:
             kind, table, body = parse_message(topic, payload)
         except LinkMessageError as exc:
@@ -514,41 +581,98 @@ class JackpotService:
         with self._lock:
             self._heard[table] = time.monotonic()
         if kind == "status":
-            self._on_status(table, body, retained)
+            self._flush()  # the table's messages before its status are in the ledger first
+            if not self._drop:
+                self._on_status(table, body, retained)
         elif kind in TABLE_KINDS:
-            self._on_table_message(table, body)
+            if body["boot"] > self._boots.get(table, 0):
+                self._boots[table] = body["boot"]
+            queued.body = body
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
             self._count("malformed")
             self._message(kind, "malformed")
             log.warning("ignored a %s message on %s", kind, topic)
 
-    def _on_table_message(self, table: str, body: dict[str, Any]) -> None:
-        if body["boot"] > self._boots.get(table, 0):
-            self._boots[table] = body["boot"]
-        result = self._ledger.apply(body, checked=True)  # committed when it returns
-        status, kind, seq = result.status, body["kind"], body["seq"]
-        # each alarm is raised before its count: whoever sees the count sees the alarm
-        if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
-            self._alarm(status.name.lower(), table, seq, f"{kind}: {result.reason}")
-        elif status is Status.CONFLICT:  # the seq was applied with other content: no ack owed
-            self._alarm(result.alarm or "seq_conflict", table, seq, f"{kind}: {result.reason}")
-        elif status is Status.REFUSED:
-            alarm = result.alarm or f"{kind}_refused"
-            self._alarm(alarm, table, seq, f"{kind} refused: {result.reason}")
-        self._count(status.name.lower())
+    def _flush(self) -> None:
+        """Apply the queued table messages in one ledger transaction (group commit), then
+        publish the acks, resends and awards they call for, then PUBACK each message in the
+        order received. A ledger error: no PUBACK at all, reconnect (:meth:`_ledger_failed`)."""
+        queue, self._queue = self._queue, []
+        if not queue:
+            return
+        bodies = [q.body for q in queue if q.body is not None]
+        try:
+            results = self._ledger.apply_batch(bodies, checked=True) if bodies else []
+        except (sqlite3.Error, OSError):  # nothing committed (LedgerFenced is one)
+            self._ledger_failed(_topic_of(bodies[-1]))
+            return
+        except Exception:  # a message no check foresaw: find it, one transaction each
+            log.exception("a batch of %d messages failed: applying them one by one", len(bodies))
+            self._flush_one_by_one(queue)
+            return
+        self._count("batch")
         with self._lock:
-            self._messages[(kind, status.name.lower())] += 1
+            self._largest_batch = max(self._largest_batch, len(bodies))
+        self._after_commit(bodies, results)
+        for q in queue:
+            self._client.ack(q.mid, q.qos)
+
+    def _flush_one_by_one(self, queue: list[_Queued]) -> None:
+        """The old way, for a batch that raised something else than a ledger error: each
+        message in its own transaction, published and PUBACKed before the next."""
+        for q in queue:
+            if q.body is not None:
+                try:
+                    result = self._ledger.apply(q.body, checked=True)
+                except (sqlite3.Error, OSError):
+                    self._ledger_failed(_topic_of(q.body))
+                    return
+                except Exception as exc:
+                    self._internal_error(_topic_of(q.body), exc)
+                else:
+                    self._count("batch")
+                    self._after_commit([q.body], [result])
+            self._client.ack(q.mid, q.qos)
+
+    def _after_commit(self, bodies: list[dict[str, Any]], results: list[Result]) -> None:
+        """Alarms and counts per message, in order; then one ack per table (its highest
+        sequence: acks are cumulative), a resend where a gap is still open, the awards."""
+        acks: dict[str, int] = {}  # table -> the ack it is owed
+        last: dict[str, int] = {}  # table -> the ledger's last sequence after the batch
+        gaps: dict[str, int] = {}  # table -> the highest sequence refused as beyond a gap
+        awards: list[Award] = []
+        for body, result in zip(bodies, results, strict=True):
+            status, kind, seq, table = result.status, body["kind"], body["seq"], body["table"]
+            # each alarm is raised before its count: whoever sees the count sees the alarm
+            if status in (Status.MALFORMED, Status.UNKNOWN_TABLE):
+                self._alarm(status.name.lower(), table, seq, f"{kind}: {result.reason}")
+            elif status is Status.CONFLICT:  # applied with other content: no ack owed
+                self._alarm(result.alarm or "seq_conflict", table, seq, f"{kind}: {result.reason}")
+            elif status is Status.REFUSED:
+                alarm = result.alarm or f"{kind}_refused"
+                self._alarm(alarm, table, seq, f"{kind} refused: {result.reason}")
+            self._count(status.name.lower())
+            with self._lock:
+                self._messages[(kind, status.name.lower())] += 1
+                if result.ack is not None:
+                    self._last_seq[table] = result.ack
             if result.ack is not None:
-                self._last_seq[table] = result.ack
-        if status in (Status.MALFORMED, Status.UNKNOWN_TABLE, Status.CONFLICT):
-            return
-        if status is Status.GAP:
-            self._ask_resend(table, result.resend_from)
-            return
-        self._send_ack(table, result.ack)
-        for award in result.awards:
+                last[table] = max(last.get(table, 0), result.ack)
+            if status in (Status.MALFORMED, Status.UNKNOWN_TABLE, Status.CONFLICT):
+                continue
+            if status is Status.GAP:
+                gaps[table] = max(gaps.get(table, 0), seq)
+                continue
+            acks[table] = max(acks.get(table, 0), result.ack)
+            awards.extend(result.awards)
+            self._dirty.update(result.meters)
+        for table, seq in acks.items():
+            self._send_ack(table, seq)
+        for table, seq in gaps.items():
+            if seq > last[table]:  # not filled later in the batch: ask from the ledger's next
+                self._ask_resend(table, last[table] + 1)
+        for award in awards:
             self._send_award(award)
-        self._dirty.update(result.meters)
 
     def _ask_resend(self, table: str, start: int) -> None:
         last = self._resent.get(table)
@@ -829,10 +953,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        make_service = JackpotService
-        if config.ha is not None:  # one of several controllers: docs/jackpot/failover.md
-            from jackpot.ha import HaService as make_service
-        service = make_service(
+        service = JackpotService(
             config,
             ledger,
             args.host,
