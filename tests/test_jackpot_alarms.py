@@ -1,12 +1,12 @@
 """The jackpot controller's alarm log (jackpot/alarms.py): what it refused stays in the
-ledger file until a technician acknowledges it, a flood is one row, and the command line
-lists and acknowledges them. Real SQLite with the production settings; the service test runs
-against a real Mosquitto."""
+ledger until a technician acknowledges it, a flood is one row, and the command line
+lists and acknowledges them. Every test runs on both backends (``ledger_at``): real SQLite
+with the production settings and a real PostgreSQL (tests/pg_server.py); the service test
+runs against a real Mosquitto, end to end."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 from link_keys import controller_signer, jackpot_config, table_signer
 from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
+from pg_server import ledger_at, pg_server  # noqa: F401
 
 from controller.link.messages import topic_for
 from jackpot.alarms import AlarmLog, AlarmLogError
 from jackpot.service import JackpotService
+from jackpot.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 T7 = TABLES[0]
@@ -33,8 +35,8 @@ class Clock:
         return self.ms
 
 
-def test_repeats_of_an_open_alarm_are_one_row_with_a_count(tmp_path):
-    path = tmp_path / "ledger.db"
+def test_repeats_of_an_open_alarm_are_one_row_with_a_count(ledger_at):  # noqa: F811
+    path = ledger_at()
     with AlarmLog(path, clock=Clock(), flush_s=3600) as log:
         first = log.raise_alarm("signature", T7, 5, "unsigned")
         for seq in range(6, 106):
@@ -51,8 +53,8 @@ def test_repeats_of_an_open_alarm_are_one_row_with_a_count(tmp_path):
         assert log.open_count() == 3
 
 
-def test_acknowledged_alarms_stay_as_history_and_a_repeat_opens_a_new_one(tmp_path):
-    path = tmp_path / "ledger.db"
+def test_acknowledged_alarms_stay_as_history_and_a_repeat_opens_a_new_one(ledger_at):  # noqa: F811
+    path = ledger_at()
     with AlarmLog(path, clock=Clock(), flush_s=0) as log:
         first = log.raise_alarm("signature", T7, 1, "unsigned")
         log.raise_alarm("seq_conflict", T7, 2, "seq 2 with other content")
@@ -72,8 +74,8 @@ def test_acknowledged_alarms_stay_as_history_and_a_repeat_opens_a_new_one(tmp_pa
         assert {r.acked_by for r in history} == {"tech 12"} and len(history) == 3
 
 
-def test_a_repeat_after_someone_acknowledged_from_another_process_is_a_new_alarm(tmp_path):
-    path = tmp_path / "ledger.db"
+def test_a_repeat_after_someone_acknowledged_from_another_process_is_a_new_alarm(ledger_at):  # noqa: F811
+    path = ledger_at()
     service_log = AlarmLog(path, clock=Clock(), flush_s=3600)
     first = service_log.raise_alarm("signature", T7, 1, "unsigned")
     with AlarmLog(path) as technician:
@@ -94,10 +96,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_forged_messages_are_alarms_in_the_ledger_file_a_technician_lists_and_acknowledges(
-    tmp_path,
+    ledger_at,  # noqa: F811
     broker,  # noqa: F811
 ):
-    ledger = tmp_path / "ledger.db"
+    ledger = ledger_at()
     svc = JackpotService(jackpot_config(), ledger, broker.host, broker.port, CONTROLLER,
                          broker.passwords[CONTROLLER], signer=controller_signer(),
                          backoff=(0.05, 0.5))  # fmt: skip
@@ -134,9 +136,10 @@ def test_forged_messages_are_alarms_in_the_ledger_file_a_technician_lists_and_ac
     assert cli("alarms", "--ledger", str(ledger)).stdout.strip() == "no open alarms"
     history = cli("alarms", "--ledger", str(ledger), "--all").stdout
     assert history.count("acknowledged by tech 3") == 2
-    db = sqlite3.connect(ledger)  # the money did not move for any of them
+    db = open_store(ledger)  # the money did not move for any of them
     try:
         moved = db.execute("SELECT COUNT(*) FROM movements WHERE what='contribution'")
         assert moved.fetchone()[0] == 0
+        assert db.execute("SELECT acked FROM tables WHERE table_id=?", (T7,)).fetchone() == (1,)
     finally:
         db.close()

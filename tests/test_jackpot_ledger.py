@@ -1,4 +1,5 @@
-"""The jackpot controller's ledger, pools and Must-Hit-By Mystery (issue #5), on real SQLite.
+"""The jackpot controller's ledger, pools and Must-Hit-By Mystery (issue #5), on both backends:
+a real SQLite file and a real PostgreSQL database (tests/pg_server.py), same tests, same results.
 
 Run as a script (``feed LEDGER CONFIG COUNT``) it is the child process the crash test kills
 with SIGKILL while it applies messages.
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pg_server import BACKENDS, ledger_at, pg_server  # noqa: F401
 
 from controller.games import load_game
 from controller.link.messages import envelope as env
@@ -28,8 +30,9 @@ from controller.link.messages import validate
 from controller.link.signing import new_signing_key, public_key_text
 from controller.table.effects import Publish
 from controller.table.script import parse_script, replay
-from jackpot.ledger import Ledger, LedgerError, Status
+from jackpot.ledger import Ledger, LedgerError, LedgerFenced, Status
 from jackpot.pools import JackpotConfigError, load_config, parse_config
+from jackpot.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -98,21 +101,29 @@ def confirm(table, seq, award, amount=None):
     return envelope(table, seq, "award_confirm", f"confirm/{award.award_id}/{seq}", payload)
 
 
+def rows(location, sql: str) -> list[tuple]:
+    """``sql``'s rows read through a connection of its own (as another process would)."""
+    store = open_store(location)
+    try:
+        return [tuple(row) for row in store.execute(sql).fetchall()]
+    finally:
+        store.close()
+
+
 def state(led) -> dict:
     """Everything a refused message must leave as it was (the applied rows but the last)."""
-    db = sqlite3.connect(led.path)
-    try:
-        return {
-            "meters": led.meters(),
-            "movements": db.execute("SELECT * FROM movements ORDER BY n").fetchall(),
-            "awards": db.execute("SELECT * FROM awards ORDER BY rowid").fetchall(),
-            "applied": db.execute("SELECT * FROM applied ORDER BY n").fetchall(),
-            "mystery": db.execute("SELECT * FROM mystery").fetchall(),
-            "contributions": db.execute("SELECT * FROM contributions").fetchall(),
-            "round_results": db.execute("SELECT * FROM round_results").fetchall(),
-        }
-    finally:
-        db.close()
+    at, order = led.path or led.location, led._db.award_order
+    return {
+        "meters": led.meters(),
+        "movements": rows(at, "SELECT * FROM movements ORDER BY n"),
+        "awards": rows(at, f"SELECT * FROM awards ORDER BY {order}"),
+        "applied": rows(at, "SELECT * FROM applied ORDER BY n"),
+        "mystery": rows(at, "SELECT * FROM mystery ORDER BY pool"),
+        "contributions": rows(at, "SELECT * FROM contributions ORDER BY table_id, seq, pool"),
+        "round_results": rows(at, "SELECT * FROM round_results ORDER BY table_id, seq"),
+        "tables": rows(at, "SELECT * FROM tables ORDER BY table_id"),
+        "meta": rows(at, "SELECT * FROM meta ORDER BY key"),
+    }
 
 
 def assert_refused(led, message, alarm, words):
@@ -137,17 +148,13 @@ def assert_refused(led, message, alarm, words):
     return got
 
 
-def trigger_on_disk(path: Path) -> int:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute("SELECT trigger_cents FROM mystery").fetchone()[0]
-    finally:
-        db.close()
+def trigger_on_disk(location) -> int:
+    return rows(location, "SELECT trigger_cents FROM mystery")[0][0]
 
 
 @pytest.fixture
-def ledger(tmp_path):
-    with Ledger(tmp_path / "ledger.db", CONFIG, randbelow=fixed(500)) as led:
+def ledger(ledger_at):  # noqa: F811
+    with Ledger(ledger_at(), CONFIG, randbelow=fixed(500)) as led:
         yield led
 
 
@@ -345,8 +352,8 @@ def test_a_stake_of_ten_to_the_fifteen_is_refused(ledger):
         (CONFIG, {"round": 1, "key": "again"}, "contribution_duplicate", "already contributed"),
     ],
 )
-def test_contributions_off_the_terms_are_refused(tmp_path, config, change, alarm, words):
-    with Ledger(tmp_path / "l.db", config, randbelow=fixed(500)) as led:
+def test_contributions_off_the_terms_are_refused(ledger_at, config, change, alarm, words):  # noqa: F811
+    with Ledger(ledger_at("l"), config, randbelow=fixed(500)) as led:
         assert led.apply(contrib(T1, 1, 1)).status is Status.APPLIED
         assert led.apply(contrib(T1, 2, 1, spot=2)).status is Status.APPLIED
         payload = contrib(T1, 3, 2)["payload"] | change
@@ -519,9 +526,9 @@ def test_ten_percent_line_subtracts_and_award_flow(ledger):
 # -- Must-Hit-By Mystery ---------------------------------------------------------------------
 
 
-def test_mystery_hit_exact(tmp_path):
+def test_mystery_hit_exact(ledger_at):  # noqa: F811
     draw = fixed(10)  # trigger 25,010 cents
-    with Ledger(tmp_path / "l.db", CONFIG, randbelow=draw) as led:
+    with Ledger(ledger_at("l"), CONFIG, randbelow=draw) as led:
         assert led.apply(contrib(T1, 1, 1)).awards == ()  # 25,007.5
         hit = led.apply(contrib(T2, 1, 5, spot=3))  # 25,015 >= 25,010: this one wins
         (award,) = hit.awards
@@ -551,14 +558,14 @@ def ceiling_config(contribution: str, by: str) -> object:
     return parse_config(text, "ceiling.toml")
 
 
-def test_a_mystery_contribution_too_large_for_the_range_is_refused(tmp_path):
+def test_a_mystery_contribution_too_large_for_the_range_is_refused(ledger_at):  # noqa: F811
     config = ceiling_config("$4.99", "$254.98")  # seed $250 + $4.99 > $254.98
-    with Ledger(tmp_path / "l.db", config, randbelow=fixed(0)) as led:
+    with Ledger(ledger_at("l"), config, randbelow=fixed(0)) as led:
         got = assert_refused(led, contrib(T1, 1, 1), "mystery_ceiling", "must_hit_by")
         assert "25498" not in got.reason.replace(" ", "") or "must_hit_by" in got.reason
         assert led.meter("mystery") == 25_000 and led.awards() == []
     config = ceiling_config("$4.99", "$254.99")  # exactly fits: the meter stays below
-    with Ledger(tmp_path / "m.db", config, randbelow=fixed(498)) as led:  # trigger $254.98
+    with Ledger(ledger_at("m"), config, randbelow=fixed(498)) as led:  # trigger $254.98
         for seq in range(1, 40):
             assert led.apply(contrib(T1, seq, seq)).status is Status.APPLIED
             assert led.meter("mystery") < 25_499
@@ -602,8 +609,8 @@ def test_the_mystery_meter_never_reaches_must_hit_by(rate, seed, span, head, dra
                 assert award.amount <= pool.must_hit_by
 
 
-def test_mystery_trigger_is_secret_and_survives_restart(tmp_path):
-    path = tmp_path / "l.db"
+def test_mystery_trigger_is_secret_and_survives_restart(ledger_at):  # noqa: F811
+    path = ledger_at("l")
     secret = 25_000 + 54_321  # $793.21
     with Ledger(path, CONFIG, randbelow=fixed(54_321)) as led:
         results = [led.apply(contrib(T1, s, s)) for s in (1, 2, 3)]
@@ -670,14 +677,13 @@ def test_a_version_1_ledger_is_migrated_in_place(tmp_path):
         assert_refused(led, contrib(T1, 5, 1, spot=3), "contribution_terms", "already reported")
 
 
-def test_a_newer_ledger_is_refused(tmp_path):
-    path = tmp_path / "l.db"
+def test_a_newer_ledger_is_refused(ledger_at):  # noqa: F811
+    path = ledger_at("l")
     Ledger(path, CONFIG).close()
-    db = sqlite3.connect(path)
-    db.execute("UPDATE meta SET value='3' WHERE key='schema'")
-    db.commit()
-    db.close()
-    with pytest.raises(LedgerError, match="ledger schema 3"):
+    store = open_store(path)
+    store.execute("UPDATE meta SET value='3' WHERE key='schema'")
+    store.close()
+    with pytest.raises(LedgerError, match="ledger schema 3, this controller reads 2"):
         Ledger(path, CONFIG)
 
 
@@ -694,14 +700,27 @@ ops = st.lists(
 HITS = {"100": (["7D", "7D"], "7D"), "10": (["7S", "7S"], "7S")}
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(ops=ops, seed=st.integers(0, 2**32))
-def test_contributions_equal_meter_movements_plus_awards(ops, seed):
+def test_contributions_equal_meter_movements_plus_awards(request, backend, ops, seed):
     rng = random.Random(seed)
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Ledger(Path(tmp) / "l.db", CONFIG, randbelow=rng.randrange) as led,
-    ):
+    server = request.getfixturevalue("pg_server") if backend == "postgresql" else None
+    with tempfile.TemporaryDirectory() as tmp:
+        location = server.create_database() if server else Path(tmp) / "l.db"
+        try:
+            _conservation(location, rng, ops)
+        finally:
+            if server:
+                server.drop_database(location)
+
+
+def _conservation(location, rng, ops) -> None:
+    with Ledger(location, CONFIG, randbelow=rng.randrange) as led:
         seqs = dict.fromkeys([T1, T2, T3], 0)
         rounds = dict.fromkeys([T1, T2, T3], 0)
         expected = {"blazing_7s": Fraction(0), "mystery": Fraction(0)}
@@ -778,7 +797,7 @@ def feed(ledger_path: str, config_path: str, count: int) -> None:
             print(message["table"], message["seq"], flush=True)
 
 
-def check_ledger(path: Path) -> dict[str, int]:
+def check_ledger(path) -> dict[str, int]:
     """Every applied (table, seq) once, 1..ack with no gap; meters = contributions from the
     applied messages + seeds - awards; returns the acks."""
     led = Ledger(path, CONFIG)
@@ -788,14 +807,12 @@ def check_ledger(path: Path) -> dict[str, int]:
         for table in TABLES:
             seqs = [s for t, s, *_ in applied if t == table]
             assert seqs == list(range(1, acks[table] + 1))
-        db = sqlite3.connect(path)
         stakes = [
             (json.loads(m)["payload"]["stake"], json.loads(m)["payload"]["mystery"])
-            for (m,) in db.execute(
-                "SELECT message FROM applied WHERE kind='contribution' AND outcome='applied'"
+            for (m,) in rows(
+                path, "SELECT message FROM applied WHERE kind='contribution' AND outcome='applied'"
             )
         ]
-        db.close()
         for pool in ("blazing_7s", "mystery"):
             rate = CONFIG.pools[pool].rate
             paid = sum(rate * s for s, m in stakes if pool == "blazing_7s" or m)
@@ -808,8 +825,8 @@ def check_ledger(path: Path) -> dict[str, int]:
         led.close()
 
 
-def test_sigkill_while_applying_then_replay(tmp_path):
-    path = tmp_path / "ledger.db"
+def test_sigkill_while_applying_then_replay(ledger_at):  # noqa: F811
+    path = ledger_at("ledger")
     count = 400
     for attempt in range(3):
         child = subprocess.Popen(
@@ -838,7 +855,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["feed"]:
     feed(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 
 
-def test_a_burst_in_one_transaction_gives_the_ledger_of_one_by_one(tmp_path):
+def test_a_burst_in_one_transaction_gives_the_ledger_of_one_by_one(ledger_at):  # noqa: F811
     """Group commit: a stream applied in batches (one transaction each) gives exactly the
     results, awards, meters and movements of the same stream applied message by message,
     Mystery hits inside a batch, duplicates, a gap and a refusal included."""
@@ -852,8 +869,8 @@ def test_a_burst_in_one_transaction_gives_the_ledger_of_one_by_one(tmp_path):
     stream.insert(60, contrib(T1, 999, 500))  # a gap: resend asked, nothing applied
     stream.append(contrib(T2, seqs[T2] + 1, 600, stake=10**6))  # off the terms: refused
     stream.append(contrib(T2, seqs[T2] + 2, 601))  # and the stream goes on after it
-    one = Ledger(tmp_path / "one.db", CONFIG, randbelow=fixed(3))
-    many = Ledger(tmp_path / "many.db", CONFIG, randbelow=fixed(3))
+    one = Ledger(ledger_at("one"), CONFIG, randbelow=fixed(3))
+    many = Ledger(ledger_at("many"), CONFIG, randbelow=fixed(3))
     with one, many:
         singles = [one.apply(message) for message in stream]
         batched, start = [], 0
@@ -872,8 +889,8 @@ def test_a_burst_in_one_transaction_gives_the_ledger_of_one_by_one(tmp_path):
             assert many.totals(pool) == one.totals(pool)
 
 
-def test_a_batch_that_fails_commits_nothing(tmp_path):
-    with Ledger(tmp_path / "l.db", CONFIG, randbelow=fixed(3)) as led:
+def test_a_batch_that_fails_commits_nothing(ledger_at):  # noqa: F811
+    with Ledger(ledger_at("l"), CONFIG, randbelow=fixed(3)) as led:
         led.apply(contrib(T1, 1, 1))
         before = (led.applied(), led.meters(), led.ack(T1))
 
@@ -892,3 +909,126 @@ def test_a_batch_that_fails_commits_nothing(tmp_path):
         with pytest.raises(Boom):
             led.apply_batch([contrib(T1, 2, 2), broken])
         assert (led.applied(), led.meters(), led.ack(T1)) == before
+
+
+# -- the fence (the hot standby's epoch check) ------------------------------------------------
+
+
+def test_a_fence_that_refuses_leaves_the_ledger_unchanged(ledger_at):  # noqa: F811
+    """``fence(cursor)`` runs inside every write transaction before anything changes; when it
+    raises LedgerFenced, nothing of the batch (nor of a boot count) is committed."""
+    location = ledger_at("l")
+    calls: list[object] = []
+    fenced = False
+
+    def fence(cursor):
+        calls.append(cursor)
+        cursor.execute("SELECT 1").fetchone()  # the backend's own cursor, in the transaction
+        if fenced:
+            raise LedgerFenced("epoch 1 is over: controller b took over (epoch 2)")
+
+    with Ledger(location, CONFIG, randbelow=fixed(3), fence=fence) as led:
+        assert len(calls) == 1  # a new ledger's seeds are a write: the fence was asked
+        assert led.apply(contrib(T1, 1, 1)).status is Status.APPLIED
+        assert led.bump("controller_boot") == 1
+        before = state(led)
+        fenced = True
+        with pytest.raises(LedgerFenced, match="took over"):
+            led.apply_batch([contrib(T1, 2, 2), contrib(T2, 1, 1)])
+        with pytest.raises(LedgerFenced):
+            led.bump("controller_boot")
+        assert state(led) == before
+        assert (led.ack(T1), led.ack(T2)) == (1, 0)
+        fenced = False
+        assert [r.status for r in led.apply_batch([contrib(T1, 2, 2)])] == [Status.APPLIED]
+    asked = len(calls)
+    with Ledger(location, CONFIG, fence=fence) as led:  # nothing to add: no write, no fence
+        assert len(calls) == asked and led.ack(T1) == 2
+
+
+def test_a_fenced_ledger_error_is_a_ledger_error_and_an_os_error():
+    assert issubclass(LedgerFenced, LedgerError) and issubclass(LedgerFenced, OSError)
+
+
+# -- PostgreSQL only: two writers, a lost server, the config key ------------------------------
+
+
+def test_two_connections_applying_the_same_streams_apply_each_message_once(pg_server):  # noqa: F811
+    """Two ledgers on one database (an old leader and a new one, say) apply the same three
+    streams at once: the meter rows' locks order their batches, so every (table, seq) is
+    applied once and the meters are exactly seed + contributions - awards."""
+    import threading
+
+    dsn = pg_server.create_database()
+    try:
+        stream = feed_messages(300)
+        Ledger(dsn, CONFIG, randbelow=fixed(3)).close()
+        results: dict[int, list] = {0: [], 1: []}
+
+        def run(n: int) -> None:
+            rng = random.Random(n)
+            with Ledger(dsn, CONFIG) as led:
+                start = 0
+                while start < len(stream):
+                    size = rng.randint(1, 20)
+                    results[n] += led.apply_batch(stream[start : start + size])
+                    start += size
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        applied = [r for n in (0, 1) for r in results[n] if r.status is Status.APPLIED]
+        assert len(results[0]) == len(results[1]) == len(stream)
+        assert sorted((r.table, r.seq) for r in applied) == sorted(
+            (m["table"], m["seq"]) for m in stream
+        )
+        assert sum(check_ledger(dsn).values()) == len(stream)
+    finally:
+        pg_server.drop_database(dsn)
+
+
+def test_a_lost_database_is_a_ledger_error_and_the_ledger_reconnects(pg_server):  # noqa: F811
+    dsn = pg_server.create_database()
+    try:
+        with Ledger(dsn, CONFIG, randbelow=fixed(3)) as led:
+            assert led.apply(contrib(T1, 1, 1)).status is Status.APPLIED
+            pg_server.kill()
+            try:
+                with pytest.raises(LedgerError, match="ledger database error"):
+                    led.apply(contrib(T1, 2, 2))
+            finally:
+                pg_server.restart()
+            # the same Ledger connects again at its next transaction; nothing was lost
+            assert led.apply(contrib(T1, 2, 2)).status is Status.APPLIED
+            assert led.apply(contrib(T1, 1, 1)).status is Status.DUPLICATE
+            assert led.ack(T1) == 2
+    finally:
+        pg_server.drop_database(dsn)
+
+
+def test_an_unreachable_database_names_the_url_without_its_password():
+    with pytest.raises(LedgerError) as caught:
+        Ledger("postgresql://jackpot:s3cret@127.0.0.1:1/jackpot?connect_timeout=2", CONFIG)
+    text = str(caught.value)
+    assert "cannot connect to the PostgreSQL ledger" in text and "s3cret" not in text
+    assert "postgresql://jackpot:***@127.0.0.1:1/jackpot" in text
+
+
+def test_the_ledger_section_names_a_postgresql_database():
+    text = EXAMPLE.read_text(encoding="utf-8")
+    assert CONFIG.ledger_dsn is None
+    dsn = "postgresql://jackpot@db1.example:5432/jackpot?passfile=/etc/jackpot-controller/pgpass"
+    got = parse_config(text + f'\n[ledger]\ndsn = "{dsn}"\n', "j.toml")
+    assert got.ledger_dsn == dsn
+    for extra, words in [
+        ('dsn = "/var/lib/jackpot/ledger.sqlite"', "must be a PostgreSQL URL"),
+        ("dsn = 5", "must be a PostgreSQL URL"),
+        ('dsn = "postgresql://jackpot:pw@db1/jackpot"', "holds a password"),
+        ('dsn = "postgresql://jackpot@db1/jackpot?password=pw"', "holds a password"),
+        ('url = "postgresql://db1/jackpot"', "key 'url': unknown key; allowed keys here: dsn"),
+    ]:
+        with pytest.raises(JackpotConfigError) as err:
+            parse_config(text + f"\n[ledger]\n{extra}\n", "j.toml")
+        assert "[ledger]" in str(err.value) and words in str(err.value), str(err.value)

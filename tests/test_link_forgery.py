@@ -1,7 +1,8 @@
 """The forgery suite (issue 15): an attacker's messages against the real jackpot link.
 
 A real Mosquitto with the production ACL and client ids bound to users (tests/mqtt_broker.py),
-the real :class:`JackpotService` on a real SQLite ledger, and (second test) a real
+the real :class:`JackpotService` on a real ledger (each test twice: SQLite and PostgreSQL,
+tests/pg_server.py), and (second test) a real
 :class:`JournaledTable` with its real :class:`TablePublisher`, wired as the daemon wires them
 (awards and link alarms become table events through ``LinkAlarmGate``). Every attempt is
 made with the credentials an attacker could hold: a table's broker password (with or without
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import queue
-import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,6 +40,7 @@ from mqtt_broker import (  # noqa: F401
     TABLES,
     broker,
 )
+from pg_server import ledger_at, pg_server  # noqa: F401
 
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
@@ -51,6 +52,7 @@ from controller.table import events as ev
 from controller.table.effects import Alarm, Prompt
 from jackpot.service import JackpotService
 from jackpot.sign import Board
+from jackpot.store import open_store
 
 T7, T8 = TABLES
 CONFIG = jackpot_config()
@@ -69,16 +71,16 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def ledger_money(path: Path) -> dict:
+def ledger_money(path: Path | str) -> dict:
     """What holds money in the ledger: meters, movements, awards (a refused claim's award
     is recorded, for 0 cents), the trigger row, applied messages (not refused)."""
-    db = sqlite3.connect(path)
+    db = open_store(path)
     try:
         return {
             "meters": db.execute("SELECT * FROM meters ORDER BY pool").fetchall(),
             "movements": db.execute("SELECT * FROM movements ORDER BY n").fetchall(),
             "awards": db.execute(
-                "SELECT * FROM awards WHERE state != 'refused' ORDER BY rowid"
+                f"SELECT * FROM awards WHERE state != 'refused' ORDER BY {db.award_order}"
             ).fetchall(),
             "refused_award_cents": db.execute(
                 "SELECT COALESCE(SUM(amount), 0) FROM awards WHERE state = 'refused'"
@@ -161,8 +163,9 @@ def test_a_stolen_or_leaked_table_identity_moves_no_money_off_the_games_terms(
     tmp_path,
     pa,
     broker,  # noqa: F811
+    ledger_at,  # noqa: F811
 ):
-    ledger = tmp_path / "ledger.db"
+    ledger = ledger_at()
     rows = legit_stream(tmp_path, pa)
     svc = start_service(broker, ledger)
     table = RawTable(broker, table_signer(T7))
@@ -380,8 +383,9 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
     tmp_path,
     pa,
     broker,  # noqa: F811
+    ledger_at,  # noqa: F811
 ):
-    ledger, path = tmp_path / "ledger.db", tmp_path / "t7.journal"
+    ledger, path = ledger_at(), tmp_path / "t7.journal"
     svc = start_service(broker, ledger)
     live = LiveTable(broker, path, pa)
     sign = broker.client(OBSERVER)
@@ -537,10 +541,10 @@ POISON = {
 }
 
 
-def test_poison_messages_stop_no_controller_table_or_sign(tmp_path, pa, broker):  # noqa: F811
+def test_poison_messages_stop_no_controller_table_or_sign(tmp_path, pa, broker, ledger_at):  # noqa: F811
     """Bytes that crash a JSON parser or overflow SQLite, retained so that they come back on
     every connect: each is refused and alarmed once, and everyone keeps working."""
-    ledger, path = tmp_path / "ledger.db", tmp_path / "t7.journal"
+    ledger, path = ledger_at(), tmp_path / "t7.journal"
     svc = start_service(broker, ledger)
     live = LiveTable(broker, path, pa)
     raw, twin = broker.client(T8), broker.client(CONTROLLER_TWIN)

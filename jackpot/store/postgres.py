@@ -177,8 +177,11 @@ class PostgresStore(Store):
 
     def _create(self, ddl: str) -> None:
         self.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
-        for statement in filter(str.strip, ddl.split(";")):
-            self.execute(statement)
+        try:
+            for statement in filter(str.strip, ddl.split(";")):
+                self._live().execute(statement)  # as written: no placeholders in DDL
+        except psycopg.Error as exc:
+            raise self.failed("cannot create the ledger's tables", exc) from exc
 
     def open_ledger(self) -> None:
         """Create or migrate the ledger's tables; returns inside a write transaction."""
