@@ -3,7 +3,8 @@
 # it reinstalls only when pyproject.toml changed. Installs python3-venv with
 # apt when the machine lacks it (Debian / Raspberry Pi OS; needs root or sudo).
 # `setup.sh --test` also installs what only the tests need: Debian's chromium, which
-# the web page tests drive headless through Playwright (tests/browser.py).
+# the web page tests drive headless through Playwright (tests/browser.py), and PostgreSQL's
+# server, which tests/pg_server.py starts for the jackpot ledger's PostgreSQL backend.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,10 @@ if [ "${1:-}" = "--test" ]; then
     # the page tests run in the real browser Debian ships (Playwright drives it through
     # executable_path; no browser download from Playwright's servers)
     command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || apt_install chromium
+    # the ledger tests start their own cluster (initdb + pg_ctl as the postgres user, a free
+    # loopback port: tests/pg_server.py); Debian's package may also start a system cluster on
+    # port 5432, which the tests leave alone
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
 fi
 
 # the exact versions of constraints.txt (scripts/lock.sh), the same a table installs
