@@ -13,6 +13,16 @@ signed end to end as in production: the controller and each table have their own
 made in the work folder (bench/_link_keys.py); the jackpot config lists the tables' keys.
 
     .venv/bin/python bench/jackpot_faults.py [--quick] [--seed N] [--faults N] [--rounds N]
+    .venv/bin/python bench/jackpot_faults.py --quick --ha
+
+``--ha`` (:class:`HaFaultRun`): the PostgreSQL ledger (a server of its own, tests/pg_server.py)
+and two ``jackpot-controller`` processes (users ``jackpot-controller`` and
+``jackpot-controller-b``, ``[ha]`` names ``a`` and ``b``) electing the active one through it
+(jackpot/leader.py); the faults are ``kill -9`` of the active controller (restarted as a
+standby), a pause of it (SIGSTOP for twice the lease, then SIGCONT: it wakes fenced), the loss
+of every controller's database connection (``pg_terminate_backend``), the broker and a table.
+The last line adds ``failovers=`` (takeovers by another controller) and ``max_failover_ms=``
+(from the fault until the new leader's first commit, its boot counter, by the database).
 
 Exit 1 if anything was lost or counted twice, or an invariant failed. The test
 tests/test_jackpot_faults.py runs the same machinery at CI size.
@@ -21,8 +31,11 @@ tests/test_jackpot_faults.py runs the same machinery at CI size.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import os
 import random
+import secrets
 import signal
 import sqlite3
 import subprocess
@@ -56,6 +69,9 @@ from jackpot.pools import contribution, load_config  # noqa: E402
 GAME = "pa-standard"
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
 FAULTS = ("broker", "service", "table", "cut", "outage")
+#: --ha: kill -9 and pause the active controller, cut the database, the broker, a table.
+HA_FAULTS = ("kill", "pause", "db", "broker", "table")
+HA_USERS = {"a": CONTROLLER, "b": "jackpot-controller-b"}
 BACKOFF = (0.05, 0.5)
 
 
@@ -130,11 +146,17 @@ class Figures:
     duplicated: int = 0
     faults: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    failovers: int | None = None  # --ha only
+    failover_ms: list[int] = field(default_factory=list)
 
     def line(self) -> str:
-        return (
+        line = (
             f"sent={self.sent} applied={self.applied} lost={self.lost} duplicated={self.duplicated}"
         )
+        if self.failovers is not None:
+            worst = max(self.failover_ms, default=0)
+            line += f" failovers={self.failovers} max_failover_ms={worst}"
+        return line
 
 
 def write_config(path: Path, tables: tuple[str, ...], keys: BenchKeys) -> Path:
@@ -165,6 +187,7 @@ class FaultRun:
         self.config_path = write_config(workdir / "jackpot.toml", self.tables, self.keys)
         self.config = load_config(self.config_path)
         self.ledger = workdir / "ledger.db"
+        self.ledger_location: Path | str = self.ledger
         self.broker = MosquittoBroker(workdir / "broker")
         self.proxy: TcpProxy | None = None
         self.service: subprocess.Popen | None = None
@@ -231,15 +254,18 @@ class FaultRun:
         self.broker.kill()
 
     # faults
-    def read_triggers(self) -> None:
-        """Record (pool, cycle) -> trigger by direct SQL; a cycle's trigger must never change."""
+    def _trigger_rows(self) -> list[tuple[str, int, int]]:
         if not self.ledger.exists():
-            return
+            return []
         db = sqlite3.connect(self.ledger, timeout=30)
         try:
-            rows = db.execute("SELECT pool, trigger_cents, cycle FROM mystery").fetchall()
+            return db.execute("SELECT pool, trigger_cents, cycle FROM mystery").fetchall()
         finally:
             db.close()
+
+    def read_triggers(self) -> None:
+        """Record (pool, cycle) -> trigger by direct SQL; a cycle's trigger must never change."""
+        rows = self._trigger_rows()
         for pool, trigger, cycle in rows:
             seen = self.triggers.setdefault((pool, cycle), trigger)
             if seen != trigger:
@@ -298,11 +324,14 @@ class FaultRun:
         finally:
             box.close()
 
+    def processes(self) -> list[subprocess.Popen]:
+        return [self.service, *self.children.values()]
+
     def quiesce(self, timeout: float = 60.0) -> bool:
         """Wait until every table has fed its session and its outbox is acknowledged."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for proc in [self.service, *self.children.values()]:
+            for proc in self.processes():
                 if proc.poll() is not None:
                     self.problems.append(
                         f"a child exited by itself: {proc.args[2]} {proc.returncode}"
@@ -350,7 +379,7 @@ class FaultRun:
         """Journals vs ledger: sent, applied, lost, duplicated; problems for the rest."""
         fig = Figures(faults=dict(self.faults), problems=self.problems)
         self.read_triggers()
-        with Ledger(self.ledger, self.config) as led:
+        with Ledger(self.ledger_location, self.config) as led:
             applied = led.applied()
             expected: dict[str, Fraction] = {}
             for table in self.tables:
@@ -402,6 +431,193 @@ class FaultRun:
         return fig
 
 
+class HaFaultRun(FaultRun):
+    """Two ``jackpot-controller`` processes with ``[ha]`` on the PostgreSQL ledger ``dsn``
+    (the tables as in :class:`FaultRun`); ``lease_ms``: their lease. A monitor thread reads
+    the lease and the boot counter every 20 ms, so each failover is timed by the database."""
+
+    def __init__(self, workdir: Path, seed: int, dsn: str, *, lease_ms: int = 3000,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(workdir, seed, **kwargs)
+        self.dsn = dsn
+        self.ledger_location = dsn
+        self.lease_ms = lease_ms
+        for user in HA_USERS.values():  # the second controller's broker user
+            self.broker.passwords.setdefault(user, secrets.token_urlsafe(12))
+        self.broker._write_passwords()
+        self.controllers: dict[str, subprocess.Popen | None] = dict.fromkeys(HA_USERS)
+        self.configs = {}
+        base = self.config_path.read_text(encoding="utf-8")
+        for name in HA_USERS:
+            path = workdir / f"jackpot-{name}.toml"
+            path.write_text(
+                base + f'\n[ha]\nname = "{name}"\nlease_ms = {lease_ms}\n\n[metrics]\nport = 0\n',
+                encoding="utf-8",
+            )
+            self.configs[name] = path
+        self.watch: list[tuple[float, int, str, int]] = []  # (t, epoch, holder, boot) changes
+        self.failover_ms: list[int] = []
+        self._watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # processes
+    def start_controller(self, name: str) -> None:
+        user = HA_USERS[name]
+        self.controllers[name] = subprocess.Popen(
+            [sys.executable, "-m", "jackpot.service", "--config", self.configs[name],
+             "--ledger", self.dsn, "--host", "127.0.0.1", "--port", str(self.proxy.port),
+             "--username", user, "--password-file", self._pwfile(user),
+             *self.keys.controller_args(), "--log-level", "INFO"],
+            cwd=ROOT, stdout=subprocess.DEVNULL,
+            stderr=open(self.workdir / f"controller-{name}.log", "ab"),  # noqa: SIM115
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    def start_service(self, port: int | None = None) -> None:
+        for name in HA_USERS:
+            self.start_controller(name)
+
+    def processes(self) -> list[subprocess.Popen]:
+        return [p for p in self.controllers.values() if p is not None] + list(
+            self.children.values()
+        )
+
+    def start(self) -> None:
+        super().start()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+        self.wait_leader(30)
+
+    def close(self) -> None:
+        self._watching.set()
+        for proc in self.controllers.values():
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.controllers.values():
+            if proc is not None:
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.service = None
+        super().close()
+        if self._watcher is not None:
+            self._watcher.join(5)
+
+    # the database
+    def _sql(self, sql: str, params: tuple = ()) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as db:
+            return db.execute(sql, params).fetchall()
+
+    def _trigger_rows(self) -> list[tuple[str, int, int]]:
+        try:
+            return self._sql("SELECT pool, trigger_cents, cycle FROM mystery")
+        except Exception:  # not created yet
+            return []
+
+    def lease(self) -> tuple[int, str, int]:
+        """(epoch, holder, boot) as the database has them; (0, "", 0) before an election."""
+        try:
+            ((epoch, holder),) = self._sql("SELECT epoch, holder FROM jackpot_lease")
+        except Exception:
+            return (0, "", 0)
+        try:
+            rows = self._sql("SELECT value FROM meta WHERE key = 'controller_boot'")
+        except Exception:
+            rows = []
+        return (epoch, holder, int(rows[0][0]) if rows else 0)
+
+    def _watch(self) -> None:
+        last = None
+        while not self._watching.wait(0.02):
+            now = self.lease()
+            if now != last:
+                self.watch.append((time.monotonic(), *now))
+                last = now
+
+    def wait_leader(self, timeout: float, after: tuple[float, int] | None = None) -> str:
+        """The holder once a leader has committed its boot (after the fault at time ``t`` with
+        epoch ``e`` when ``after=(t, e)``: a new epoch); records the failover's time."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, epoch, holder, boot in list(self.watch):
+                if after is None and epoch > 0 and boot > 0:
+                    return holder
+                if after is not None and t >= after[0] and epoch > after[1]:
+                    # the new term's boot: the first boot after the epoch moved
+                    first = next(
+                        (w for w in self.watch if w[1] == epoch and w[3] > self._boot_at(after)),
+                        None,
+                    )
+                    if first is not None:
+                        self.failover_ms.append(int((first[0] - after[0]) * 1000))
+                        return holder
+            time.sleep(0.02)
+        self.problems.append(f"no new leader within {timeout}s of the fault: {self.watch[-3:]}")
+        return ""
+
+    def _boot_at(self, after: tuple[float, int]) -> int:
+        boots = [w[3] for w in self.watch if w[0] <= after[0]]
+        return boots[-1] if boots else 0
+
+    def active(self) -> str:
+        return self.lease()[1]
+
+    # faults
+    def fault(self, kind: str) -> None:
+        if kind in FAULTS and kind != "service":
+            return super().fault(kind)
+        rng = self.rng
+        self.faults[kind] = self.faults.get(kind, 0) + 1
+        epoch, name, _ = self.lease()
+        self.log(f"fault {kind} (active: {name}, epoch {epoch})")
+        at = (time.monotonic(), epoch)
+        if kind == "kill":
+            proc = self.controllers[name]
+            proc.kill()
+            proc.wait()
+            self.wait_leader(self.lease_ms / 1000 + 10, after=at)
+            time.sleep(rng.uniform(0, 0.3))
+            self.start_controller(name)  # back as a standby
+        elif kind == "pause":
+            proc = self.controllers[name]
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                self.wait_leader(self.lease_ms / 1000 + 10, after=at)
+                time.sleep(rng.uniform(0, self.lease_ms / 1000))
+            finally:
+                proc.send_signal(signal.SIGCONT)  # it wakes as a stale leader: fenced
+        elif kind == "db":
+            self._sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name LIKE 'jackpot%%' AND pid <> pg_backend_pid()"
+            )
+        else:
+            raise ValueError(kind)
+
+    def run_faults(self, count: int, gap: tuple[float, float] = (0.3, 1.0)) -> None:
+        """``count`` faults: kill and pause of the active controller first (the failovers
+        the goal counts), then seeded random ones."""
+        kinds = ["kill", "pause", "kill"][:count]
+        kinds += [self.rng.choice(HA_FAULTS) for _ in range(count - len(kinds))]
+        for kind in kinds:
+            time.sleep(self.rng.uniform(*gap))
+            self.fault(kind)
+
+    def check(self) -> Figures:
+        fig = super().check()
+        terms = dict.fromkeys((epoch, holder) for _, epoch, holder, _ in self.watch if epoch)
+        holders = [holder for _, holder in terms]
+        fig.failovers = sum(1 for a, b in itertools.pairwise(holders) if a != b)
+        fig.failover_ms = list(self.failover_ms)
+        return fig
+
+
 def run(workdir: Path, seed: int, faults: int, rounds: int, tables: int = 2, pace_ms: float = 10,
         log=None, quiet_timeout: float = 60.0) -> Figures:  # fmt: skip
     fr = FaultRun(workdir, seed, tables=tables, rounds=rounds, pace_ms=pace_ms, log=log)
@@ -412,6 +628,60 @@ def run(workdir: Path, seed: int, faults: int, rounds: int, tables: int = 2, pac
     finally:
         fr.close()
     return fr.check()
+
+
+def run_ha(workdir: Path, seed: int, faults: int, rounds: int, dsn: str, *, lease_ms: int = 3000,
+           tables: int = 2, pace_ms: float = 10, log=None,
+           quiet_timeout: float = 90.0) -> Figures:  # fmt: skip
+    fr = HaFaultRun(workdir, seed, dsn, lease_ms=lease_ms, tables=tables, rounds=rounds,
+                    pace_ms=pace_ms, log=log)  # fmt: skip
+    try:
+        fr.start()
+        fr.run_faults(faults)
+        fr.quiesce(quiet_timeout)
+    finally:
+        fr.close()
+    return fr.check()
+
+
+def main_ha(args: argparse.Namespace) -> int:
+    import tempfile
+
+    seed = random.SystemRandom().randrange(1 << 30) if args.seed is None else args.seed
+    faults = args.faults or (6 if args.quick else 20)
+    rounds = args.rounds or (30 if args.quick else 120)
+    print(f"seed={seed} faults={faults} rounds={rounds} tables={args.tables} ha "
+          f"lease_ms={args.lease_ms}", flush=True)  # fmt: skip
+    t0 = time.monotonic()
+    with (
+        tempfile.TemporaryDirectory(prefix="jackpot-faults-ha-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
+
+        def log(text: str) -> None:
+            print(f"{time.monotonic() - t0:6.1f}s {text}", flush=True)
+
+        dsn = args.dsn
+        if dsn is None:  # a folder of its own: as root it belongs to the postgres user
+            from pg_server import PgServer
+
+            server = PgServer()
+            stack.callback(server.close)
+            server.start()
+            dsn = server.create_database()
+        fig = run_ha(Path(tmp), seed, faults, rounds, dsn, lease_ms=args.lease_ms,
+                     tables=args.tables, log=log)  # fmt: skip
+        if fig.problems:  # what the controllers said, for the report
+            for name in HA_USERS:
+                lines = (Path(tmp) / f"controller-{name}.log").read_text().splitlines()
+                print(f"--- controller {name}, last lines:", *lines[-15:], sep="\n")
+    took = time.monotonic() - t0
+    print(f"faults: {fig.faults}  failover ms: {fig.failover_ms}  time: {took:.1f}s")
+    for problem in fig.problems:
+        print(f"PROBLEM: {problem}")
+    print(fig.line())
+    bad = fig.lost or fig.duplicated or fig.problems
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,7 +701,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", type=int, default=None, help="faults injected (default 40)")
     p.add_argument("--rounds", type=int, default=None, help="rounds per table (default 120)")
     p.add_argument("--tables", type=int, default=2, choices=(1, 2))
+    p.add_argument("--ha", action="store_true", help="PostgreSQL and two controllers")
+    p.add_argument("--dsn", help="--ha: an empty database to use (default: a server of its own)")
+    p.add_argument("--lease-ms", type=int, default=3000, help="--ha: the lease (default 3000)")
     args = p.parse_args(argv)
+    if args.ha:
+        return main_ha(args)
     seed = random.SystemRandom().randrange(1 << 30) if args.seed is None else args.seed
     faults = args.faults or (12 if args.quick else 40)
     rounds = args.rounds or (30 if args.quick else 120)
