@@ -15,8 +15,11 @@ and the alarms). It:
   jackpot controller's keys (``verifier``); anything else raises a ``signature`` alarm and
   changes nothing (controller/link/signing.py);
 - publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope, at most
-  ``window`` rows beyond the last application ack; after each (re)connect it starts again
-  from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``);
+  ``window`` rows (default 256) beyond the last application ack, looking at the outbox within
+  ``poll_s`` (5 ms) of the table's journal commit; after each (re)connect it starts again
+  from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``), and after
+  a resend request from its ``from``; paho's own in-flight limit stays at its 20, Mosquitto's
+  Receive Maximum (the broker PUBACKs at once: the window is the application ack's);
 - on an ack: ``Outbox.acknowledge(seq)``; on a resend: rewinds to ``from``; on an award:
   hands ``on_award`` the :class:`~controller.table.events.JackpotAward` event
   (``controller.link.awards.award_event``, ``t`` = the clock in ms); the runtime gives it to
@@ -36,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -73,6 +77,15 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
 MAX_PAYLOAD = 60_000
+#: Rows sent beyond the last application ack. The controller applies what arrives together
+#: in one transaction (group commit), so a deeper window means fewer, larger commits.
+WINDOW = 256
+#: Seconds the link's thread waits for the network before it looks at the outbox again: a
+#: journaled message leaves within about this long (``PRAGMA data_version`` says whether the
+#: table wrote anything, so an idle table costs one cheap query per look).
+POLL_S = 0.005
+#: The outbox is read at least this often whatever happened (a resumed pause, say).
+PUMP_EVERY_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +138,8 @@ class TablePublisher:
         verifier: Verifier,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
-        window: int = 100,
+        window: int = WINDOW,
+        poll_s: float = POLL_S,
         backoff: tuple[float, float] = (0.5, 30.0),
         session_expiry: int = SESSION_EXPIRY_S,
         max_payload: int = MAX_PAYLOAD,
@@ -137,6 +151,8 @@ class TablePublisher:
         brokers: BrokerList | None = None,
     ) -> None:
         topic_for(table_id, "status")  # refuses a bad table id now
+        if window < 1:
+            raise ValueError(f"window {window!r}: must be 1 or more messages")
         self.table_id = table_id
         self.signer = signer
         self.verifier = verifier
@@ -146,6 +162,7 @@ class TablePublisher:
         self.clock = clock
         self.rng = rng or random.SystemRandom()
         self.window = window
+        self.poll_s = poll_s
         self.backoff = backoff
         self.session_expiry = session_expiry
         self.max_payload = max_payload
@@ -196,6 +213,9 @@ class TablePublisher:
         self._pause_until = 0.0
         self._failures = 0
         self._stopped_at: int | None = None
+        self._kick = True  # something happened that the outbox's next look must see
+        self._data_version: int | None = None  # the journal's PRAGMA data_version last seen
+        self._pumped = 0.0
         self._thread = threading.Thread(target=self._run, name=f"link-{table_id}", daemon=True)
         self._thread.start()
 
@@ -303,7 +323,7 @@ class TablePublisher:
                 if not socket_up:
                     socket_up = self._connect()
                     continue
-                rc = self._client.loop(timeout=0.05)
+                rc = self._client.loop(timeout=self.poll_s)
                 if not self._health.connected and time.monotonic() > self._connack_deadline:
                     with self._lock:  # a socket without a CONNACK: drop it and try again
                         self._health.errors["connack_timeout"] += 1
@@ -315,7 +335,7 @@ class TablePublisher:
                     self._set(connected=False)
                     self._stop.wait(self._delay())
                     continue
-                if self._health.connected:
+                if self._health.connected and self._due():
                     self._pump()
                     if self.brokers.back_to_first():  # the first broker is back: go there
                         self._client.disconnect()
@@ -353,6 +373,7 @@ class TablePublisher:
         self._inflight.clear()
         self._next_seq = self._outbox.last_acknowledged() + 1
         self._pause_until = 0.0
+        self._kick = True
         client.subscribe(
             [(topic_for(self.table_id, kind), 1) for kind in ("ack", "resend", "award")]
         )
@@ -417,6 +438,7 @@ class TablePublisher:
             self._alarm("ack_refused", str(exc), body["seq"])
             return
         self._failures = 0
+        self._kick = True  # room in the window
         if body["seq"] >= self._next_seq:
             self._next_seq = body["seq"] + 1
         self._set(last_ack=body["seq"], last_ack_t=time.monotonic())
@@ -426,6 +448,7 @@ class TablePublisher:
         if body is not None:
             self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
             self._pause_until = 0.0
+            self._kick = True
 
     def _on_award(self, client, userdata, message) -> None:
         body = self._parse(message, "award")
@@ -436,6 +459,19 @@ class TablePublisher:
             self.on_award(event)
         except Exception as exc:  # the sink's fault must not stop the link
             self._alarm("award_refused", f"award {event.award_id}: on_award raised {exc!r}")
+
+    def _due(self) -> bool:
+        """Whether to read the outbox now: an ack, a resend or a connect happened, the table
+        wrote to its journal since the last look, or :data:`PUMP_EVERY_S` went by."""
+        try:
+            version = self._outbox.db.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            version = None  # the outbox's own reads say what is wrong
+        now = time.monotonic()
+        if self._kick or version != self._data_version or now - self._pumped >= PUMP_EVERY_S:
+            self._kick, self._data_version, self._pumped = False, version, now
+            return True
+        return False
 
     def _pump(self) -> None:
         outbox = self._outbox
