@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from controller.backup import DEFAULT_KEEP, Backup, BackupError, check_integrity, copy_database
 from jackpot.ledger import SCHEMA_VERSION
+from jackpot.store import is_dsn, safe_location
 
 __all__ = ["Backup", "BackupError", "backup_ledger", "verify_ledger"]
 
@@ -50,5 +51,11 @@ def backup_ledger(
     now: dt.datetime | None = None,
 ) -> Backup:
     """A checked copy of the jackpot controller's ledger (also while it runs) as
-    ``folder/ledger-<UTC time>.sqlite``, keeping the newest ``keep`` copies."""
+    ``folder/ledger-<UTC time>.sqlite``, keeping the newest ``keep`` copies. A PostgreSQL
+    ledger is PostgreSQL's to back up (docs/jackpot/postgres.md, "Backups")."""
+    if is_dsn(ledger):
+        raise BackupError(
+            f"{safe_location(ledger)} is a PostgreSQL ledger: back it up with PostgreSQL's "
+            "tools (a streaming standby, pg_basebackup, pg_dump: docs/jackpot/postgres.md)"
+        )
     return copy_database(Path(ledger), Path(folder), "ledger", keep, verify_ledger, now)
