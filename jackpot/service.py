@@ -723,11 +723,14 @@ class JackpotService:
         acked = self._ledger.ack(table)
         if acked > 0:
             self._send_ack(table, acked)
-        if retained:
-            # The table was online before this subscription: what it sent while no session
-            # of ours existed (a first start, an expired session) is lost; ask for it.
-            self._resent.pop(table, None)
-            self._ask_resend(table, acked + 1)
+        # Every birth asks for the rest of the stream. Retained: the table was online before
+        # this subscription, so what it sent while no session of ours existed (a first start,
+        # an expired session, another broker) is lost. Live: a table behind a property broker
+        # is born again each time the bridge connects (it sends the retained statuses), and
+        # what crossed before may have died in a lost central broker; the table, still
+        # connected to its own broker, would wait for acks forever (docs/jackpot/brokers.md).
+        self._resent.pop(table, None)
+        self._ask_resend(table, acked + 1)
         for award in self._ledger.awards(table):
             if award.state == "offered":
                 self._send_award(award)
