@@ -39,6 +39,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from controller.errors import ProfileError
 from controller.games import available_games, find_game, load_game
 from controller.journal.rotation import GamingDay
+from controller.link.brokers import (
+    MAX_BROKERS,
+    BrokerAddressError,
+    format_address,
+    parse_address,
+)
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
 from controller.link.signing import (
     Signer,
@@ -192,6 +198,9 @@ class MqttConfig:
     key_id: str = ""
     #: The jackpot controller's public keys this table trusts: key id -> base64 text.
     controller_keys: tuple[tuple[str, str], ...] = ()
+    #: Every broker, (host, port), the first preferred (``host`` given as a list; else the one
+    #: ``(host, port)``): controller/link/brokers.py, docs/jackpot/brokers.md.
+    brokers: tuple[tuple[str, int], ...] = ()
 
 
 WEB_PORT_MIN = 1024
@@ -272,9 +281,15 @@ class TableConfig:
             f"side {format_cents(s.side_minimum, whole=True)}-"
             f"{format_cents(s.side_maximum, whole=True)}, cards from {s.card_source}, "
             f"{len(self.gpio.pin_map.pins())} GPIO pins ({self.gpio.pin_factory}), "
-            f"broker {self.mqtt.host}:{self.mqtt.port} {transport}, "
+            f"{_brokers_text(self.mqtt)} {transport}, "
             f"sha256 {self.checksum[:12]}"
         )
+
+
+def _brokers_text(mqtt: MqttConfig) -> str:
+    if len(mqtt.brokers) > 1:
+        return "brokers " + ", ".join(format_address(b) for b in mqtt.brokers)
+    return f"broker {mqtt.host}:{mqtt.port}"
 
 
 # -- reading one section ---------------------------------------------------------------------
@@ -568,11 +583,29 @@ def _read_camera(sec: _Section, card_source: str | None) -> CameraConfig | None:
     return None if None in values else CameraConfig(*values)
 
 
-def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | None:
+def _read_hosts(sec: _Section) -> tuple[str | None, list[str]]:
+    """``host``: one host name, or a list of brokers (``"name"`` or ``"name:port"``), the
+    first preferred. Returns (the first host text or None when wrong, every entry)."""
+    given, raw = sec._get("host", REQUIRED, '"hcm.jackpot.example"')
+    if given and isinstance(raw, list):
+        example = '["central-a.example:8883", "central-b.example:8883"]'
+        if not 1 <= len(raw) <= MAX_BROKERS or not all(isinstance(h, str) for h in raw):
+            sec.error(
+                "host",
+                f"a list of 1 to {MAX_BROKERS} broker addresses in quotes, the first preferred, "
+                f"e.g. host = {example}; got {raw!r}",
+            )
+            return None, []
+        return raw[0], list(raw)
     host = sec.text("host", REQUIRED, example='"hcm.jackpot.example"')
     if host is not None and (host != host.strip() or " " in host or "://" in host):
         sec.error("host", f"{host!r} must be a host name or IP address alone, no scheme or port")
         host = None
+    return host, [] if host is None else [host]
+
+
+def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | None:
+    host, hosts = _read_hosts(sec)
     tls_text = sec.text("tls_ca", "", example='"/etc/table-controller/ca.crt"', empty=True)
     tls_ca = _resolve(tls_text, base) if tls_text else None
     port = sec.integer("port", 8883 if tls_text else 1883, 1, 65535)
@@ -591,14 +624,29 @@ def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | 
                 "broker's CA file",
             )
             port = None
-    if host is not None and tls_text == "" and not _is_loopback(host):
-        sec.error(
-            "tls_ca",
-            f"empty, so the password would cross the network to {host!r} in plain text: set "
-            "tls_ca to the broker's CA file (plain TCP is for a broker on this machine only)",
-        )
-        tls_ca = None
-        tls_text = None
+    brokers: list[tuple[str, int]] = []
+    for entry in hosts:  # a wrong port was reported above: the hosts are still checked
+        try:
+            brokers.append(parse_address(entry, port or 1883))
+        except BrokerAddressError as exc:
+            sec.error("host", str(exc))
+            host = None
+    if len(set(brokers)) != len(brokers):
+        sec.error("host", f"{hosts!r} lists a broker twice: list each broker once")
+        host = None
+    if host is not None and port is not None:
+        host, port = brokers[0]
+    for name, _ in brokers:
+        if tls_text == "" and not _is_loopback(name):
+            sec.error(
+                "tls_ca",
+                f"empty, so the password would cross the network to {name!r} in plain text: "
+                "set tls_ca to the broker's CA file (plain TCP is for a broker on this machine "
+                "only)",
+            )
+            tls_ca = None
+            tls_text = None
+            break
     username = sec.text("username", "", example='"hcm-bj-07"', empty=True)
     if username is not None and username.strip() != username:
         sec.error("username", f"{username!r} has spaces at an end")
@@ -628,7 +676,7 @@ def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | 
         return None
     return MqttConfig(
         host, port, username, password_file, tls_ca, keepalive, window, link_fault, ack_timeout,
-        signing_key, key_id, controller_keys,
+        signing_key, key_id, controller_keys, tuple(brokers),
     )  # fmt: skip
 
 

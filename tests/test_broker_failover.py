@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import queue
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ from test_jackpot_service import (
 )
 
 from controller.journal import JournaledTable
-from controller.link.brokers import BrokerList
+from controller.link.brokers import BrokerAddressError, BrokerList, parse_address
 from controller.link.publisher import TablePublisher
 from jackpot.ledger import Ledger
 from jackpot.service import JackpotService
@@ -240,14 +241,7 @@ def test_a_central_broker_killed_mid_stream_everyone_moves_and_comes_back(
         for feeder in feeders:
             feeder.join(60)
             assert feeder.error is None, feeder.error
-        try:
-            wait_for(lambda: all(depth(boxes[t]) == 0 for t in n), 20, "both streams applied")
-        except AssertionError:
-            print({t: (acked(boxes[t]), n[t]) for t in n}, svc.health()["counts"])
-            print(pub8.health())
-            if topology == "bridged":
-                Path("/tmp/plog.txt").write_text(p.log())
-            raise
+        wait_for(lambda: all(depth(boxes[t]) == 0 for t in n), 60, "both streams applied")
         drained_s = time.monotonic() - back
         assert all(acked(boxes[t]) == n[t] for t in n)
         time.sleep(0.6)  # the last coalesced meters go out
@@ -281,3 +275,101 @@ def test_a_central_broker_killed_mid_stream_everyone_moves_and_comes_back(
         f"{counts.get('duplicate', 0)}, resend asks {counts.get('resend', 0)}, "
         f"gaps {counts.get('gap', 0)}"
     )
+
+
+# -- the rule itself, and the config ---------------------------------------------------------
+
+
+def listening() -> socket.socket:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.listen()
+    return server
+
+
+def closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return s.getsockname()[1]
+
+
+def test_the_list_prefers_the_first_moves_on_failure_and_returns_when_it_accepts():
+    now = [0.0]
+    first, second = ("127.0.0.1", closed_port()), ("127.0.0.1", closed_port())
+    bl = BrokerList([first, second], return_after=5.0, clock=lambda: now[0])
+    assert bl.address == first and not bl.fresh_session()
+    bl.connected()
+    assert bl.failed() == first, "a lost connection is tried once more where it was"
+    assert bl.failed() == second, "an attempt that fails moves on"
+    bl.connected()
+    assert bl.fresh_session() is False  # connected: the next attempt here is no switch
+    assert not bl.back_to_first(), "not before return_after"
+    now[0] = 5.0
+    assert not bl.back_to_first()  # the probe starts, on its own thread
+    wait_for(lambda: bl._probe is not None and bl._probe.done.is_set(), 5, "the probe")
+    assert not bl.back_to_first() and bl.address == second, "the first still refuses"
+    with listening() as server:
+        moved = BrokerList([server.getsockname(), second], clock=lambda: now[0])
+        moved.failed()  # the first refused once
+        moved.connected()
+        now[0] = 20.0
+        assert not moved.back_to_first()
+        wait_for(lambda: moved._probe.done.is_set(), 5, "the probe")
+        assert moved.back_to_first() and moved.on_first
+        assert moved.fresh_session(), "back on another broker: its old session is stale"
+        assert not moved.back_to_first()  # once
+    assert bl.failed() == second and bl.failed() == first  # round and round while all fail
+
+
+def test_addresses_are_checked():
+    assert parse_address("central-a.example", 8883) == ("central-a.example", 8883)
+    assert parse_address("10.0.0.2:1884", 8883) == ("10.0.0.2", 1884)
+    assert parse_address("[::1]:8883", 1883) == ("::1", 8883)
+    assert parse_address("::1", 1883) == ("::1", 1883)
+    for bad, why in (
+        ("", "host name"),
+        ("mqtts://a:8883", "no scheme"),
+        ("a:0", "from 1 to 65535"),
+        ("a:x", "from 1 to 65535"),
+        (":8883", "host is missing"),
+        ("[::1", "IPv6"),
+    ):
+        with pytest.raises(BrokerAddressError, match=why):
+            parse_address(bad, 1883)
+    with pytest.raises(BrokerAddressError, match="listed twice"):
+        BrokerList([("a", 1), ("a", 1)])
+    with pytest.raises(BrokerAddressError, match="at least one"):
+        BrokerList([])
+
+
+def test_a_table_config_lists_both_central_brokers(tmp_path):
+    from test_config import errors_of, write
+
+    from controller.config import load_table_config
+
+    two = '["central-a.jackpot.example", "central-b.jackpot.example:8884"]'
+    path = write(tmp_path, ('host = "hcm.jackpot.example"', f"host = {two}"))
+    mqtt = load_table_config(path).mqtt
+    assert mqtt.brokers == (
+        ("central-a.jackpot.example", 8883),
+        ("central-b.jackpot.example", 8884),
+    )
+    assert (mqtt.host, mqtt.port) == ("central-a.jackpot.example", 8883)
+    single = load_table_config(write(tmp_path)).mqtt
+    assert single.brokers == (("hcm.jackpot.example", 8883),)
+    for value, problem in (
+        ("[]", "a list of 1 to 8 broker addresses"),
+        ('["a.example", 7]', "a list of 1 to 8 broker addresses"),
+        ('["a.example", "a.example:8883"]', "lists a broker twice"),
+        ('["a.example", "b.example:99999"]', "from 1 to 65535"),
+    ):
+        path = write(tmp_path, ('host = "hcm.jackpot.example"', f"host = {value}"))
+        (error,) = errors_of(path)
+        assert (error.section, error.key) == ("mqtt", "host") and problem in error.problem, error
+    # plain TCP only when every broker is on this machine
+    path = write(
+        tmp_path,
+        ('host = "hcm.jackpot.example"', 'host = ["127.0.0.1", "central-b.example"]'),
+        ('tls_ca = "/etc/table-controller/ca.crt"', 'tls_ca = ""'),
+        ("port = 8883", "port = 1883"),
+    )
+    (error,) = errors_of(path)
+    assert error.key == "tls_ca" and "'central-b.example' in plain text" in error.problem

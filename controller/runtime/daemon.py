@@ -175,6 +175,7 @@ class TableDaemon:
 
     def _open(self, password: str) -> None:
         from controller.config import link_keys
+        from controller.link.brokers import BrokerList
         from controller.link.publisher import TablePublisher
         from drivers.gpio import GpioDriver, make_pin_factory
 
@@ -191,6 +192,7 @@ class TableDaemon:
             window=cfg.mqtt.window,
             keepalive=cfg.mqtt.keepalive_s,
             tls_ca=str(cfg.mqtt.tls_ca) if cfg.mqtt.tls_ca else None,
+            brokers=BrokerList(cfg.mqtt.brokers or [(cfg.mqtt.host, cfg.mqtt.port)]),
             signer=self.signer,
             verifier=self.verifier,
             # the table's clock stamps an award (the publisher's t is wall time)
