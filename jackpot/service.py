@@ -43,6 +43,7 @@ import random
 import secrets
 import select
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -111,6 +112,13 @@ def _topic_table(topic: str) -> str | None:
     if len(levels) > 3 and levels[2] == "table" and TABLE_ID.match(levels[3]):
         return levels[3]
     return None
+
+
+def no_delay(client: mqtt.Client) -> None:
+    """TCP_NODELAY on the client's socket: a PUBACK or an ack goes out at once instead of
+    waiting (Nagle) for the TCP acknowledgement of the packet before it, up to 40 ms."""
+    with contextlib.suppress(OSError, AttributeError):
+        client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _topic_of(body: dict[str, Any]) -> str:
@@ -464,6 +472,7 @@ class JackpotService:
         self.brokers.connected()
         self._inflight.clear()
         self._queue.clear()  # mids of the last connection: the broker resends those messages
+        no_delay(client)
         client.subscribe(SUBSCRIPTION, qos=1)
         info = client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), qos=1, retain=True)
         self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
