@@ -13,6 +13,7 @@ its movements (seed + contributions - awards).
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sys
 import threading
@@ -21,10 +22,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from mqtt_broker import find_mosquitto
+from link_keys import controller_signer, jackpot_config, table_signer
+from mqtt_broker import CONTROLLER, broker, find_mosquitto  # noqa: F401
 from pg_server import SUPERUSER, PgServer, find_bindir, pg_dsn, pg_server  # noqa: F401
 
-from controller.link.messages import validate
+from controller.link.messages import topic_for, validate
 from jackpot.ha import HaService
 from jackpot.leader import ElectionError, Elector
 from jackpot.ledger import Ledger, LedgerFenced, Status
@@ -189,6 +191,63 @@ def test_ha_refuses_an_sqlite_ledger_and_a_config_without_ha(tmp_path):
         HaService(with_ha, str(tmp_path / "ledger.db"), "127.0.0.1", 1, "u", "p")
 
 
+class StalledElector(Elector):
+    """An elector whose renewal hangs while ``stall`` is set, until ``release``: the
+    supervisor thread is stuck (a long GC pause, a hung DNS lookup) while the service thread
+    runs on. Everything else is the real election on the real database."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.stall, self.release = threading.Event(), threading.Event()
+
+    def renew(self) -> bool:
+        if self.stall.is_set():
+            self.release.wait(30)
+        return super().renew()
+
+
+@needs_mosquitto
+def test_the_fence_refuses_what_a_stale_leaders_service_receives(broker, pg_dsn):  # noqa: F811
+    """The supervisor cannot step down in time (its thread is stuck) while the service goes on
+    receiving: once another controller took over, every batch the service tries is refused
+    by the fence inside the ledger transaction: nothing committed, no ack, no PUBACK."""
+    config = dataclasses.replace(jackpot_config(), ha=HaConfig("a", LEASE_MS))
+    stalled = StalledElector(pg_dsn, "a", LEASE_MS)
+    other = Elector(pg_dsn, "b", LEASE_MS)
+    table = broker.client(T1)
+    topic = topic_for(T1, "contribution")
+
+    def send(seq: int) -> None:
+        body = json.dumps(table_signer(T1).sign(topic, contrib(seq, seq)))
+        assert table.publish(topic, body).value == 0
+
+    svc = HaService(config, pg_dsn, broker.host, broker.port, CONTROLLER,
+                    broker.passwords[CONTROLLER], signer=controller_signer(), elector=stalled,
+                    backoff=(0.05, 0.5))  # fmt: skip
+    try:
+        assert svc.wait_active(10) and svc.health()["role"] == "active"
+        send(1)
+        wait_for(lambda: svc.health()["tables"][T1]["last_seq"] == 1, 10, "seq 1 applied")
+        stalled.stall.set()  # the supervisor's next renewal hangs
+        assert wait_for(other.try_lead, 10, "b to take over") == 2
+        send(2)
+        send(3)
+        wait_for(lambda: svc.health()["counts"].get("ledger_error"), 10, "a refused batch")
+        assert svc.health()["role"] == "active"  # the supervisor has not noticed yet
+        applied, _, ack = ledger_state(pg_dsn)
+        assert [(t, s) for t, s, *_ in applied] == [(T1, 1)] and ack == 1
+        stalled.release.set()
+        wait_for(lambda: svc.health()["role"] == "standby", 10, "a to step down")
+        assert svc.health()["leader"] == "b" or svc.health()["epoch"] is None
+    finally:
+        stalled.release.set()
+        svc.close()
+        table.close()
+        other.close()
+    applied, _, ack = ledger_state(pg_dsn)
+    assert [(t, s) for t, s, *_ in applied] == [(T1, 1)] and ack == 1
+
+
 # -- two jackpot-controller processes on one ledger while tables stream ----------------------
 
 
@@ -220,6 +279,11 @@ def settle_and_check(run: HaFaultRun) -> None:
     return fig
 
 
+def applied_now(run: HaFaultRun) -> int:
+    """Rows in the ledger now (to show that a test's fault came mid-stream)."""
+    return run._sql("SELECT count(*) FROM applied")[0][0]
+
+
 def controller_log(run: HaFaultRun, name: str) -> str:
     return (run.workdir / f"controller-{name}.log").read_text(encoding="utf-8", errors="replace")
 
@@ -231,6 +295,7 @@ def test_kill_9_of_the_active_controller_mid_stream(tmp_path, pg_dsn):  # noqa: 
         run.start()
         streaming(run)
         first = run.active()
+        at_fault = applied_now(run)
         run.fault("kill")  # kill -9, waits for the takeover, restarts it as a standby
         assert run.active() != first
         streaming(run, at_least=30)
@@ -238,6 +303,7 @@ def test_kill_9_of_the_active_controller_mid_stream(tmp_path, pg_dsn):  # noqa: 
         run.close()
         raise
     fig = settle_and_check(run)
+    assert fig.applied > at_fault  # the new leader applied the rest of the stream
     assert fig.failovers >= 1
     assert all(ms < 5000 for ms in fig.failover_ms), fig.failover_ms
     other = "b" if first == "a" else "a"
@@ -245,13 +311,17 @@ def test_kill_9_of_the_active_controller_mid_stream(tmp_path, pg_dsn):  # noqa: 
 
 
 @needs_mosquitto
-def test_sigstop_the_active_controller_then_sigcont_it_wakes_fenced(tmp_path, pg_dsn):  # noqa: F811
+def test_sigstop_the_active_controller_then_sigcont_it_wakes_and_steps_down(tmp_path, pg_dsn):  # noqa: F811
+    """The paused leader wakes after another took over: it steps down from its epoch and
+    commits nothing (whatever its service received meanwhile meets the fence: the test
+    above shows a stale service's batch refused), and the stream goes on once each."""
     run = ha_run(tmp_path, pg_dsn, seed=12)
     try:
         run.start()
         streaming(run)
         first = run.active()
         epoch = run.lease()[0]
+        at_fault = applied_now(run)
         run.fault("pause")  # SIGSTOP until the other took over, then SIGCONT
         assert run.active() != first and run.lease()[0] > epoch
         text = wait_for(
@@ -265,6 +335,7 @@ def test_sigstop_the_active_controller_then_sigcont_it_wakes_fenced(tmp_path, pg
         run.close()
         raise
     fig = settle_and_check(run)
+    assert fig.applied > at_fault
     assert fig.failovers >= 1 and all(ms < 5000 for ms in fig.failover_ms)
 
 
@@ -274,6 +345,7 @@ def test_the_database_connection_lost_and_the_server_killed(tmp_path, pg_server,
     try:
         run.start()
         streaming(run)
+        at_fault = applied_now(run)
         run.fault("db")  # pg_terminate_backend of every controller session
         streaming(run, at_least=25)
         pg_server.kill()  # kill -9 of the postmaster: every connection gone, no new ones
@@ -283,7 +355,8 @@ def test_the_database_connection_lost_and_the_server_killed(tmp_path, pg_server,
     except BaseException:
         run.close()
         raise
-    settle_and_check(run)
+    fig = settle_and_check(run)
+    assert fig.applied > at_fault
 
 
 # -- PostgreSQL's own failover: a streaming standby, promoted ---------------------------------
@@ -342,6 +415,7 @@ def test_a_synchronous_streaming_standby_promoted_and_the_controllers_go_on(tmp_
         wait_for(lambda: _sql(on_standby, "SELECT count(*) FROM applied")[0][0] > 0, 10,
                  "the standby to have the ledger's rows")  # fmt: skip
         assert _sql(on_standby, "SELECT pg_is_in_recovery()") == [(True,)]
+        at_fault = _sql(on_standby, "SELECT count(*) FROM applied")[0][0]
         primary.kill()  # the primary's host dies
         standby._run("pg_ctl", "-D", standby.data, "-w", "-t", "30", "promote")
         assert _sql(on_standby, "SELECT pg_is_in_recovery()") == [(False,)]
@@ -353,6 +427,7 @@ def test_a_synchronous_streaming_standby_promoted_and_the_controllers_go_on(tmp_
         fig = run.check()
         assert fig.problems == [] and (fig.lost, fig.duplicated) == (0, 0)
         assert fig.sent > 0 and fig.applied == fig.sent
+        assert fig.applied > at_fault  # applied on the promoted server
     finally:
         if run is not None:
             run.close()
