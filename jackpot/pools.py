@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from controller.errors import ProfileError
+from controller.link.brokers import MAX_BROKERS, BrokerAddressError, parse_address
 from controller.link.messages import POOL, RESERVED_PREFIXES, TABLE_ID, VERSION
 from controller.link.signing import SigningKeyError, check_key_id, parse_public_key
 from controller.rules.pays import parse_money
@@ -175,6 +176,10 @@ class JackpotConfig:
     metrics_port: int = 9471
     ha: HaConfig | None = None
     ledger_dsn: str | None = None  # [ledger] dsn: a postgresql:// URL (None: --ledger names it)
+    #: ``[mqtt] brokers``: the central brokers, (host, port), the first preferred; () without
+    #: the key (``--host``); ``tls_ca``: their CA file, TLS on (docs/jackpot/brokers.md).
+    mqtt_brokers: tuple[tuple[str, int], ...] = ()
+    mqtt_tls_ca: str | None = None
 
     @property
     def tables(self) -> frozenset[str]:
@@ -432,6 +437,36 @@ def _read_ledger(raw: Any, where: Where) -> str:
     return dsn
 
 
+def _read_mqtt(raw: Any, where: Where) -> tuple[tuple[tuple[str, int], ...], str | None]:
+    """``[mqtt] brokers = ["central-a:1883", "central-b:1883"]`` (the first preferred; a
+    port defaults to 1883, or 8883 with ``tls_ca``) and ``tls_ca``, the brokers' CA file."""
+    raw = _table(raw, where)
+    unknown = sorted(set(raw) - {"brokers", "tls_ca"})
+    if unknown:
+        raise where.error(unknown[0], "unknown key; allowed keys here: brokers, tls_ca")
+    tls_ca = raw.get("tls_ca")
+    if tls_ca is not None and (not isinstance(tls_ca, str) or not tls_ca.strip()):
+        raise where.error("tls_ca", f"{tls_ca!r}: the path of the CA file that signed the brokers")
+    brokers = raw.get("brokers", [])
+    example = '["central-a.jackpot.example:8883", "central-b.jackpot.example:8883"]'
+    if (
+        not isinstance(brokers, list)
+        or not 1 <= len(brokers) <= MAX_BROKERS
+        or not all(isinstance(b, str) for b in brokers)
+    ):
+        raise where.error(
+            "brokers", f"{brokers!r}: a list of 1 to {MAX_BROKERS} broker addresses, the first "
+            f"preferred, e.g. brokers = {example}"
+        )  # fmt: skip
+    try:
+        parsed = tuple(parse_address(b, 8883 if tls_ca else 1883) for b in brokers)
+    except BrokerAddressError as exc:
+        raise where.error("brokers", str(exc)) from None
+    if len(set(parsed)) != len(parsed):
+        raise where.error("brokers", f"{brokers!r} lists a broker twice: list each once")
+    return parsed, tls_ca
+
+
 def parse_config(text: str, source: str) -> JackpotConfig:
     """Read the jackpot controller's TOML; errors name ``source``, the section and the key."""
     try:
@@ -440,11 +475,11 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
     unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics", "ha",
-                                  "ledger"})
+                                  "ledger", "mqtt"})
     if unknown:
         raise top.error(
             unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics, ha, "
-            "ledger"
+            "ledger, mqtt"
         )
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
@@ -481,9 +516,11 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     address, port = _read_metrics(data.get("metrics", {}), top.child("metrics"))
     ha = _read_ha(data["ha"], top.child("ha")) if "ha" in data else None
     dsn = _read_ledger(data["ledger"], top.child("ledger")) if "ledger" in data else None
+    brokers, tls_ca = _read_mqtt(data["mqtt"], top.child("mqtt")) if "mqtt" in data else ((), None)
     return JackpotConfig(
-        source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn
-    )
+        source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn,
+        brokers, tls_ca,
+    )  # fmt: skip
 
 
 def load_config(path: Any) -> JackpotConfig:

@@ -63,7 +63,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from controller import logs, sdnotify
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
-from controller.link.brokers import BrokerList
+from controller.link.brokers import BrokerList, parse_address
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     TABLE_ID,
@@ -781,7 +781,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the ledger: an SQLite file (created if absent) or a postgresql:// URL "
         "(default: the config's [ledger] dsn)",
     )
-    p.add_argument("--host", default="127.0.0.1", help="the broker (default 127.0.0.1)")
+    p.add_argument(
+        "--host",
+        help="the broker, or several as host:port,host:port, the first preferred (default: "
+        "[mqtt] brokers in the config, else 127.0.0.1; docs/jackpot/brokers.md)",
+    )
     p.add_argument("--port", type=int, default=1883, help="the broker's port (default 1883)")
     p.add_argument("--username", default=CLIENT_ID, help=f"broker user (default {CLIENT_ID})")
     p.add_argument("--password-file", required=True, help="a file holding the broker password")
@@ -965,15 +969,20 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        if args.host:  # several brokers, the first preferred: controller/link/brokers.py
+            brokers = BrokerList([parse_address(a, args.port) for a in args.host.split(",")])
+        else:
+            brokers = BrokerList(config.mqtt_brokers or [("127.0.0.1", args.port)])
         service = JackpotService(
             config,
             ledger,
-            args.host,
-            args.port,
+            *brokers.address,
             args.username,
             password,
             signer=signer,
             meter_rate=args.meter_rate,
+            brokers=brokers,
+            tls_ca=config.mqtt_tls_ca,
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")
@@ -992,7 +1001,7 @@ def main(argv: list[str] | None = None) -> int:
     # lives, so a dead thread ends in a restart instead of an idle process.
     notifier = sdnotify.Notifier()
     ping_s = (sdnotify.watchdog_interval_ms() or 0) / 2000  # twice per WatchdogSec
-    broker = f"{args.host}:{args.port}"
+    broker = str(brokers)
     notifier.notify("READY=1", f"STATUS=started (boot {service.boot}), broker {broker}")
     last_ping, shown = 0.0, ""
     try:
