@@ -601,10 +601,11 @@ class HaFaultRun(FaultRun):
             raise ValueError(kind)
 
     def run_faults(self, count: int, gap: tuple[float, float] = (0.3, 1.0)) -> None:
-        """``count`` faults: kill and pause of the active controller first (the failovers
-        the goal counts), then seeded random ones."""
-        kinds = ["kill", "pause", "kill"][:count]
-        kinds += [self.rng.choice(HA_FAULTS) for _ in range(count - len(kinds))]
+        """``count`` faults: each kind once first in a seeded order (two kills and a pause of
+        the active controller: the failovers the goal counts), then seeded random ones."""
+        kinds = ["kill", "pause", "kill", "db", "broker"]
+        self.rng.shuffle(kinds)
+        kinds = kinds[:count] + [self.rng.choice(HA_FAULTS) for _ in range(count - len(kinds))]
         for kind in kinds:
             time.sleep(self.rng.uniform(*gap))
             self.fault(kind)
