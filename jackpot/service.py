@@ -214,6 +214,7 @@ class JackpotService:
         self._online = threading.Event()
         self._stop = threading.Event()
         self._closed = False
+        self._goodbye = True  # close(goodbye=False): leave without the offline status
         self._client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=client_id,
@@ -284,11 +285,14 @@ class JackpotService:
         """True once connected and subscribed."""
         return self._online.wait(timeout)
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Publish the offline status, disconnect, stop the thread. Safe twice."""
+    def close(self, timeout: float = 5.0, *, goodbye: bool = True) -> None:
+        """Publish the offline status, disconnect, stop the thread. Safe twice.
+        ``goodbye=False``: no offline status, a plain disconnect (no will): a controller that
+        lost its lease leaves the status topic to the new leader (jackpot/ha.py)."""
         if self._closed:
             return
         self._closed = True
+        self._goodbye = goodbye
         self._stop.set()
         self._thread.join(timeout + 2.0)
 
@@ -407,7 +411,7 @@ class JackpotService:
                         self._set_connected(False)
                         continue
                 self._flush_alarms()
-            if socket_up and self._connected:
+            if socket_up and self._connected and self._goodbye:
                 self._say_goodbye()
             clean = True
         except Exception:
@@ -973,7 +977,10 @@ def main(argv: list[str] | None = None) -> int:
             brokers = BrokerList([parse_address(a, args.port) for a in args.host.split(",")])
         else:
             brokers = BrokerList(config.mqtt_brokers or [("127.0.0.1", args.port)])
-        service = JackpotService(
+        make_service = JackpotService
+        if config.ha is not None:  # one of several controllers: docs/jackpot/failover.md
+            from jackpot.ha import HaService as make_service
+        service = make_service(
             config,
             ledger,
             *brokers.address,
