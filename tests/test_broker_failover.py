@@ -373,3 +373,24 @@ def test_a_table_config_lists_both_central_brokers(tmp_path):
     )
     (error,) = errors_of(path)
     assert error.key == "tls_ca" and "'central-b.example' in plain text" in error.problem
+
+
+def test_the_jackpot_config_lists_the_central_brokers():
+    from jackpot.pools import JackpotConfigError, parse_config
+
+    text = EXAMPLE.read_text(encoding="utf-8")
+    config = parse_config(
+        text + '\n[mqtt]\nbrokers = ["central-a.example", "central-b.example:8884"]\n'
+        'tls_ca = "/etc/jackpot-controller/ca.crt"\n', "j.toml"
+    )  # fmt: skip
+    assert config.mqtt_brokers == (("central-a.example", 8883), ("central-b.example", 8884))
+    assert config.mqtt_tls_ca == "/etc/jackpot-controller/ca.crt"
+    assert parse_config(text, "j.toml").mqtt_brokers == ()
+    for body, problem in (
+        ('brokers = []', "a list of 1 to 8 broker addresses"),
+        ('brokers = ["a", "a:1883"]', "lists a broker twice"),
+        ('brokers = ["mqtt://a"]', "no scheme"),
+        ('brokers = ["a"]\nhost = "b"', "unknown key"),
+    ):
+        with pytest.raises(JackpotConfigError, match=problem):
+            parse_config(text + f"\n[mqtt]\n{body}\n", "j.toml")
