@@ -40,6 +40,10 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
     boot = GaugeMetricFamily(
         p + "boot", "The controller's boot counter (kept in the ledger file).", value=health["boot"]
     )
+    active = GaugeMetricFamily(
+        p + "active", "1 while this controller is the active one; a hot standby: 0 "
+        "(docs/jackpot/failover.md).", value=health.get("role", "active") == "active",
+    )  # fmt: skip
     messages = CounterMetricFamily(
         p + "messages",
         "Table messages since start by kind and outcome (applied, refused, duplicate, conflict, "
@@ -88,7 +92,8 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
         seconds = figures["age_s"]
         if seconds is not None and math.isfinite(seconds):
             age.add_metric([table], seconds)
-    return [info, connected, boot, messages, events, alarms_open, alarms, meters, last_seq, age]
+    return [info, connected, boot, active, messages, events, alarms_open, alarms, meters,
+            last_seq, age]  # fmt: skip
 
 
 class JackpotCollector(Collector):

@@ -30,6 +30,7 @@ from controller.link.messages import topic_for, validate
 from jackpot.ha import HaService
 from jackpot.leader import ElectionError, Elector
 from jackpot.ledger import Ledger, LedgerFenced, Status
+from jackpot.metrics import JackpotMetrics
 from jackpot.pools import HaConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,6 +227,8 @@ def test_the_fence_refuses_what_a_stale_leaders_service_receives(broker, pg_dsn)
                     backoff=(0.05, 0.5))  # fmt: skip
     try:
         assert svc.wait_active(10) and svc.health()["role"] == "active"
+        metrics = JackpotMetrics(svc.health, process=False)
+        assert "jackpot_controller_active 1.0" in metrics.text()
         send(1)
         wait_for(lambda: svc.health()["tables"][T1]["last_seq"] == 1, 10, "seq 1 applied")
         stalled.stall.set()  # the supervisor's next renewal hangs
@@ -238,6 +241,10 @@ def test_the_fence_refuses_what_a_stale_leaders_service_receives(broker, pg_dsn)
         assert [(t, s) for t, s, *_ in applied] == [(T1, 1)] and ack == 1
         stalled.release.set()
         wait_for(lambda: svc.health()["role"] == "standby", 10, "a to step down")
+        # a standby: no broker connection, and no alert for it (ops/prometheus/alerts.yml)
+        text = metrics.text()
+        assert "jackpot_controller_active 0.0" in text
+        assert "jackpot_controller_connected 0.0" in text
         assert svc.health()["leader"] == "b" or svc.health()["epoch"] is None
     finally:
         stalled.release.set()
