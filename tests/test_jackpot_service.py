@@ -389,3 +389,116 @@ def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, 
     status = controller_status(broker)
     assert (status["state"], status["boot"]) == ("offline", 2)
     check_ledger(ledger, rows)
+
+
+# -- group commit --------------------------------------------------------------------------
+
+#: The ledger's tables that hold money and order (meta holds the controller's boot counter).
+LEDGER_TABLES = ("tables", "applied", "meters", "mystery", "movements", "awards",
+                 "contributions", "round_results")  # fmt: skip
+
+
+def ledger_rows(ledger: Path) -> dict[str, list[tuple]]:
+    db = sqlite3.connect(ledger)
+    try:
+        return {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+                for t in LEDGER_TABLES}  # fmt: skip
+    finally:
+        db.close()
+
+
+def signed_stream(rows) -> list[tuple[str, bytes]]:
+    """The table's outbox rows as the publisher sends them (signed envelopes, fixed times)."""
+    out = []
+    for row in rows:
+        publish = Publish(topic=row.kind, key=row.key, payload=row.payload)
+        message = envelope(T7, 1, row.seq, publish, 1_770_000_000_000 + row.seq)
+        topic = topic_for(T7, row.kind)
+        out.append((topic, json.dumps(table_signer(T7).sign(topic, message)).encode()))
+    return out
+
+
+def mystery_offset(rows, share: float) -> int:
+    """A trigger offset the Mystery meter reaches after ``share`` of the stream's Mystery
+    contributions: the hit lands inside the stream, not at its first or last message."""
+    pool = CONFIG.mystery_for("blazing_7s")
+    feeding = [r for r in rows if r.kind == "contribution" and r.payload["mystery"]]
+    fed = feeding[: int(len(feeding) * share)]
+    return int(sum(contribution(pool, r.payload["stake"]) for r in fed))
+
+
+def test_a_burst_applied_in_batches_gives_the_ledger_of_one_by_one(
+    tmp_path, pa, broker, monkeypatch  # noqa: F811
+):
+    """The same signed stream, once a message at a time (each acked before the next) and
+    once queued by the broker while the controller was away and delivered as a burst (batches
+    of 16; the first fails on the disk: no PUBACK, the broker sends it all again): the
+    ledgers are identical row for row (applied, meters, the Mystery trigger, movements,
+    awards), and the table is told the same awards, Mystery hits inside batches included,
+    with one ack per batch."""
+    rows = fill(tmp_path / "t.journal", pa, rounds=40)
+    stream = signed_stream(rows)
+    n = len(stream)
+    draws = fixed(mystery_offset(rows, 0.4))
+    batches: list[list[int]] = []
+    failures = []  # the burst's first batch: the disk fails
+    apply_batch = Ledger.apply_batch
+
+    def recording(self, messages, *, checked=False):
+        if failures == [] and len(messages) > 1:
+            failures.append([m["seq"] for m in messages])
+            raise sqlite3.OperationalError("disk I/O error")
+        batches.append([m["seq"] for m in messages])
+        return apply_batch(self, messages, checked=checked)
+
+    monkeypatch.setattr(Ledger, "apply_batch", recording)
+    spy = broker.client(OBSERVER)
+    assert spy.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
+    table = broker.client(T7, client_id="raw-table")
+    one, burst = tmp_path / "one.db", tmp_path / "burst.db"
+    try:
+        svc = service(broker, one, randbelow=draws)
+        try:
+            for seq, (topic, payload) in enumerate(stream, 1):
+                assert table.publish(topic, payload).value in (0, 16)
+                wait_for(lambda s=seq: svc.health()["tables"][T7]["last_seq"] == s, what=f"{seq}")
+        finally:
+            svc.close()
+        assert all(len(b) == 1 for b in batches[-n:]) and len(batches) >= n
+        told_one = [parse_message(m.topic, m.payload) for m in spy.drain(0.5)]
+        # the controller is away: its persistent session queues the whole stream
+        del batches[:]
+        for topic, payload in stream:
+            assert table.publish(topic, payload).value in (0, 16)
+        svc = service(broker, burst, randbelow=draws, batch_max=16)
+        try:
+            wait_for(lambda: svc.health()["tables"][T7]["last_seq"] == n, what="the burst")
+            health = svc.health()
+        finally:
+            svc.close()
+        told_burst = [parse_message(m.topic, m.payload) for m in spy.drain(0.5)]
+    finally:
+        table.close()
+        spy.close()
+    assert failures and health["counts"]["ledger_error"] == 1
+    assert health["counts"]["applied"] == n and health["counts"]["batch"] == len(batches)
+    assert sum(map(len, batches)) == n and len(batches) < n / 4  # grouped, each once
+    assert health["largest_batch"] == max(map(len, batches)) == 16
+    assert ledger_rows(burst) == ledger_rows(one)
+    with Ledger(burst, CONFIG) as led:
+        hits = [a for a in led.awards() if a.pool == "mystery"]
+        meters = led.meters()
+    assert hits and all(a.state == "offered" for a in hits)
+    for hit in hits:  # each Mystery hit came in a batch with other messages
+        assert len(next(b for b in batches if hit.claim_seq in b)) > 1
+    key = lambda a: (a["award_id"], a["state"], a["pool"], a["amount"], a.get("order"))  # noqa: E731
+    awards_one = [body for kind, _, body in told_one if kind == "award"]
+    awards_burst = [body for kind, _, body in told_burst if kind == "award"]
+    assert sorted(map(key, awards_burst)) == sorted(map(key, awards_one))
+    assert {key(a)[0] for a in awards_one} >= {a.award_id for a in hits}
+    mystery = CONFIG.mystery_for("blazing_7s").name
+    assert meters[mystery].amount < 25_000 + mystery_offset(rows, 0.4)  # it was hit and reset
+    # acks are cumulative: one a message one by one, one per batch (its last) in the burst
+    assert [body["seq"] for kind, _, body in told_one if kind == "ack"] == list(range(1, n + 1))
+    acks = [body["seq"] for kind, _, body in told_burst if kind == "ack"]
+    assert acks == [b[-1] for b in batches]
