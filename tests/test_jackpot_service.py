@@ -502,3 +502,33 @@ def test_a_burst_applied_in_batches_gives_the_ledger_of_one_by_one(
     assert [body["seq"] for kind, _, body in told_one if kind == "ack"] == list(range(1, n + 1))
     acks = [body["seq"] for kind, _, body in told_burst if kind == "ack"]
     assert acks == [b[-1] for b in batches]
+
+
+def test_a_status_in_a_burst_is_handled_after_the_messages_before_it(tmp_path, broker):  # noqa: F811
+    """Queued while the controller was away: seq 1-5, the table's birth, seq 6-9. The birth
+    is answered with the ack of 5 (the batch before it is committed first), then 9."""
+    ledger = tmp_path / "ledger.db"
+    service(broker, ledger).close()  # the controller's session exists: the broker queues
+    table = broker.client(T7, client_id="raw-table")
+    spy = broker.client(OBSERVER)
+    try:
+        assert spy.subscribe(f"bj/v1/jackpot/{T7}/ack").value == 1
+        topic = topic_for(T7, "contribution")
+        for seq in range(1, 6):
+            assert table.publish(topic, contribution_message(seq)).value in (0, 16)
+        birth = {"v": 1, "table": T7, "boot": 1, "state": "online", "sent_t": 1}
+        assert table.publish(topic_for(T7, "status"), signed_status(birth)).value in (0, 16)
+        for seq in range(6, 10):
+            assert table.publish(topic, contribution_message(seq)).value in (0, 16)
+        svc = service(broker, ledger)
+        try:
+            wait_for(lambda: svc.health()["tables"][T7]["last_seq"] == 9, what="seq 9")
+            counts = svc.health()["counts"]
+        finally:
+            svc.close()
+        acks = [parse_message(m.topic, m.payload)[2]["seq"] for m in spy.drain(0.5)]
+    finally:
+        spy.close()
+        table.close()
+    assert counts["table_online"] == 1 and counts["applied"] == 9
+    assert acks.count(5) == 2 and acks == sorted(acks) and acks[-1] == 9, acks
