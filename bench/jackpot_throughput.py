@@ -7,20 +7,26 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
    is received.
 2. ``contributions_per_s``: a table's journal holds a backlog of Blazing 7's rounds (outbox rows
    written in the journal's transactions); a ``TablePublisher`` sends it, the controller
-   applies each message in a ledger transaction (WAL, synchronous=FULL), acks it (MQTT after
-   the commit, then the application ack) and the table deletes it: contributions (of all
+   applies what arrived together in one ledger transaction (group commit; SQLite: WAL,
+   synchronous=FULL; PostgreSQL: synchronous_commit on), acks it (the application ack of the
+   highest sequence, then the MQTT PUBACKs) and the table deletes it: contributions (of all
    messages) until the outbox is empty. Every message is signed and checked end to end (each
    table's key and the controller's, made by jackpot_faults' :class:`FaultRun`).
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
    reader polling the ledger's ``applied`` table every millisecond).
 
-    .venv/bin/python bench/jackpot_throughput.py [--rounds N] [--raw N] [--live N]
+``--ledger postgresql``: the ledger in a PostgreSQL server of the bench's own (Debian's
+binaries, tests/pg_server.py: a temporary cluster on a free loopback port, fsync on).
+
+    .venv/bin/python bench/jackpot_throughput.py [--ledger sqlite|postgresql] [--rounds N]
+        [--raw N] [--live N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sqlite3
 import sys
@@ -119,13 +125,17 @@ def live(fr: FaultRun, rounds: int, pace_ms: float) -> list[float]:
     stop = threading.Event()
 
     def watch() -> None:
-        db = sqlite3.connect(fr.ledger, timeout=30)
+        if isinstance(fr.ledger, str):  # a postgresql:// URL
+            import psycopg
+
+            db, mark = psycopg.connect(fr.ledger, autocommit=True), "%s"
+        else:
+            db, mark = sqlite3.connect(fr.ledger, timeout=30), "?"
+        query = "SELECT n, key FROM applied WHERE n > ? AND table_id = ? AND kind = ?"
+        query = query.replace("?", mark)
         last = db.execute("SELECT COALESCE(MAX(n), 0) FROM applied").fetchone()[0]
         while not stop.is_set():
-            for n, key in db.execute(
-                "SELECT n, key FROM applied WHERE n > ? AND table_id = ? AND kind = ?",
-                (last, T8, "contribution"),
-            ):
+            for n, key in db.execute(query, (last, T8, "contribution")).fetchall():
                 seen[key] = time.perf_counter()
                 last = max(last, n)
             time.sleep(0.001)
@@ -166,9 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--raw", type=int, default=5000, help="raw QoS 1 publishes (default 5000)")
     p.add_argument("--live", type=int, default=40, help="live rounds for latency (default 40)")
     p.add_argument("--pace-ms", type=float, default=5, help="pause after each live event")
+    p.add_argument("--ledger", choices=("sqlite", "postgresql"), default="sqlite",
+                   help="the controller's ledger (default sqlite)")  # fmt: skip
     args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="jackpot-bench-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="jackpot-bench-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
         fr = FaultRun(Path(tmp), seed=1, tables=2, rounds=0)
+        if args.ledger == "postgresql":
+            from pg_server import PgServer
+
+            server = PgServer()
+            stack.callback(server.close)
+            server.start()
+            fr.ledger = fr.ledger_location = server.create_database()
+        print(f"ledger: {args.ledger}", flush=True)
         try:
             fr.broker.start()
             fr.start_service(fr.broker.port)
