@@ -232,6 +232,9 @@ class HaService:
         if not self.elector.holds():
             self._step_down("the lease ran out without a renewal")
             return
+        if not self._service._thread.is_alive():  # its log says why; another one takes over
+            self._step_down("the service thread died")
+            return
         if time.monotonic() >= self._next_renew:
             self._next_renew = time.monotonic() + self.renew_s
             if not self.elector.renew():
