@@ -428,7 +428,10 @@ def mystery_offset(rows, share: float) -> int:
 
 
 def test_a_burst_applied_in_batches_gives_the_ledger_of_one_by_one(
-    tmp_path, pa, broker, monkeypatch  # noqa: F811
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    monkeypatch,
 ):
     """The same signed stream, once a message at a time (each acked before the next) and
     once queued by the broker while the controller was away and delivered as a burst (batches
