@@ -156,6 +156,7 @@ SPLIT = [
     ("7S,4D,KC", "10S,6C,5D", PUSH, 0, "a split hand's 3-card 21 ties the dealer's 3-card 21"),
     ("8S,2D,7C", "10S,9C", LOSE, -1000, "a split hand settles like any hand"),
     ("8S,3D,10C", "10S,9C", WIN, 1000, "a split hand settles like any hand"),
+    ("7D,QC", "2C,7D,KS", PUSH, 0, "two cards beating more cards is for 21 only: 19 ties 19"),
 ]
 
 
@@ -682,7 +683,12 @@ def test_main_wager_follows_the_totals(case):
         assert main.outcome is WIN
     elif player.total < house.total:
         assert main.outcome is LOSE
-    elif len(hand.cards) == 2 and len(dealer) > 2 and rules.split.two_card_21_beats_dealer_21:
+    elif (
+        player.total == 21
+        and len(hand.cards) == 2
+        and len(dealer) > 2
+        and rules.split.two_card_21_beats_dealer_21
+    ):
         # a split hand's 21 in two cards against a dealer's 21 in more (seed 000)
         assert main.outcome is WIN
     else:
