@@ -156,7 +156,7 @@ SPLIT = [
     ("7S,4D,KC", "10S,6C,5D", PUSH, 0, "a split hand's 3-card 21 ties the dealer's 3-card 21"),
     ("8S,2D,7C", "10S,9C", LOSE, -1000, "a split hand settles like any hand"),
     ("8S,3D,10C", "10S,9C", WIN, 1000, "a split hand settles like any hand"),
-    ("7D,QC", "2C,7D,KS", PUSH, 0, "two cards beating more cards is for 21 only: 19 ties 19"),
+    ("9D,QC", "2C,7D,KS", PUSH, 0, "two cards beating more cards is for 21 only: 19 ties 19"),
 ]
 
 
