@@ -189,7 +189,7 @@ class MqttConfig:
     password_file: Path
     tls_ca: Path | None
     keepalive_s: int = 30
-    window: int = 100
+    window: int = 256
     link_fault_after_s: int = 300
     ack_timeout_s: int = 30
     #: This table's Ed25519 private key file (``table-controller link-key``) and its key id,
@@ -657,7 +657,7 @@ def _read_mqtt(sec: _Section, table_id: str | None, base: Path) -> MqttConfig | 
         "password_file", DEFAULT_PASSWORD_FILE, base, f'"{DEFAULT_PASSWORD_FILE}"'
     )
     keepalive = sec.integer("keepalive_s", 30, 5, 3600, "s")
-    window = sec.integer("window", 100, 1, 10_000, "messages")
+    window = sec.integer("window", 256, 1, 10_000, "messages")
     link_fault = sec.integer("link_fault_after_s", 300, 0, 86_400, "s; 0: never latch")
     ack_timeout = sec.integer("ack_timeout_s", 30, 1, 3600, "s")
     signing_key = sec.path("signing_key", DEFAULT_SIGNING_KEY, base, f'"{DEFAULT_SIGNING_KEY}"')

@@ -111,7 +111,7 @@ def test_the_table_example_loads_as_documented():
     assert mqtt.tls_ca == Path("/etc/table-controller/ca.crt")
     assert (mqtt.keepalive_s, mqtt.window, mqtt.link_fault_after_s, mqtt.ack_timeout_s) == (
         30,
-        100,
+        256,
         300,
         30,
     )
@@ -221,7 +221,7 @@ def test_check_config_prints_every_error_one_per_line_and_exits_2(tmp_path):
         tmp_path,
         ("spots = 3 ", "spots = 0 "),
         ('url = "/dev/bj-shoe"', 'url = "bj-shoe"'),
-        ("window = 100", "window = 0"),
+        ("window = 256", "window = 0"),
     )
     result = run_cli("check-config", str(path), "--no-files")
     assert result.returncode == 2
