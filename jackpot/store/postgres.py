@@ -18,6 +18,7 @@ at once do not both create or migrate).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +27,8 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from jackpot.store import Store
+
+_CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
 SCHEMA_VERSION = 2
 #: pg_advisory_xact_lock key that serialises creating and migrating the schema.
@@ -176,9 +179,18 @@ class PostgresStore(Store):
     # -- the schema ----------------------------------------------------------------------
 
     def _create(self, ddl: str) -> None:
+        """Create what ``ddl`` names and the database lacks. A statement whose table or
+        index exists is not run at all: even ``IF NOT EXISTS`` takes locks, and a second
+        controller opening the ledger while the active one applies a batch deadlocked on
+        them (found by the two-writers test)."""
         self.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
         try:
             for statement in filter(str.strip, ddl.split(";")):
+                named = _CREATES.search(statement)
+                if named is not None:
+                    (found,) = self.execute("SELECT to_regclass(?)", (named[1],)).fetchone()
+                    if found is not None:
+                        continue
                 self._live().execute(statement)  # as written: no placeholders in DDL
         except psycopg.Error as exc:
             raise self.failed("cannot create the ledger's tables", exc) from exc
