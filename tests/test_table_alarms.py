@@ -84,9 +84,14 @@ def test_alarms_of_the_procedure_appear_in_the_snapshot_with_ids():
             "spot": a.spot,
             "round": round_number,
             "t": when,
+            "about": a.about,
+            "active": n != 1,  # the late bet's round is over: it cleared by itself
+            "cleared": "the round is over" if n == 1 else None,
+            "cleared_t": 300 if n == 1 else None,  # end round came without a time
         }
         for n, (a, round_number, when) in enumerate(raised, 1)
     ]
+    assert (late.about, unexpected.about, fault.about) == ("main", None, "shoe")
     assert snap["alarms_dropped"] == 0
     assert t.state.alarm_seq == 3
     json.dumps(snap)  # JSON-safe for the diagnostics page

@@ -68,13 +68,29 @@ class Prompt(Effect):
 
 @dataclass(frozen=True, slots=True)
 class Alarm(Effect):
-    """A procedure violation or device problem; ``action`` says what the dealer must do."""
+    """A procedure violation or device problem; ``action`` says what the dealer must do.
+    ``about`` names what the alarm is about where the table needs it to tell when the cause
+    is over: the bet circle (``blazing_7s``) of a chip alarm, the kind of a table fault."""
 
     KIND: ClassVar[str] = "alarm"
     code: str
     text: str
     action: str
     spot: int | None = None
+    about: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmCleared(Effect):
+    """Open alarm ``alarm`` (its id in the register) cleared by itself: its cause is over
+    (``reason``, in casino words). It stays in the register, marked cleared, until a
+    technician acknowledges it; the dealer display no longer shows it."""
+
+    KIND: ClassVar[str] = "alarm_cleared"
+    alarm: int
+    code: str
+    text: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +150,7 @@ class Record(Effect):
 
 
 EFFECT_KINDS: dict[str, type[Effect]] = {
-    cls.KIND: cls for cls in (Light, Prompt, Alarm, Refused, Settled, Publish, Record)
+    cls.KIND: cls for cls in (Light, Prompt, Alarm, AlarmCleared, Refused, Settled, Publish, Record)
 }
 """Every effect class by its ``KIND`` (the ``"effect"`` of its JSON object)."""
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -36,7 +37,7 @@ from controller.rules.pays import MeterShare, format_cents, parse_pay
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
-from controller.table.effects import Alarm, Effect, Publish, Record, Refused, Step
+from controller.table.effects import Alarm, AlarmCleared, Effect, Publish, Record, Refused, Step
 from controller.table.events import (
     Assign,
     BetSensor,
@@ -69,6 +70,12 @@ from controller.table.view import bet_name, link_alarm_words, pool_name, snapsho
 
 REFUSALS = (ProcedureError, RuleViolation, WagerError)
 
+_CARD_ALARMS = ("unexpected_card", "foreign_card")
+"""Alarms of a card that waits for a decision, one per card in ``state.pending``'s order: the
+oldest clear as the cards are burned, assigned or taken out of play."""
+_ROUND_ALARMS = ("shuffle_mid_round", "shoe_missed_frames", "reader_disagreement")
+"""Alarms about the round on the layout: over when it ends (the layout is cleared)."""
+
 # Events the dealer cannot use while a card waits for a decision (burn, assign, misdeal).
 _BLOCKED_BY_PENDING = (
     Lockout,
@@ -95,6 +102,9 @@ MYSTERY_LINE = "100% of meter"
 # Events that are not part of the round's recall record: a technician's acknowledgement and a
 # link alarm act on the alarm register, which a recalled round replayed alone does not have.
 _NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm)
+# Effects not in the round's recall record: the journal's own records, and alarms clearing
+# by themselves (they act on the register, like an acknowledgement).
+_NOT_RECALLED = (Record, AlarmCleared)
 
 
 class RefusedWithAlarm(ProcedureError):
@@ -193,6 +203,8 @@ class Table(Procedure):
             else:
                 step = Step(False, (refused,))
         else:
+            if state.alarms:
+                self._clear_alarms_whose_cause_is_over()
             self._alarm_light()
             effects = tuple(self._out)
             step = Step(True, effects, journal=bool(effects) or not isinstance(event, Tick))
@@ -205,7 +217,7 @@ class Table(Procedure):
         )
         if step.journal and for_recall:
             state.log.append(event)
-            state.round_effects.extend(e for e in step.effects if not isinstance(e, Record))
+            state.round_effects.extend(e for e in step.effects if not isinstance(e, _NOT_RECALLED))
         return step
 
     def run(self, events: Iterable[ev.Event]) -> list[Step]:
@@ -213,8 +225,26 @@ class Table(Procedure):
         return [self.handle(event) for event in events]
 
     def snapshot(self) -> dict[str, Any]:
-        """The public view of the table (JSON-safe; no hole card before the dealer's turn)."""
-        return snapshot(self.state, self.rules.name)
+        """The public view of the table (JSON-safe; no hole card before the dealer's turn),
+        with ``prompt`` (:meth:`prompt_now`: what the dealer must do now), ``table`` (its
+        spots, bet circles and limits) and ``bet_amounts``: each bet with the ``amount`` it
+        would be latched at (keyed, fixed or the table's minimum)."""
+        out = snapshot(self.state, self.rules.name)
+        prompt = self.prompt_now()
+        out["prompt"] = {"code": prompt.code, "text": prompt.text, "spot": prompt.spot}
+        settings = self.settings
+        out["table"] = {
+            "spots": settings.spots,
+            "circles": list(self.circles),
+            "main_minimum": settings.main_minimum,
+            "main_maximum": settings.main_maximum,
+            "side_minimum": settings.side_minimum,
+            "side_maximum": settings.side_maximum,
+        }
+        out["bet_amounts"] = [
+            {**bet, "amount": self._wager_amount(bet["spot"], bet["circle"])} for bet in out["bets"]
+        ]
+        return out
 
     @property
     def round_in_progress(self) -> bool:
@@ -258,6 +288,7 @@ class Table(Procedure):
                 f"Late bet at {where} after no more bets: it is not a wager",
                 "Return the chips to the player",
                 event.spot,
+                event.circle,
             )
         elif event.on:
             self._light(light, "on")
@@ -268,6 +299,7 @@ class Table(Procedure):
                 f"Chips taken from {where} after no more bets: the wager stands",
                 "Stop the game and call the supervisor",
                 event.spot,
+                event.circle,
             )
         else:
             self._light(light, "off")
@@ -373,6 +405,7 @@ class Table(Procedure):
                 f"Spot {spot_no} has a {bet_name(circle)} bet but no main wager: it is not a wager",
                 "Return the chips to the player",
                 spot_no,
+                circle,
             )
         for spot_no, circle in no_link:
             self._light(f"spot{spot_no}.{circle}", "blink")
@@ -382,6 +415,7 @@ class Table(Procedure):
                 "is down, so no progressive wager can be taken",
                 "Return the chips to the player; progressive wagers resume when the link is back",
                 spot_no,
+                circle,
             )
         mystery = rules.mystery
         for spot in spots.values():
@@ -726,6 +760,7 @@ class Table(Procedure):
                     f"Table fault ({event.kind}): {event.detail or 'lost'}",
                     "Finish or void the round in progress; no new round until a technician "
                     "fixes it and the supervisor key clears it",
+                    about=event.kind,
                 )
         elif known is None:  # a fault already over when reported (a journal write that failed)
             faults[event.kind] = (event.detail, False)
@@ -733,13 +768,13 @@ class Table(Procedure):
                 "table_fault",
                 f"Table fault ({event.kind}): {event.detail or 'lost'} (now gone)",
                 "Check the table; turn the supervisor key to clear the fault",
+                about=event.kind,
             )
         elif known[1]:
             faults[event.kind] = (known[0], False)
             self._prompt(
                 "fault_gone",
-                f"The {event.kind} fault is gone ({known[0] or 'lost'}): "
-                + self._fault_advice(),
+                f"The {event.kind} fault is gone ({known[0] or 'lost'}): " + self._fault_advice(),
             )
 
     def _on_clear_faults(self, event: ev.ClearFaults) -> None:
@@ -1084,10 +1119,65 @@ class Table(Procedure):
                 effect.spot,
                 round_number,
                 state.now,
+                effect.about or "",
             )
             if len(state.alarms) > MAX_OPEN_ALARMS:
                 del state.alarms[next(iter(state.alarms))]
                 state.alarms_dropped += 1
+
+    def _clear_alarms_whose_cause_is_over(self) -> None:
+        """Mark each open alarm whose cause is over as cleared (:class:`AlarmCleared`): the
+        dealer display stops showing it; the register keeps it until acknowledged, so every
+        acknowledgement a journal holds is accepted on replay as it was."""
+        state = self.state
+        cards = [a for a in state.alarms.values() if a.code in _CARD_ALARMS and not a.cleared]
+        surplus = {a.id for a in cards[: max(0, len(cards) - len(state.pending))]}
+        for alarm in list(state.alarms.values()):
+            if alarm.cleared:
+                continue
+            reason = (
+                "the card was burned, assigned or taken out of play"
+                if alarm.id in surplus
+                else self._alarm_over(alarm)
+            )
+            if reason:
+                state.alarms[alarm.id] = replace(alarm, cleared=reason, cleared_t=state.now)
+                self._out.append(AlarmCleared(alarm.id, alarm.code, alarm.text, reason))
+
+    def _alarm_over(self, alarm: OpenAlarm) -> str | None:
+        """Why ``alarm``'s cause is over, or None while it lasts (or if only a technician
+        can tell: link, award and reader alarms)."""
+        state, code = self.state, alarm.code
+        round_over = state.round_number > alarm.round
+        if code in ("late_bet", "side_bet_without_main", "progressive_refused"):
+            if round_over:
+                return "the round is over"
+            if alarm.about and not state.sensors.get((alarm.spot or 0, alarm.about)):
+                return "the chips were taken off the circle"
+        elif code == "bet_removed":
+            if round_over:
+                return "the round is over"
+            if alarm.about and state.sensors.get((alarm.spot or 0, alarm.about)):
+                return "the chips are back on the circle"
+        elif code in ("shoe_fault", "shoe_offline"):
+            if not state.shoe_fault:
+                return "the shoe is back" if code == "shoe_offline" else "the shoe's fault cleared"
+        elif code == "shoe_door_open":
+            if not state.door_open:
+                return "the shoe door is closed"
+        elif code == "table_fault":
+            latched = alarm.about in state.faults if alarm.about else bool(state.faults)
+            if not latched:
+                return "the fault was cleared"
+        elif code == "fault_still_present":
+            if not any(active for _detail, active in state.faults.values()):
+                return "the fault is gone"
+        elif code == "jackpot_link_down":
+            if state.jackpot_link:
+                return "the jackpot link is back"
+        elif code in _ROUND_ALARMS and round_over:
+            return "the round is over"
+        return None
 
     def _on_acknowledge_alarm(self, event: ev.AcknowledgeAlarm) -> None:
         alarms = self.state.alarms

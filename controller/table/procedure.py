@@ -36,7 +36,16 @@ from controller.rules.sidebets import (
     xtreme,
 )
 from controller.table import events as ev
-from controller.table.effects import Alarm, Effect, Light, Prompt, Publish, Record, Settled
+from controller.table.effects import (
+    Alarm,
+    AlarmCleared,
+    Effect,
+    Light,
+    Prompt,
+    Publish,
+    Record,
+    Settled,
+)
 from controller.table.settings import TableSettings
 from controller.table.state import (
     DEALER,
@@ -72,8 +81,10 @@ class Procedure:
     def _prompt(self, code: str, text: str, spot: int | None = None) -> None:
         self._out.append(Prompt(code, text, spot))
 
-    def _alarm(self, code: str, text: str, action: str, spot: int | None = None) -> None:
-        self._out.append(Alarm(code, text, action, spot))
+    def _alarm(
+        self, code: str, text: str, action: str, spot: int | None = None, about: str | None = None
+    ) -> None:
+        self._out.append(Alarm(code, text, action, spot, about))
 
     def _light(self, name: str, state: str) -> None:
         lights = self.state.lights
@@ -331,12 +342,10 @@ class Procedure:
             return False
         return True
 
-    def _advance(self, second_card: bool = False) -> None:
-        """Put the first unfinished hand in action, or start the dealer's turn.
-
-        ``second_card``: the hand in action has just received its second card (a split
-        hand): its choices are prompted again.
-        """
+    def _advance(self) -> None:
+        """Put the first unfinished hand in action, or start the dealer's turn. It runs after
+        every card and decision of the players' turn, so the hand in action is prompted each
+        time with its total as it is now and only the choices the rules allow now."""
         rnd = self._round
         previous = rnd.in_action
         for spot in rnd.spots.values():
@@ -347,23 +356,73 @@ class Procedure:
                 if previous and previous[0] != spot.number:
                     self._light(f"spot{previous[0]}.action", "off")
                 self._light(f"spot{spot.number}.action", "on")
-                where = _where(spot.number, index, len(spot.hands))
-                if len(hand.cards) < 2:
-                    self._prompt("deal_card", f"Deal {where} its second card", spot.number)
-                elif hand.double_down:
-                    self._prompt("deal_card", f"Deal {where} its double-down card", spot.number)
-                elif previous != rnd.in_action or second_card:
-                    choices = ", ".join(self._choices(spot, hand))
-                    total = hand_total(hand.cards)
-                    count = f"soft {total.total}" if total.soft else str(total.total)
-                    self._prompt(
-                        "action", f"{where.capitalize()} to act on {count}: {choices}", spot.number
-                    )
+                self._out.append(self._hand_prompt(spot, index))
                 return
         if previous:
             self._light(f"spot{previous[0]}.action", "off")
         rnd.in_action = None
         self._dealer_turn()
+
+    def _hand_prompt(self, spot: SpotInPlay, index: int) -> Prompt:
+        """What the hand in action needs: its next card, or a decision on its total as it is
+        now (``soft 17`` as the rule cards write it) among the choices the rules allow now."""
+        hand = spot.hands[index]
+        where = _where(spot.number, index, len(spot.hands))
+        if len(hand.cards) < 2:
+            return Prompt("deal_card", f"Deal {where} its second card", spot.number)
+        if hand.double_down:
+            return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
+        choices = ", ".join(self._choices(spot, hand))
+        total = hand_total(hand.cards)
+        count = f"soft {total.total}" if total.soft else str(total.total)
+        return Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
+
+    def prompt_now(self) -> Prompt:
+        """The one thing the dealer must do now, from the state alone (the dealer display's
+        headline: it never goes stale, whatever event came last). It names no card that
+        could be the hole card."""
+        state, rnd = self.state, self.state.round
+        if state.pending:
+            return Prompt(
+                "decide",
+                f"{self._card_sentence(state.pending[0])} waits for a decision: burn it, "
+                "assign it, or call a misdeal (supervisor key)",
+            )
+        phase = state.phase
+        if phase is Phase.BETTING or rnd is None:
+            if state.cut_card_out or state.shuffle_pending:
+                return Prompt("shuffle_now", "The cut card is out: shuffle before the next round")
+            if state.burn_expected:
+                return Prompt("shuffled", "Shoe shuffled: burn one card")
+            return Prompt("place_bets", f"Place your bets: round {state.round_number}")
+        if phase is Phase.DEALING:
+            who = rnd.deal_queue[0]
+            if who == DEALER:
+                card = "up card" if not rnd.dealer else "hole card, face down"
+                return Prompt("deal", f"Deal the dealer's {card}")
+            nth = "first" if not rnd.spots[who].hands[0].cards else "second"
+            return Prompt("deal", f"Deal spot {who} its {nth} card", who)
+        if phase is Phase.INSURANCE:
+            what = "insurance" if self.rules.insurance.offered else "even money"
+            return Prompt(
+                "insurance_open",
+                f"Dealer shows an ace: take {what} bets, then press next",
+            )
+        if phase is Phase.EZ_BUST:
+            spots = ", ".join(str(n) for n in rnd.spots)
+            return Prompt(
+                "ez_bust_open",
+                f"EZ Bust offered to spots {spots}: take EZ Bust bets, then press next",
+            )
+        if phase is Phase.PLAYERS and rnd.in_action is not None:
+            spot_no, index = rnd.in_action
+            return self._hand_prompt(rnd.spots[spot_no], index)
+        if phase is Phase.DEALER:
+            if len(rnd.dealer) < 2:
+                return Prompt("dealer_draws", "Deal the dealer's second card")
+            return Prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+        text = f"Round {rnd.number} void" if rnd.void else f"Round {rnd.number} settled"
+        return Prompt("round_settled", f"{text}: pay and collect, then press end round")
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
         rules, state = self.rules, self._hand_state(hand)
@@ -410,7 +469,7 @@ class Procedure:
             hand.settled = True
             for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
                 self._settle(spot_no, line, index)
-        self._advance(second_card=len(hand.cards) == 2)
+        self._advance()
 
     def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
         return PlayerHand(
@@ -708,7 +767,9 @@ class Procedure:
             "dealer": result["dealer"],
             "events": [e.to_dict() for e in events],
             "effects": [
-                e.to_dict() for e in (*state.round_effects, *self._out) if not isinstance(e, Record)
+                e.to_dict()
+                for e in (*state.round_effects, *self._out)
+                if not isinstance(e, (Record, AlarmCleared))
             ],
             "result": result,
         }

@@ -102,9 +102,11 @@ class RoundState:
 @dataclass(frozen=True, slots=True)
 class OpenAlarm:
     """An alarm in the register, not yet acknowledged: the :class:`~controller.table.effects.Alarm`
-    effect's ``code``, ``text``, ``action`` and ``spot``, with the ``id`` the table gave it
-    (1, 2, 3 ... never reused), the ``round`` it was raised in and the table's clock ``t``
-    (ms, or None) when it was raised."""
+    effect's ``code``, ``text``, ``action``, ``spot`` and ``about``, with the ``id`` the table
+    gave it (1, 2, 3 ... never reused), the ``round`` it was raised in and the table's clock
+    ``t`` (ms, or None) when it was raised. ``cleared`` says why its cause is over (empty while
+    it lasts) and ``cleared_t`` when: a cleared alarm leaves the dealer display at once and
+    the register when a technician acknowledges it, like any other."""
 
     id: int
     code: str
@@ -113,6 +115,9 @@ class OpenAlarm:
     spot: int | None
     round: int
     t: int | None
+    about: str = ""
+    cleared: str = ""
+    cleared_t: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,10 @@ def snapshot(state: TableState, game: str) -> dict[str, Any]:
                 "spot": a.spot,
                 "round": a.round,
                 "t": a.t,
+                "about": a.about or None,
+                "active": not a.cleared,
+                "cleared": a.cleared or None,
+                "cleared_t": a.cleared_t,
             }
             for a in state.alarms.values()
         ],
