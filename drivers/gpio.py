@@ -31,6 +31,16 @@ state (spot lights off, lockout light on, tower light blinking, unless the pin
 map says otherwise) until :meth:`GpioDriver.clear_fault`; the table's light
 effects arriving meanwhile are kept and shown when the fault is cleared.
 :meth:`GpioDriver.close` sets the safe state before it releases the pins.
+
+Inputs and lights on MCP23017 I/O expanders (``[gpio.expanders]``) are the same gpiozero
+devices on a :class:`drivers.mcp23017.MCP23017Factory` per I2C bus, so every rule above
+holds for them unchanged. The driver opens each bus (``smbus2``; with gpiozero's
+MockFactory a simulated bus with simulated chips wired to the mock interrupt pins, so the
+demo runs a full table) unless ``buses`` hands them in. An expander that stops answering
+is sent to the table as ``TableFault("gpio", why)`` (the table latches its safe state and
+raises the alarm); when every expander answers again, ``TableFault("gpio", active=False)``
+(the latch stays until the supervisor key clears it). Health shows ``connected`` false
+meanwhile and each expander's ``expanders`` entry.
 """
 
 from __future__ import annotations
@@ -42,12 +52,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpiozero import LED, DigitalInputDevice, GPIOZeroError
+from gpiozero.pins.mock import MockFactory
 
 from controller.errors import TableControllerError
 from controller.table import events as ev
 from controller.table.effects import LIGHT_STATES, Effect, Light
 from drivers.base import Clock, DriverHealth, EventSink, monotonic_ms
 from drivers.gpio_pins import InputPin, LightPin, PinMap
+from drivers.mcp23017 import (
+    ExpanderSpec,
+    I2CBus,
+    MCP23017Factory,
+    MCP23017Pin,
+    open_bus,
+    simulated_bus,
+)
 
 BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {
     "lockout": lambda spot, t: ev.Lockout(t=t),
@@ -101,12 +120,26 @@ def make_pin_factory(name: str) -> Any:
 
 
 def _drive(pin: Any, spec: InputPin, active: bool) -> None:
-    """Drive a mock input pin to the level its wiring gives when ``active``."""
+    """Drive a mock input pin (or a simulated expander's line) to the level its wiring gives
+    when ``active``: an active-low sensor pulls the line low, and lets it go (the pull-up
+    takes it high) when inactive."""
     active_low = spec.pull_up is True or (spec.pull_up is None and not spec.active_high)
-    if active != active_low:
+    if isinstance(pin, MCP23017Pin):
+        chip = pin.factory.bus.chips[pin.address]  # a SimulatedBus
+        if active_low:
+            chip.set_input(pin.line, False if active else None)
+        else:
+            chip.set_input(pin.line, bool(active))
+    elif active != active_low:
         pin.drive_high()
     else:
         pin.drive_low()
+
+
+def _simulated(pin: Any) -> bool:
+    if isinstance(pin, MCP23017Pin):
+        return bool(getattr(pin.factory.bus, "simulated", False))
+    return hasattr(pin, "drive_high")
 
 
 @dataclass(slots=True)
@@ -151,6 +184,8 @@ class GpioDriver:
         name: str = "gpio",
         believed: Mapping[str, bool] | None = None,
         hold_believed: bool = False,
+        buses: Mapping[int, I2CBus] | None = None,
+        reconcile_ms: int = 100,
     ):
         self.pin_map = pin_map
         self._sink = sink
@@ -168,33 +203,40 @@ class GpioDriver:
         self._last_check = clock()
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
+        self._expanders: dict[int, MCP23017Factory] = {}
+        self._down: dict[str, str] = {}
+        self._sent_fault = ""  # the expander fault the table last heard ("" none)
         believed = dict(believed or {})
         try:
+            self._open_expanders(pin_factory, buses or {}, reconcile_ms)
+            factories = {e.name: self._expanders[e.bus] for e in pin_map.expanders}
             for spec in pin_map.inputs:
                 device = self._device(
                     spec.section,
                     spec,
                     lambda s=spec: DigitalInputDevice(
-                        f"GPIO{s.pin}",
+                        s.where,
                         pull_up=s.pull_up,
                         active_state=None if s.pull_up is not None else s.active_high,
                         bounce_time=None,
-                        pin_factory=pin_factory,
+                        pin_factory=factories[s.expander] if s.expander else pin_factory,
                     ),
                 )
                 if hold_believed and believed.get(f"{spec.section}.{spec.key}"):
                     # a simulation: the chips did not move while the controller was down
                     _drive(device.pin, spec, True)
                 self._inputs.append(_Input(spec, device))
+            for factory in self._expanders.values():
+                factory.sync()  # levels driven above are read before the start levels
             for light in pin_map.lights:
                 led = self._device(
                     "lights",
                     light,
                     lambda s=light: LED(
-                        f"GPIO{s.pin}",
+                        s.where,
                         active_high=s.active_high,
                         initial_value=False,
-                        pin_factory=pin_factory,
+                        pin_factory=factories[s.expander] if s.expander else pin_factory,
                     ),
                 )
                 self._lights[light.light] = (light, led)
@@ -217,16 +259,97 @@ class GpioDriver:
                     believed_level = believed.get(f"{inp.spec.section}.{inp.spec.key}", False)
                     inp.stable, inp.since = level, now
                     inp.report_start = level != believed_level
-        self._health.set(connected=True, faulted=None)
+        self._health.set(connected=not self._down, faulted=None)
+        self._send_fault()
+
+    def _open_expanders(
+        self, pin_factory: Any, buses: Mapping[int, I2CBus], reconcile: int
+    ) -> None:
+        """One :class:`MCP23017Factory` per I2C bus of the pin map."""
+        if not self.pin_map.expanders:
+            return
+        pi = pin_factory
+        if pi is None:
+            from gpiozero import Device
+
+            Device.ensure_pin_factory()
+            pi = Device.pin_factory
+        for number in sorted({e.bus for e in self.pin_map.expanders}):
+            specs = [
+                ExpanderSpec(e.name, e.address, e.interrupt)
+                for e in self.pin_map.expanders
+                if e.bus == number
+            ]
+            bus = buses.get(number)
+            if bus is None and isinstance(pi, MockFactory):
+                bus = simulated_bus(specs, pi)  # a simulation: chips behind the mock pins
+            if bus is None:
+                try:
+                    bus = open_bus(number)
+                except OSError as exc:
+                    raise GpioError(f"[gpio.expanders] I2C bus {number}: {exc.strerror}") from None
+            factory = self._device(
+                "expanders",
+                next(e for e in self.pin_map.expanders if e.bus == number),
+                lambda b=bus, s=specs, n=number: MCP23017Factory(
+                    b,
+                    s,
+                    pi_factory=pi,
+                    bus_number=n,
+                    on_fault=self._expander_fault,
+                    reconcile_ms=reconcile,
+                ),
+            )
+            self._expanders[number] = factory
+            self._down.update(factory.down())
+
+    def _expander_fault(self, name: str, detail: str | None) -> None:
+        """An expander stopped (detail) or started again (None) answering: worker thread."""
+        with self._lock:
+            if detail is None:
+                self._down.pop(name, None)
+            else:
+                self._down[name] = detail
+            self._health.set(connected=not self._down)
+            if detail is not None:
+                self._health.count("expander_down")
+            starting = not self._inputs and not self._lights
+        if not starting:
+            self._send_fault()
+
+    def _send_fault(self) -> None:
+        """Tell the table whether an expander is down (once per change)."""
+        with self._lock:
+            if self._closed:
+                return
+            detail = "; ".join(self._down[n] for n in sorted(self._down))
+            if detail == self._sent_fault:
+                return
+            self._sent_fault = detail
+            event = (
+                ev.TableFault("gpio", detail, t=self._clock())
+                if detail
+                else ev.TableFault("gpio", "every expander answers again", False, t=self._clock())
+            )
+        try:
+            self._sink(event)
+        except Exception as exc:  # the sink must only enqueue
+            self._health.count("sink_error")
+            self._health.set(last_sink_error=f"{type(exc).__name__}: {exc}")
 
     def _device(self, section: str, spec: InputPin | LightPin, make: Callable[[], Any]) -> Any:
         try:
             return make()
         except GPIOZeroError as exc:
+            key = getattr(spec, "key", None) or getattr(spec, "name", "")
+            if getattr(spec, "expander", ""):
+                where = f"expander {spec.expander} line {spec.line} ({spec.where})"
+            else:  # a Pi pin, or an expander's interrupt pin
+                where = f"GPIO {getattr(spec, 'pin', getattr(spec, 'interrupt', '?'))}"
             raise GpioError(
-                f"[gpio.{section}] '{spec.key}' on GPIO {spec.pin}: the GPIO library refused "
-                f"the pin ({type(exc).__name__}: {exc}); check no other program or key uses it, "
-                "and on a PC set GPIOZERO_PIN_FACTORY=mock"
+                f"[gpio.{section}] '{key}' on {where}: the GPIO library "
+                f"refused the pin ({type(exc).__name__}: {exc}); check no other program or key "
+                "uses it, and on a PC set GPIOZERO_PIN_FACTORY=mock"
             ) from exc
 
     # -- inputs -----------------------------------------------------------------
@@ -403,7 +526,7 @@ class GpioDriver:
                 known = ", ".join(f"{i.spec.section}.{i.spec.key}" for i in self._inputs)
                 raise GpioError(f"no input {name!r} in the pin map; inputs are: {known}")
         pin = inp.device.pin
-        if not hasattr(pin, "drive_high"):
+        if not _simulated(pin):
             raise GpioError(
                 f'input {name!r} is a real pin: simulated inputs need [gpio] pin_factory = "mock"'
             )
@@ -425,13 +548,19 @@ class GpioDriver:
                 except GPIOZeroError:
                     live = None
                 inputs[f"{inp.spec.section}.{inp.spec.key}"] = {
-                    "pin": inp.spec.pin,
+                    "pin": inp.spec.where if inp.spec.expander else inp.spec.pin,
                     "active": live,
                     "confirmed": inp.stable,
                     "edges": inp.edges,
                     "rejected": inp.rejected,
                 }
             snap["inputs"] = inputs
+        if self._expanders:
+            snap["expanders"] = {
+                name: chip
+                for factory in self._expanders.values()
+                for name, chip in factory.health().items()
+            }
         return snap
 
     def close(self) -> None:
@@ -458,6 +587,8 @@ class GpioDriver:
             inp.device.close()
         for _spec, led in self._lights.values():
             led.close()
+        for factory in self._expanders.values():
+            factory.close()
 
     def __enter__(self) -> GpioDriver:
         return self

@@ -1,0 +1,1000 @@
+"""MCP23017 I/O expanders on I2C as a gpiozero pin factory, and a register-level simulation.
+
+A full seven-spot table has about 60 inputs and 40 lamps against the Pi's 26 GPIO pins;
+the rest sit on MCP23017 expanders (16 lines each, addresses 0x20-0x27 on one I2C bus,
+``hardware/gpio.md``). :class:`MCP23017Factory` is a gpiozero pin ``Factory`` for the
+expanders of one I2C bus, so gpiozero's own devices (``DigitalInputDevice``, ``Button``,
+``LED``) and :class:`drivers.gpio.GpioDriver` work on expander lines unchanged, through the
+``pin_factory`` they are given, with the same debounce, lockout and late-bet rules as on
+Pi pins. Why a pin factory over ``smbus2`` and not the kernel's ``mcp23017`` overlay:
+``hardware/gpio.md``, "Why a pin factory".
+
+The bus is injected: anything with smbus2's ``read_byte_data``, ``write_byte_data``,
+``read_i2c_block_data`` and ``write_i2c_block_data`` (``smbus2.SMBus(1)`` on a Pi;
+:class:`SimulatedBus` holding :class:`SimulatedMCP23017` chips in tests, the demo and the
+benchmark). Each chip runs in IOCON bank 0 with its two interrupt outputs mirrored and open
+drain, so INTA (or INTB) of any number of chips on one bus can share one Pi input (pulled
+up; a chip pulls it low while it has an interrupt pending).
+
+Interrupt-driven, not polled: the Pi input's falling edge (a gpiozero
+``DigitalInputDevice`` on the Pi's own factory) wakes the bus's worker thread, which reads
+``INTF``, ``INTCAP`` and ``GPIO`` of each chip on that line in one 6-byte transfer (reading
+``INTCAP`` clears the interrupt). ``INTCAP`` is the port as it was when the interrupt
+fired and ``GPIO`` as it is now, so a line that changed again while the interrupt was
+pending yields both edges, in order. A chip's interrupt output stays low until read, so an
+edge the Pi missed is not lost: a slow reconcile read of every chip (``reconcile_ms``,
+default 100 ms) finds it (counted ``missed_interrupts``), and also finds a chip that stopped
+answering or was reset by a power dip (its registers are checked once a second and written
+again). Edge callbacks run on the worker thread; they must only record (as
+:class:`~drivers.gpio.GpioDriver`'s do).
+
+An I2C error is retried once; a chip that still does not answer is *down*: ``on_fault``
+hears ``(name, detail)`` (the GPIO driver turns it into a ``gpio`` table fault: the table
+latches its safe state), its inputs keep their last level, its outputs are written again
+when it answers (``on_fault(name, None)``). Nothing here raises into a device: a lamp
+written while its chip is down is kept and shown when the chip is back.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from types import MethodType
+from typing import Any, Protocol
+from weakref import WeakMethod, ref
+
+from gpiozero import DigitalInputDevice
+from gpiozero.exc import (
+    PinFixedPull,
+    PinInvalidBounce,
+    PinInvalidEdges,
+    PinInvalidFunction,
+    PinInvalidPin,
+    PinInvalidPull,
+    PinPWMUnsupported,
+    PinSetInput,
+)
+from gpiozero.pins import BoardInfo, Factory, HeaderInfo, Pin, PinInfo
+
+# -- registers (IOCON.BANK = 0: A and B of each register side by side) ------------------------
+
+IODIR, IPOL, GPINTEN, DEFVAL, INTCON, IOCON, GPPU, INTF, INTCAP, GPIO, OLAT = (
+    0x00,
+    0x02,
+    0x04,
+    0x06,
+    0x08,
+    0x0A,
+    0x0C,
+    0x0E,
+    0x10,
+    0x12,
+    0x14,
+)
+"""Port A's address of each register; port B's is the next one (IOCON at 0x0A and 0x0B is
+one register)."""
+
+REGISTERS = 0x16
+"""Registers 0x00-0x15 in bank 0."""
+
+IOCON_BANK, IOCON_MIRROR, IOCON_SEQOP, IOCON_ODR, IOCON_INTPOL = 0x80, 0x40, 0x20, 0x04, 0x02
+IOCON_VALUE = IOCON_MIRROR | IOCON_ODR
+"""How the factory runs each chip: bank 0, sequential addresses, INTA and INTB mirrored,
+open drain (active low, shareable)."""
+
+ADDRESSES = range(0x20, 0x28)
+"""A0-A2 strapped to 0 or 1: eight chips per bus."""
+
+LINES = 16
+"""GPA0-GPA7 are lines 0-7, GPB0-GPB7 lines 8-15."""
+
+I2C_HZ = 400_000
+"""The MCP23017's fast-mode clock (it does 1.7 MHz; the Pi's bus 1 runs 100 kHz unless
+``dtparam=i2c_arm_baudrate=400000``: ``hardware/install.md``)."""
+
+
+def line_name(line: int) -> str:
+    """The datasheet's name of ``line`` (0-15).
+
+    >>> line_name(0), line_name(7), line_name(8), line_name(15)
+    ('GPA0', 'GPA7', 'GPB0', 'GPB7')
+    """
+    if not 0 <= line < LINES:
+        raise ValueError(f"an MCP23017 line is 0 to {LINES - 1} (GPA0-GPB7), got {line!r}")
+    return f"GP{'AB'[line // 8]}{line % 8}"
+
+
+def transfer_seconds(data_bytes: int, *, read: bool, hz: int = I2C_HZ) -> float:
+    """How long one register transaction of ``data_bytes`` takes on the wire at ``hz``:
+    9 clocks per byte (8 bits and the ACK), a start and a stop; a read also sends the
+    register address first and a repeated start.
+
+    >>> round(transfer_seconds(6, read=True) * 1e6)  # INTF, INTCAP, GPIO of both ports
+    210
+    >>> round(transfer_seconds(1, read=False) * 1e6)  # one OLAT byte
+    70
+    """
+    header = 2 + (2 if read else 0)  # address + register (+ address again to read)
+    frames = header + data_bytes
+    clocks = frames * 9 + 2 + (1 if read else 0)
+    return clocks / hz
+
+
+class I2CBus(Protocol):
+    """What the factory needs of a bus: smbus2.SMBus's register transfers."""
+
+    def read_byte_data(self, i2c_addr: int, register: int) -> int: ...
+
+    def write_byte_data(self, i2c_addr: int, register: int, value: int) -> None: ...
+
+    def read_i2c_block_data(self, i2c_addr: int, register: int, length: int) -> list[int]: ...
+
+    def write_i2c_block_data(self, i2c_addr: int, register: int, data: Sequence[int]) -> None: ...
+
+
+def open_bus(number: int) -> I2CBus:
+    """``smbus2.SMBus(number)``: ``/dev/i2c-N``; an OSError says what to check."""
+    try:
+        from smbus2 import SMBus
+    except ImportError as exc:  # pragma: no cover - smbus2 is a dependency
+        raise OSError(f"smbus2 is not installed ({exc}): reinstall table-controller") from None
+    try:
+        return SMBus(number)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"cannot open /dev/i2c-{number} ({exc.strerror}): enable I2C "
+            "(raspi-config nonint do_i2c 0, or dtparam=i2c_arm=on in /boot/firmware/config.txt "
+            "and reboot) and run as a member of group i2c (hardware/install.md)",
+        ) from None
+
+
+# -- the simulation ---------------------------------------------------------------------------
+
+
+class SimulatedMCP23017:
+    """One MCP23017 at register level (bank 0; what the factory uses of the chip).
+
+    The world outside drives input lines with :meth:`set_input` (a sensor pulling the line
+    low, ``None`` for a released line that the pull-up, when enabled, takes high) and reads
+    output lines with :meth:`output`. Registers behave as in the datasheet: ``GPIO`` reads
+    the pins (``IPOL`` inverts inputs) and writes ``OLAT``; an input with its ``GPINTEN``
+    bit interrupts when it differs from its previous level (``INTCON`` 0) or from ``DEFVAL``
+    (``INTCON`` 1): the first such event on a port sets ``INTF`` and copies the port into
+    ``INTCAP``; later ones wait until ``INTCAP`` or ``GPIO`` of that port is read, which
+    clears the interrupt (one still present against ``DEFVAL`` fires again at once). The
+    interrupt output (``int_low``: INTA, or INTB when mirrored; open drain with
+    ``IOCON.ODR``) is reported to every ``listeners`` callable on each change, outside the
+    chip's lock.
+    """
+
+    def __init__(self, address: int = 0x20):
+        self.address = address
+        self.listeners: list[Callable[[SimulatedMCP23017], None]] = []
+        self.answering = True
+        self._lock = threading.Lock()
+        self._inputs: list[bool | None] = [None] * LINES
+        self.power_on_reset()
+
+    def power_on_reset(self) -> None:
+        """What a power dip does: every register to its reset value (all inputs, no
+        interrupts, IOCON 0)."""
+        with self._lock:
+            self.reg = [0] * REGISTERS
+            self.reg[IODIR] = self.reg[IODIR + 1] = 0xFF
+            self._last = self._levels()
+            self._pending = [False, False]
+            changed = self._update_int()
+        self._notify(changed)
+
+    # the world's side
+
+    def set_input(self, line: int, level: bool | None) -> None:
+        """Drive ``line`` high (True), low (False) or release it (None: high with the
+        pull-up, else low in this model)."""
+        line_name(line)
+        with self._lock:
+            self._inputs[line] = level
+            changed = self._sample()
+        self._notify(changed)
+
+    def output(self, line: int) -> bool | None:
+        """The level the chip drives on ``line`` (None: the line is an input)."""
+        port, bit = divmod(line, 8)
+        with self._lock:
+            if self.reg[IODIR + port] >> bit & 1:
+                return None
+            return bool(self.reg[OLAT + port] >> bit & 1)
+
+    @property
+    def int_low(self) -> bool:
+        """The interrupt output is pulling its line low (open drain, or INTPOL 0)."""
+        with self._lock:
+            return self._int_active() and not (
+                self.reg[IOCON] & IOCON_INTPOL and not self.reg[IOCON] & IOCON_ODR
+            )
+
+    # the bus's side
+
+    def read(self, register: int) -> int:
+        with self._lock:
+            value = self._read(register)
+            changed = self._sample()
+        self._notify(changed)
+        return value
+
+    def write(self, register: int, value: int) -> None:
+        with self._lock:
+            self._write(register, value & 0xFF)
+            changed = self._sample()
+        self._notify(changed)
+
+    def read_block(self, register: int, length: int) -> list[int]:
+        """A sequential read (IOCON.SEQOP 0: the address pointer advances and wraps)."""
+        with self._lock:
+            out = []
+            for i in range(length):
+                out.append(self._read((register + i) % REGISTERS))
+            changed = self._sample()
+        self._notify(changed)
+        return out
+
+    def write_block(self, register: int, data: Iterable[int]) -> None:
+        with self._lock:
+            for i, value in enumerate(data):
+                self._write((register + i) % REGISTERS, value & 0xFF)
+            changed = self._sample()
+        self._notify(changed)
+
+    # inside (called with the lock held)
+
+    def _levels(self) -> int:
+        """The 16 pin levels: an output line reads its latch, an input what drives it."""
+        levels = 0
+        for line in range(LINES):
+            port, bit = divmod(line, 8)
+            if not self.reg[IODIR + port] >> bit & 1:
+                level = bool(self.reg[OLAT + port] >> bit & 1)
+            else:
+                level = self._inputs[line]
+                if level is None:
+                    level = bool(self.reg[GPPU + port] >> bit & 1)
+            levels |= int(level) << line
+        return levels
+
+    def _port(self, levels: int, port: int) -> int:
+        raw = levels >> (8 * port) & 0xFF
+        return raw ^ (self.reg[IPOL + port] & self.reg[IODIR + port])
+
+    def _read(self, register: int) -> int:
+        register = register % REGISTERS
+        if register == IOCON + 1:
+            register = IOCON
+        port = register & 1
+        if register in (GPIO, GPIO + 1):
+            value = self._port(self._levels(), port)
+            self._clear(port)
+            return value
+        if register in (INTCAP, INTCAP + 1):
+            value = self.reg[register]
+            self._clear(port)
+            return value
+        return self.reg[register]
+
+    def _write(self, register: int, value: int) -> None:
+        register = register % REGISTERS
+        if register == IOCON + 1:
+            register = IOCON
+        if register in (INTF, INTF + 1, INTCAP, INTCAP + 1):
+            return  # read-only
+        if register in (GPIO, GPIO + 1):
+            register += OLAT - GPIO
+        self.reg[register] = value
+
+    def _clear(self, port: int) -> None:
+        self._pending[port] = False
+        self.reg[INTF + port] = 0
+
+    def _sample(self) -> bool:
+        """Look at the pins after any change: raise interrupts; True if INT changed."""
+        levels = self._levels()
+        for port in (0, 1):
+            enabled = self.reg[GPINTEN + port] & self.reg[IODIR + port]
+            now = levels >> (8 * port) & 0xFF
+            before = self._last >> (8 * port) & 0xFF
+            against = self.reg[INTCON + port]
+            changed = (now ^ before) & ~against
+            differs = (now ^ self.reg[DEFVAL + port]) & against
+            flags = (changed | differs) & enabled
+            if flags and not self._pending[port]:
+                self._pending[port] = True
+                self.reg[INTF + port] = flags
+                self.reg[INTCAP + port] = self._port(levels, port)
+        self._last = levels
+        return self._update_int()
+
+    def _int_active(self) -> bool:
+        return self._pending[0] or self._pending[1]
+
+    def _update_int(self) -> bool:
+        active = self._int_active()
+        changed = active != getattr(self, "_int_was", False)
+        self._int_was = active
+        return changed
+
+    def _notify(self, changed: bool) -> None:
+        if changed:
+            for listener in list(self.listeners):
+                listener(self)
+
+
+class SimulatedBus:
+    """An I2C bus holding :class:`SimulatedMCP23017` chips, with smbus2's methods.
+
+    A transfer to an address with no chip, or to a chip with ``answering = False``, raises
+    ``OSError(EREMOTEIO)`` as smbus2 does on a missing ACK. ``hz``: each transfer sleeps as
+    long as it would take on the wire at that clock (None: no delay); one transfer at a
+    time, as on a real bus. ``transfers`` counts them.
+    """
+
+    simulated = True
+
+    def __init__(self, hz: int | None = None):
+        self.chips: dict[int, SimulatedMCP23017] = {}
+        self.hz = hz
+        self.transfers = 0
+        self._lock = threading.Lock()
+
+    def add(self, address: int) -> SimulatedMCP23017:
+        chip = self.chips[address] = SimulatedMCP23017(address)
+        return chip
+
+    def _chip(self, address: int) -> SimulatedMCP23017:
+        chip = self.chips.get(address)
+        if chip is None or not chip.answering:
+            raise OSError(errno.EREMOTEIO, "Remote I/O error")
+        return chip
+
+    def _wire(self, data_bytes: int, read: bool) -> None:
+        self.transfers += 1
+        if self.hz:
+            time.sleep(transfer_seconds(data_bytes, read=read, hz=self.hz))
+
+    def read_byte_data(self, i2c_addr: int, register: int) -> int:
+        with self._lock:
+            self._wire(1, True)
+            return self._chip(i2c_addr).read(register)
+
+    def write_byte_data(self, i2c_addr: int, register: int, value: int) -> None:
+        with self._lock:
+            self._wire(1, False)
+            self._chip(i2c_addr).write(register, value)
+
+    def read_i2c_block_data(self, i2c_addr: int, register: int, length: int) -> list[int]:
+        with self._lock:
+            self._wire(length, True)
+            return self._chip(i2c_addr).read_block(register, length)
+
+    def write_i2c_block_data(self, i2c_addr: int, register: int, data: Sequence[int]) -> None:
+        with self._lock:
+            self._wire(len(data), False)
+            self._chip(i2c_addr).write_block(register, data)
+
+    def close(self) -> None:
+        pass
+
+
+class InterruptLine:
+    """The open-drain line from chips' INT outputs to one Pi input (a gpiozero MockPin in a
+    simulation): low while any chip pulls it low, else high (the pull-up). ``connected =
+    False`` cuts the wire, so the Pi misses edges (a test of the reconcile read)."""
+
+    def __init__(self, pin: Any, chips: Iterable[SimulatedMCP23017] = ()):
+        self.pin = pin
+        self.chips: list[SimulatedMCP23017] = []
+        self.connected = True
+        self._lock = threading.RLock()
+        for chip in chips:
+            self.attach(chip)
+
+    def attach(self, chip: SimulatedMCP23017) -> None:
+        self.chips.append(chip)
+        chip.listeners.append(lambda _chip: self.update())
+
+    def update(self) -> None:
+        with self._lock:
+            if not self.connected or getattr(self.pin, "function", "input") != "input":
+                return
+            if any(chip.int_low for chip in self.chips):
+                self.pin.drive_low()
+            else:
+                self.pin.drive_high()
+
+
+# -- the pin factory --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExpanderSpec:
+    """One chip of a bus: its name in the pin map, I2C address and the BCM pin its
+    (mirrored, open-drain) interrupt output goes to."""
+
+    name: str
+    address: int
+    interrupt: int
+
+
+class ChipDown(OSError):
+    """A chip did not answer twice in a row (inside the factory only)."""
+
+
+@dataclass(slots=True)
+class _Chip:
+    spec: ExpanderSpec
+    iodir: list[int] = field(default_factory=lambda: [0xFF, 0xFF])
+    gppu: list[int] = field(default_factory=lambda: [0, 0])
+    gpinten: list[int] = field(default_factory=lambda: [0, 0])
+    olat: list[int] = field(default_factory=lambda: [0, 0])
+    levels: int = 0xFFFF  # the last levels seen (GPIO); idle high until read
+    up: bool = False
+    error: str = ""
+    interrupts: int = 0
+    missed: int = 0
+    resets: int = 0
+    errors: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"expander {self.spec.name} (0x{self.spec.address:02x})"
+
+
+class MCP23017Pin(Pin):
+    """One expander line as a gpiozero pin: input (pull-up or floating) or output."""
+
+    def __init__(self, factory: MCP23017Factory, chip: _Chip, line: int, info: PinInfo):
+        super().__init__()
+        self._factory = factory
+        self._chip = chip
+        self._line = line
+        self._port, self._bit = divmod(line, 8)
+        self._info = info
+        self._edges = "both"
+        self._bounce: float | None = None
+        self._last_event = 0.0
+        self._when_changed: Any = None
+
+    def __repr__(self) -> str:
+        return self._info.name
+
+    @property
+    def info(self) -> PinInfo:
+        return self._info
+
+    @property
+    def factory(self) -> MCP23017Factory:
+        return self._factory
+
+    @property
+    def line(self) -> int:
+        return self._line
+
+    @property
+    def address(self) -> int:
+        """The I2C address of this line's chip."""
+        return self._chip.spec.address
+
+    def close(self) -> None:
+        """Back to an input with no pull-up and no interrupt, as the chip starts."""
+        self.when_changed = None
+        if self.function == "output" or self.pull != "floating":
+            self._factory._set_bits(self._chip, self._port, self._bit, iodir=1, gppu=0)
+
+    def _get_info(self) -> PinInfo:
+        return self._info
+
+    def _get_function(self) -> str:
+        return "input" if self._chip.iodir[self._port] >> self._bit & 1 else "output"
+
+    def _set_function(self, value: str) -> None:
+        if value not in ("input", "output"):
+            raise PinInvalidFunction(f"{self!r}: an MCP23017 line is an input or an output")
+        self._factory._set_bits(self._chip, self._port, self._bit, iodir=int(value == "input"))
+
+    def output_with_state(self, state: Any) -> None:
+        self._factory._set_bits(self._chip, self._port, self._bit, olat=int(bool(state)), iodir=0)
+
+    def input_with_pull(self, pull: str) -> None:
+        self.function = "input"
+        self.pull = pull
+
+    def _get_state(self) -> bool:
+        if self.function == "output":
+            return bool(self._chip.olat[self._port] >> self._bit & 1)
+        return bool(self._chip.levels >> self._line & 1)
+
+    def _set_state(self, value: Any) -> None:
+        if self.function != "output":
+            raise PinSetInput(f"{self!r} is an input: cannot set its state")
+        self._factory._set_bits(self._chip, self._port, self._bit, olat=int(bool(value)))
+
+    def _get_pull(self) -> str:
+        return "up" if self._chip.gppu[self._port] >> self._bit & 1 else "floating"
+
+    def _set_pull(self, value: str) -> None:
+        if self.function != "input":
+            raise PinFixedPull(f"{self!r}: pull applies to an input")
+        if value == "down":
+            raise PinInvalidPull(
+                f"{self!r}: the MCP23017 has pull-ups only (100 kOhm); an active-high sensor "
+                "needs an external pull-down and pull_up = false is refused: use "
+                "active_high = true"
+            )
+        if value not in ("up", "floating"):
+            raise PinInvalidPull(f"{self!r}: pull must be up or floating")
+        self._factory._set_bits(self._chip, self._port, self._bit, gppu=int(value == "up"))
+
+    def _get_frequency(self) -> None:
+        return None
+
+    def _set_frequency(self, value: Any) -> None:
+        if value is not None:
+            raise PinPWMUnsupported(f"{self!r}: an MCP23017 line has no PWM")
+
+    def _get_bounce(self) -> float | None:
+        return self._bounce
+
+    def _set_bounce(self, value: Any) -> None:
+        if value is not None:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise PinInvalidBounce("bounce must be None or a number of seconds") from None
+            if value < 0:
+                raise PinInvalidBounce("bounce must be 0 seconds or more")
+        self._bounce = value
+
+    def _get_edges(self) -> str:
+        return self._edges
+
+    def _set_edges(self, value: str) -> None:
+        if value not in ("both", "rising", "falling", "none"):
+            raise PinInvalidEdges("edges must be both, rising, falling or none")
+        self._edges = value
+
+    def _get_when_changed(self) -> Any:
+        return None if self._when_changed is None else self._when_changed()
+
+    def _set_when_changed(self, value: Any) -> None:
+        if value is None:
+            if self._when_changed is not None:
+                self._factory._set_bits(self._chip, self._port, self._bit, gpinten=0)
+            self._when_changed = None
+            return
+        enabled = self._when_changed is not None
+        self._when_changed = WeakMethod(value) if isinstance(value, MethodType) else ref(value)
+        if not enabled:
+            self._factory._set_bits(self._chip, self._port, self._bit, gpinten=1)
+
+    def _changed(self, ticks: float, level: bool) -> None:
+        """An edge to ``level`` (the worker thread): gpiozero's when_changed, filtered by
+        ``edges`` and ``bounce``."""
+        wanted = {"both": (True, False), "rising": (True,), "falling": (False,), "none": ()}
+        if level not in wanted[self._edges]:
+            return
+        if self._bounce is not None and ticks - self._last_event < self._bounce:
+            return
+        self._last_event = ticks
+        method = self._get_when_changed()
+        if method is None:
+            if self._when_changed is not None:
+                self.when_changed = None
+            return
+        method(ticks, level)
+
+
+class MCP23017Factory(Factory):
+    """gpiozero pins on the MCP23017s of one I2C bus: pin names ``NAME.GPA0`` to
+    ``NAME.GPB7`` (or ``NAME.0`` to ``NAME.15``), NAME from ``chips``.
+
+    ``bus``: an :class:`I2CBus`; ``pi_factory``: the gpiozero factory of the Pi pins the
+    interrupt lines go to (None: gpiozero's default); ``on_fault(name, detail | None)``:
+    a chip stopped (detail) or started again (None) answering, called on the worker thread;
+    ``reconcile_ms``: how often every chip is read whatever the interrupts say (0: never;
+    its register check runs every ``check_every`` reconciles).
+    """
+
+    def __init__(
+        self,
+        bus: I2CBus,
+        chips: Sequence[ExpanderSpec],
+        *,
+        pi_factory: Factory | None = None,
+        bus_number: int = 1,
+        on_fault: Callable[[str, str | None], None] | None = None,
+        reconcile_ms: int = 100,
+        check_every: int = 10,
+    ):
+        super().__init__()
+        self.bus = bus
+        self.bus_number = bus_number
+        self.on_fault = on_fault
+        self.reconcile_ms = reconcile_ms
+        self.check_every = max(1, check_every)
+        self._lock = threading.RLock()  # the bus and the register shadows
+        self._chips = [_Chip(spec) for spec in chips]
+        self._by_name = {c.spec.name: c for c in self._chips}
+        self._pins: dict[tuple[str, int], MCP23017Pin] = {}
+        self._infos: dict[tuple[str, int], PinInfo] = {}
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._closed = False
+        self._reconciles = 0
+        self.worker_errors = 0
+        self.last_worker_error = ""
+        self._board = self._make_board_info()
+        self._interrupts: dict[int, DigitalInputDevice] = {}
+        self._faults: list[tuple[str, str | None]] = []
+        for chip in self._chips:
+            self._init_chip(chip)
+        try:
+            for number in sorted({c.spec.interrupt for c in self._chips}):
+                device = DigitalInputDevice(f"GPIO{number}", pull_up=True, pin_factory=pi_factory)
+                device.when_activated = lambda n=number: self._queue.put(("int", n))
+                self._interrupts[number] = device
+        except BaseException:
+            self._close_interrupts()
+            raise
+        self._worker = threading.Thread(
+            target=self._run, name=f"mcp23017-i2c{bus_number}", daemon=True
+        )
+        self._worker.start()
+        self._report_faults()
+
+    # -- gpiozero's Factory -----------------------------------------------------------------
+
+    def _make_board_info(self) -> BoardInfo:
+        headers = {}
+        for chip in self._chips:
+            name = chip.spec.name
+            pins = {}
+            for line in range(LINES):
+                dsname = line_name(line)
+                info = PinInfo(
+                    number=line + 1,
+                    name=f"{name}.{dsname}",
+                    names=frozenset({f"{name}.{dsname}", f"{name}.{line}"}),
+                    pull="",
+                    row=line % 8 + 1,
+                    col=line // 8 + 1,
+                    interfaces=frozenset({"gpio"}),
+                )
+                pins[line + 1] = info
+                self._infos[(name, line)] = info
+            headers[name] = HeaderInfo(name=name, rows=8, columns=2, pins=pins)
+        return BoardInfo(
+            revision="",
+            model="MCP23017",
+            pcb_revision="",
+            released="",
+            soc="MCP23017",
+            manufacturer="Microchip",
+            memory=0,
+            storage="",
+            usb=0,
+            usb3=0,
+            ethernet=0,
+            eth_speed=0,
+            wifi=False,
+            bluetooth=False,
+            csi=0,
+            dsi=0,
+            headers=headers,
+            board="",
+        )
+
+    def _get_board_info(self) -> BoardInfo:
+        return self._board
+
+    def ticks(self) -> float:
+        return time.monotonic()
+
+    def ticks_diff(self, later: float, earlier: float) -> float:
+        return later - earlier
+
+    def pin(self, name: Any) -> MCP23017Pin:
+        text = str(name)
+        chip_name, dot, rest = text.rpartition(".")
+        chip = self._by_name.get(chip_name) if dot else None
+        line = None
+        if chip is not None:
+            if rest.isdigit() and int(rest) < LINES:
+                line = int(rest)
+            elif rest in {line_name(n) for n in range(LINES)}:
+                line = next(n for n in range(LINES) if line_name(n) == rest)
+        if chip is None or line is None:
+            known = ", ".join(self._by_name) or "none"
+            raise PinInvalidPin(
+                f"{text!r} is no expander pin: use NAME.GPA0-NAME.GPB7 or NAME.0-NAME.15 "
+                f"(expanders on I2C bus {self.bus_number}: {known})"
+            )
+        key = (chip_name, line)
+        with self._lock:
+            pin = self._pins.get(key)
+            if pin is None:
+                pin = self._pins[key] = MCP23017Pin(self, chip, line, self._infos[key])
+        return pin
+
+    def close(self) -> None:
+        """Stop the worker, release the interrupt inputs; safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._queue.put(("stop", None))
+        if self._worker is not threading.current_thread():
+            self._worker.join(timeout=2)
+        self._close_interrupts()
+
+    def _close_interrupts(self) -> None:
+        for device in self._interrupts.values():
+            device.when_activated = None
+            device.close()
+        self._interrupts.clear()
+
+    # -- registers --------------------------------------------------------------------------
+
+    def _transfer(self, chip: _Chip, fn: Callable[..., Any], *args: Any) -> Any:
+        """One bus transfer with one retry; a second failure marks the chip down."""
+        address = chip.spec.address
+        try:
+            return fn(address, *args)
+        except OSError:
+            chip.errors += 1
+        try:
+            return fn(address, *args)
+        except OSError as exc:
+            chip.errors += 1
+            self._down(chip, exc)
+            raise ChipDown(str(exc)) from None
+
+    def _down(self, chip: _Chip, exc: OSError) -> None:
+        if chip.up or not chip.error:
+            reason = exc.strerror or str(exc)
+            code = f"errno {exc.errno}: " if exc.errno else ""
+            chip.error = (
+                f"{chip.label} on I2C bus {self.bus_number} is not answering ({code}{reason}): "
+                "check its power, its address straps and the SDA/SCL wiring"
+            )
+            chip.up = False
+            self._faults.append((chip.spec.name, chip.error))
+
+    def _init_chip(self, chip: _Chip) -> bool:
+        """Write every register the factory owns (outputs' latch before their direction, so
+        a lamp comes up as asked), then read the levels. False if the chip is down."""
+        bus = self.bus
+        with self._lock:
+            try:
+                self._transfer(chip, bus.write_byte_data, IOCON, IOCON_VALUE)
+                self._transfer(chip, bus.write_i2c_block_data, OLAT, list(chip.olat))
+                self._transfer(chip, bus.write_i2c_block_data, IPOL, [0, 0])
+                self._transfer(chip, bus.write_i2c_block_data, INTCON, [0, 0])
+                self._transfer(chip, bus.write_i2c_block_data, GPPU, list(chip.gppu))
+                self._transfer(chip, bus.write_i2c_block_data, IODIR, list(chip.iodir))
+                self._transfer(chip, bus.write_i2c_block_data, GPINTEN, list(chip.gpinten))
+                block = self._transfer(chip, bus.read_i2c_block_data, INTF, 6)
+            except ChipDown:
+                return False
+            chip.levels = block[4] | block[5] << 8
+            if not chip.up:
+                was_down = bool(chip.error)
+                chip.up, chip.error = True, ""
+                if was_down:
+                    self._faults.append((chip.spec.name, None))
+        return True
+
+    def _set_bits(self, chip: _Chip, port: int, bit: int, **values: int) -> None:
+        """Change one line's bits in the shadows and write the registers that changed (an
+        output's latch before its direction)."""
+        order = ("olat", "gppu", "iodir", "gpinten")
+        address = {"olat": OLAT, "gppu": GPPU, "iodir": IODIR, "gpinten": GPINTEN}
+        with self._lock:
+            writes = []
+            for name in order:
+                if name not in values:
+                    continue
+                shadow = getattr(chip, name)
+                new = shadow[port] & ~(1 << bit) | (values[name] & 1) << bit
+                if new != shadow[port]:
+                    shadow[port] = new
+                    writes.append((address[name] + port, new))
+            if not chip.up:
+                return  # written when the chip answers again
+            try:
+                for register, value in writes:
+                    self._transfer(chip, self.bus.write_byte_data, register, value)
+                if values.get("iodir") == 1 or "gppu" in values:
+                    self._refresh_level(chip, port)
+            except ChipDown:
+                pass
+        self._report_faults()
+
+    def _refresh_level(self, chip: _Chip, port: int) -> None:
+        """Read one port's levels into the cache (an input just configured)."""
+        if not chip.up:
+            return
+        try:
+            value = self._transfer(chip, self.bus.read_byte_data, GPIO + port)
+        except ChipDown:
+            return
+        mask = 0xFF << (8 * port)
+        chip.levels = chip.levels & ~mask | value << (8 * port)
+
+    # -- the worker: interrupts and the reconcile read ------------------------------------------
+
+    def _run(self) -> None:
+        timeout = self.reconcile_ms / 1000 if self.reconcile_ms else None
+        while True:
+            try:
+                kind, arg = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                kind, arg = "reconcile", None
+            if kind == "stop":
+                return
+            try:
+                if kind == "int":
+                    self._service(arg)
+                elif kind == "reconcile":
+                    self.reconcile()
+                elif kind == "sync":
+                    arg.set()
+            except Exception as exc:  # the worker must live (an edge callback failed)
+                self.worker_errors += 1
+                self.last_worker_error = f"{type(exc).__name__}: {exc}"
+
+    def _service(self, interrupt: int) -> None:
+        """The interrupt line ``interrupt`` fell: read every chip on it until it is high."""
+        chips = [c for c in self._chips if c.spec.interrupt == interrupt]
+        device = self._interrupts.get(interrupt)
+        for _ in range(4):
+            for chip in chips:
+                if chip.up:
+                    chip.interrupts += 1
+                    self._read_chip(chip)
+            if device is None or not device.is_active:
+                break
+        self._report_faults()
+
+    def reconcile(self) -> None:
+        """Read every chip whatever its interrupt line says: an edge found here was missed
+        by the interrupt (counted); a chip down is tried again; every ``check_every``-th
+        time each chip's configuration is compared with what was written (a chip reset by a
+        power dip is written again, counted as ``resets``)."""
+        self._reconciles += 1
+        check = self._reconciles % self.check_every == 0
+        for chip in self._chips:
+            if self._closed:
+                return
+            if not chip.up:
+                before = chip.levels
+                if self._init_chip(chip):
+                    self._dispatch(chip, before, 0, 0, chip.levels)
+                continue
+            if check and not self._check_config(chip):
+                continue
+            if self._read_chip(chip):
+                chip.missed += 1
+        self._report_faults()
+
+    def sync(self, timeout: float = 2.0) -> bool:
+        """Wait until the worker has handled everything queued before this call (tests)."""
+        done = threading.Event()
+        self._queue.put(("sync", done))
+        return done.wait(timeout)
+
+    def _check_config(self, chip: _Chip) -> bool:
+        with self._lock:
+            try:
+                regs = self._transfer(chip, self.bus.read_i2c_block_data, IODIR, GPPU + 2)
+            except ChipDown:
+                return False
+            wanted = [*chip.iodir, 0, 0, *chip.gpinten, None, None, 0, 0, IOCON_VALUE]
+            wanted += [IOCON_VALUE, *chip.gppu]
+            same = all(w is None or w == r for w, r in zip(wanted, regs, strict=True))
+        if not same:
+            chip.resets += 1
+            before = chip.levels
+            if self._init_chip(chip):
+                self._dispatch(chip, before, 0, 0, chip.levels)
+            return False
+        return True
+
+    def _read_chip(self, chip: _Chip) -> bool:
+        """Read INTF, INTCAP and GPIO of both ports and fire the edges; True if a level
+        changed."""
+        with self._lock:
+            try:
+                block = self._transfer(chip, self.bus.read_i2c_block_data, INTF, 6)
+            except ChipDown:
+                return False
+            before = chip.levels
+            intf = block[0] | block[1] << 8
+            intcap = block[2] | block[3] << 8
+            now = block[4] | block[5] << 8
+            chip.levels = now
+        return self._dispatch(chip, before, intf, intcap, now)
+
+    def _dispatch(self, chip: _Chip, before: int, intf: int, intcap: int, now: int) -> bool:
+        """Fire the edges from ``before`` through the captured levels (ports whose INTF is
+        set) to ``now``, on input lines with a device listening. Outside the lock."""
+        ticks = self.ticks()
+        inputs = chip.iodir[0] | chip.iodir[1] << 8
+        captured_ports = (0x00FF if intf & 0x00FF else 0) | (0xFF00 if intf & 0xFF00 else 0)
+        changed = False
+        for line in range(LINES):
+            if not inputs >> line & 1:
+                continue
+            steps = [before >> line & 1]
+            if captured_ports >> line & 1:
+                steps.append(intcap >> line & 1)
+            steps.append(now >> line & 1)
+            pin = self._pins.get((chip.spec.name, line))
+            for previous, level in itertools.pairwise(steps):
+                if previous == level:
+                    continue
+                changed = True
+                if pin is not None:
+                    pin._changed(ticks, bool(level))
+        return changed
+
+    def _report_faults(self) -> None:
+        with self._lock:
+            faults, self._faults = self._faults, []
+        if self.on_fault is not None:
+            for name, detail in faults:
+                self.on_fault(name, detail)
+
+    # -- health -------------------------------------------------------------------------------
+
+    def down(self) -> dict[str, str]:
+        """Chip name -> why, for every chip not answering."""
+        return {c.spec.name: c.error for c in self._chips if not c.up}
+
+    def health(self) -> dict[str, Any]:
+        """Per chip: address, bus, interrupt pin, answering, the error, interrupts serviced,
+        edges found by the reconcile read (``missed_interrupts``), resets, bus errors."""
+        return {
+            c.spec.name: {
+                "address": f"0x{c.spec.address:02x}",
+                "bus": self.bus_number,
+                "interrupt": c.spec.interrupt,
+                "answering": c.up,
+                "error": c.error or None,
+                "interrupts": c.interrupts,
+                "missed_interrupts": c.missed,
+                "resets": c.resets,
+                "bus_errors": c.errors,
+            }
+            for c in self._chips
+        }
+
+
+def simulated_bus(
+    chips: Sequence[ExpanderSpec], pi_factory: Any, *, hz: int | None = None
+) -> SimulatedBus:
+    """A :class:`SimulatedBus` with a chip at each address of ``chips`` whose interrupt
+    outputs drive the mock pins they are wired to (``pi_factory``: gpiozero's
+    MockFactory). Build it before the :class:`MCP23017Factory` that uses it."""
+    bus = SimulatedBus(hz)
+    lines: dict[int, InterruptLine] = {}
+    for spec in chips:
+        chip = bus.add(spec.address)
+        line = lines.get(spec.interrupt)
+        if line is None:
+            line = lines[spec.interrupt] = InterruptLine(pi_factory.pin(f"GPIO{spec.interrupt}"))
+        line.attach(chip)
+    bus.lines = lines  # type: ignore[attr-defined]
+    return bus
