@@ -60,8 +60,9 @@ from controller.rules.profile import HouseRules, parse_profile
 from controller.table.machine import table_circles
 from controller.table.settings import CARD_SOURCE_MODES, SettingsError, TableSettings
 from drivers.gpio_pins import DEFAULTS as PIN_MAP_DEFAULTS
+from drivers.gpio_pins import OPTIONS as PIN_MAP_OPTIONS
 from drivers.gpio_pins import SECTIONS as PIN_MAP_SECTIONS
-from drivers.gpio_pins import PinMap, PinMapError, parse_pin_map
+from drivers.gpio_pins import PinMap, PinMapError, parse_pin_map, wiring_gaps
 
 
 class ConfigError(ProfileError):
@@ -116,7 +117,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "reconnect_max_ms",
         "fault_after_s",
     ),
-    "gpio": ("pin_factory", *PIN_MAP_DEFAULTS, *PIN_MAP_SECTIONS),
+    "gpio": ("pin_factory", *PIN_MAP_OPTIONS, *PIN_MAP_DEFAULTS, *PIN_MAP_SECTIONS),
     "camera": ("enabled", "source", "forget_after_frames", "fault_after_s"),
     "mqtt": (
         "host",
@@ -280,7 +281,7 @@ class TableConfig:
             f"{format_cents(s.main_maximum, whole=True)}, "
             f"side {format_cents(s.side_minimum, whole=True)}-"
             f"{format_cents(s.side_maximum, whole=True)}, cards from {s.card_source}, "
-            f"{len(self.gpio.pin_map.pins())} GPIO pins ({self.gpio.pin_factory}), "
+            f"{self.gpio.pin_map.describe()} ({self.gpio.pin_factory}), "
             f"{_brokers_text(self.mqtt)} {transport}, "
             f"sha256 {self.checksum[:12]}"
         )
@@ -540,8 +541,14 @@ def _read_shoe(sec: _Section) -> ShoeConfig | None:
 
 
 def _read_gpio(
-    sec: _Section, circles: tuple[str, ...], spots: int, circles_note: str
+    sec: _Section,
+    circles: tuple[str, ...],
+    spots: int,
+    circles_note: str,
+    game: str | None = None,
 ) -> GpioConfig | None:
+    """``game``: the [table] game's profile name (None: it did not load); a pin map's own
+    ``game`` key must name it."""
     factory = sec.text("pin_factory", "default", choices=PIN_FACTORIES)
     sec.check_unknown()
     raw = {k: v for k, v in sec.raw.items() if k in KEYS["gpio"] and k != "pin_factory"}
@@ -549,6 +556,13 @@ def _read_gpio(
         pin_map = parse_pin_map(raw, circles=circles, spots=spots, source=sec.source)
     except PinMapError as exc:
         sec.errors.append(ConfigError(exc.source, exc.section, exc.key, exc.problem + circles_note))
+        return None
+    if pin_map.game and game is not None and pin_map.game != game:
+        sec.error(
+            "game",
+            f"this pin map is wired for {pin_map.game!r} but [table] game is {game!r}: use the "
+            f"pin map of {game} (config/gpio.*.toml) or remove the key",
+        )
         return None
     return None if factory is None else GpioConfig(factory, pin_map)
 
@@ -862,7 +876,8 @@ def parse_table_config(
             note = " (checked against every game's circles: [table] game did not load)"
         else:
             circles = table_circles(rules)
-        gpio = _read_gpio(section("gpio"), circles, spots or 7, note)
+        game = None if rules is None else rules.name
+        gpio = _read_gpio(section("gpio"), circles, spots or 7, note, game)
     camera = _read_camera(section("camera"), table["card_source"])
     mqtt = _read_mqtt(section("mqtt"), table["table_id"], base) if "mqtt" in data else None
     web = _read_web(section("web"))
@@ -1045,6 +1060,13 @@ def _detect(path: Path, data: dict[str, Any]) -> str | None:
     return None
 
 
+def _gaps(source: str, pin_map: PinMap, circles: Iterable[str], spots: int) -> list[ConfigError]:
+    """A spot left unwired: every missing sensor and light, each naming its key."""
+    return [
+        ConfigError(source, s, k, problem) for s, k, problem in wiring_gaps(pin_map, circles, spots)
+    ]
+
+
 def _converted(exc: ProfileError | PinMapError) -> ConfigError:
     return ConfigError(exc.source, exc.section, exc.key, exc.problem)
 
@@ -1083,7 +1105,10 @@ def check_config(
             )
         except ConfigErrors as exc:
             return ConfigCheck(kind, exc.errors)
-        errors = check_paths(config) if files else []
+        errors = _gaps(
+            source, config.gpio.pin_map, table_circles(config.rules), config.settings.spots
+        )
+        errors += check_paths(config) if files else []
         summary = config.summary() + ("" if files else "; files not checked")
         return ConfigCheck(kind, errors, "" if errors else summary)
     try:
@@ -1099,11 +1124,27 @@ def check_config(
                 raise ConfigError(
                     source, unknown[0], None, "unknown section; a pin map file has only [gpio]"
                 )
-            pin_map = parse_pin_map(data["gpio"], circles=_all_circles(), spots=7, source=source)
-            summary = (
-                f"pin map: {len(pin_map.pins())} pins, checked against every game's circles "
-                "at 7 spots"
-            )
+            raw_map = data["gpio"]
+            game = raw_map.get("game") if isinstance(raw_map, dict) else None
+            if game is None:
+                circles, wired, against = _all_circles(), ("main",), "every game's circles"
+            else:
+                try:
+                    circles = wired = table_circles(load_game(str(game)))
+                except ProfileError:
+                    raise ConfigError(
+                        source,
+                        "gpio",
+                        "game",
+                        f"{game!r} is no game profile; use one of: "
+                        f"{', '.join(available_games())} (table-controller games)",
+                    ) from None
+                against = f"game {game}, {len(wired)} circle{'s' if len(wired) > 1 else ''} a spot"
+            pin_map = parse_pin_map(raw_map, circles=circles, spots=7, source=source)
+            gaps = _gaps(source, pin_map, wired, 7)
+            if gaps:
+                return ConfigCheck(kind, gaps)
+            summary = f"pin map: {pin_map.describe()}, complete for 7 spots ({against})"
         else:
             rules = parse_profile(text, source, default_name=path.stem)
             summary = f"game {rules.name}: {rules.game.title}"

@@ -656,24 +656,21 @@ def wiring_gaps(pin_map: PinMap, circles: Iterable[str], spots: int) -> list[tup
     lights = {p.light for p in pin_map.lights}
     gaps = []
     for spot in range(1, spots + 1):
-        for circle in circles:
-            if (spot, circle) not in sensors:
+        no_sensor = [c for c in circles if (spot, c) not in sensors]
+        no_light = [c for c in (*circles, "action") if f"spot{spot}.{c}" not in lights]
+        for section, missing, what in (
+            ("gpio.sensors", no_sensor, "sensor"),
+            ("gpio.lights", no_light, "light"),
+        ):
+            if missing:
+                keys = ", ".join(f'"{spot}.{c}"' for c in missing)
                 gaps.append(
                     (
-                        "gpio.sensors",
-                        f"{spot}.{circle}",
-                        f"missing: spot {spot} is left unwired, it has no sensor for its "
-                        f"{circle} circle (every circle of the game at every spot needs one)",
-                    )
-                )
-        for circle in (*circles, "action"):
-            if f"spot{spot}.{circle}" not in lights:
-                gaps.append(
-                    (
-                        "gpio.lights",
-                        f"{spot}.{circle}",
-                        f"missing: spot {spot} is left unwired, it has no {circle} light "
-                        "(every circle and the spot's action light need one)",
+                        section,
+                        f"{spot}.{missing[0]}",
+                        f"missing: spot {spot} is left unwired, it has no {what} for "
+                        f"{', '.join(missing)} (add {keys}; every circle of the game at every "
+                        "spot needs a sensor and a light, and each spot its action light)",
                     )
                 )
     return gaps

@@ -42,6 +42,20 @@ def edited(*replacements: tuple[str, str], text: str = EXAMPLE_TEXT) -> str:
     return text
 
 
+LAST_SENSOR = '"7.blazing_7s" = { expander = "spot7", line = "GPA3" }'
+"""The last line of the example's [gpio.sensors]: a test adds keys after it."""
+
+
+def with_pin_map(text: str, game: str) -> str:
+    """``text`` (a table config) with its pin map swapped for ``config/gpio.GAME.toml``'s."""
+    pin_map = (ROOT / "config" / f"gpio.{game}.toml").read_text(encoding="utf-8")
+    gpio = pin_map[pin_map.index("[gpio]\n") :].replace(
+        "[gpio]\n", '[gpio]\npin_factory = "default"\n', 1
+    )
+    start, end = text.index("[gpio]\n"), text.index("[camera]")
+    return text[:start] + gpio + "\n" + text[end:]
+
+
 def write(tmp_path: Path, *replacements: tuple[str, str], name: str = "table.toml") -> Path:
     path = tmp_path / name
     path.write_text(edited(*replacements), encoding="utf-8")
@@ -89,7 +103,7 @@ def test_the_table_example_loads_as_documented():
     assert (config.table_id, config.property, config.game) == ("hcm-bj-07", "hcm", "pa-standard")
     assert config.rules.name == "pa-standard"
     s = config.settings
-    assert (s.spots, s.card_source) == (3, "shoe")
+    assert (s.spots, s.card_source) == (7, "shoe")
     assert (s.main_minimum, s.main_maximum, s.side_minimum, s.side_maximum) == (
         1000,
         100_000,
@@ -124,7 +138,7 @@ def test_the_table_example_loads_as_documented():
 def test_the_table_example_has_exactly_the_pins_of_the_gpio_example(pa):
     from controller.table.machine import table_circles
 
-    pins = load_pin_map(ROOT / "config" / "gpio.example.toml", circles=table_circles(pa), spots=3)
+    pins = load_pin_map(ROOT / "config" / "gpio.example.toml", circles=table_circles(pa), spots=7)
     table = load_table_config(EXAMPLE).gpio.pin_map
     assert table.pins() == pins.pins()
     assert (table.inputs, table.lights) == (pins.inputs, pins.lights)
@@ -148,7 +162,7 @@ def test_every_example_config_in_the_repo_passes_check_config(capsys):
     lines = result.stdout.splitlines()
     assert [line.split(": ok (", 1)[0] for line in lines] == names
     assert any(
-        line.startswith("config/table.example.toml: ok (table hcm-bj-07, game pa-standard, 3 spots")
+        line.startswith("config/table.example.toml: ok (table hcm-bj-07, game pa-standard, 7 spots")
         for line in lines
     )
     # the jackpot controller's configs: by the product that reads them
@@ -184,7 +198,7 @@ def test_sections_left_out_take_their_defaults(tmp_path):
 def test_errors_in_several_sections_are_all_reported(tmp_path):
     path = write(
         tmp_path,
-        ("spots = 3 ", "spots = 9 "),
+        ("spots = 7 ", "spots = 9 "),
         ("heartbeat_timeout_ms = 3000", 'heartbeat_timeout_ms = "3s"'),
         ('pin_factory = "default"', 'pin_factory = "gpiod"'),
         ("forget_after_frames = 5", "forget_after_frames = 0"),
@@ -219,7 +233,7 @@ def test_errors_in_several_sections_are_all_reported(tmp_path):
 def test_check_config_prints_every_error_one_per_line_and_exits_2(tmp_path):
     path = write(
         tmp_path,
-        ("spots = 3 ", "spots = 0 "),
+        ("spots = 7 ", "spots = 0 "),
         ('url = "/dev/bj-shoe"', 'url = "bj-shoe"'),
         ("window = 256", "window = 0"),
     )
@@ -246,7 +260,7 @@ def test_an_unknown_key_names_the_keys_allowed(tmp_path):
 def test_an_unknown_gpio_key_names_pin_factory_too(tmp_path):
     path = write(tmp_path, ("blink_ms = 500", "blink_ms = 500\nblink = 500"))
     error = one_error(path, "gpio", "blink")
-    assert "pin_factory, button_debounce_ms" in error.problem and "lights" in error.problem
+    assert "pin_factory, game, button_debounce_ms" in error.problem and "lights" in error.problem
 
 
 def test_an_unknown_section_and_a_missing_one(tmp_path):
@@ -353,7 +367,11 @@ def test_an_unknown_game_lists_the_known_profiles(tmp_path):
 def test_a_game_path_is_taken_from_the_config_files_folder(tmp_path):
     profile = (ROOT / "controller" / "profiles" / "double-up.toml").read_text(encoding="utf-8")
     (tmp_path / "house.toml").write_text(profile, encoding="utf-8")
-    path = write(tmp_path, ('game = "pa-standard"', 'game = "house.toml"'))
+    path = tmp_path / "table.toml"
+    path.write_text(
+        with_pin_map(edited(('game = "pa-standard"', 'game = "house.toml"')), "double-up"),
+        encoding="utf-8",
+    )
     config = load_table_config(path)
     assert (config.game, config.rules.name) == ("house.toml", "double-up")
     missing = write(tmp_path, ('game = "pa-standard"', 'game = "nothere.toml"'), name="b.toml")
@@ -368,14 +386,14 @@ def test_a_broken_game_profile_is_named(tmp_path):
 
 
 def test_a_pin_for_a_circle_the_game_lacks(tmp_path):
-    path = write(tmp_path, ('"3.main" = 6', '"3.main" = 6\n"1.blackjack_tie.tie_18" = 2'))
+    path = write(tmp_path, (LAST_SENSOR, f'{LAST_SENSOR}\n"1.blackjack_tie.tie_18" = 5'))
     error = one_error(path, "gpio.sensors", "1.blackjack_tie.tie_18")
     assert "'blackjack_tie.tie_18' is no bet circle of this game; use one of: main," in str(error)
     assert "lucky_ladies" in error.problem
 
 
 def test_a_pin_for_a_spot_the_table_lacks(tmp_path):
-    path = write(tmp_path, ('"3.main" = 6', '"3.main" = 6\n"4.main" = 2'))
+    path = write(tmp_path, ("spots = 7 ", "spots = 3 "))
     error = one_error(path, "gpio.sensors", "4.main")
     assert "spot 4 is not a spot at this table: spots are 1 to 3" in error.problem
 
@@ -384,7 +402,7 @@ def test_the_pin_map_is_still_checked_when_the_game_does_not_load(tmp_path):
     path = write(
         tmp_path,
         ('game = "pa-standard"', 'game = "nope"'),
-        ('"3.main" = 6', '"3.main" = 6\n"2.bogus" = 2'),
+        (LAST_SENSOR, f'{LAST_SENSOR}\n"2.bogus" = 5'),
     )
     got = {(e.section, e.key): e.problem for e in errors_of(path)}
     assert list(got) == [("table", "game"), ("gpio.sensors", "2.bogus")]
@@ -405,10 +423,10 @@ def test_the_mock_pin_factory_still_needs_a_good_pin_map(tmp_path):
     path = write(
         tmp_path,
         ('pin_factory = "default"', 'pin_factory = "mock"'),
-        ("lockout = 7", "lockout = 4"),
+        ("lockout = 7", "lockout = 16"),
     )
     error = one_error(path, "gpio.console", "lockout")
-    assert "GPIO 4 is already used by [gpio.sensors] '1.main'" in error.problem
+    assert "GPIO 16 is already used by [gpio.expanders] 'spot1'" in error.problem
     ok = write(tmp_path, ('pin_factory = "default"', 'pin_factory = "mock"'), name="ok.toml")
     assert load_table_config(ok).gpio.pin_factory == "mock"
 
@@ -594,7 +612,7 @@ def test_check_paths_passes_with_the_files_in_place(tmp_path):
     assert read_password(config) == "s3cret"
     result = run_cli("check-config", str(path))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"{path}: ok (table hcm-bj-07, game pa-standard, 3 spots,")
+    assert result.stdout.startswith(f"{path}: ok (table hcm-bj-07, game pa-standard, 7 spots,")
     assert "files not checked" not in result.stdout
 
 

@@ -122,15 +122,20 @@ def chatter(pin, clock: Clock, edges: int, every_ms: int) -> None:
 def test_example_pin_map_loads_and_covers_a_dealers_console():
     pin_map = load_pin_map(ROOT / "config" / "gpio.example.toml", circles=PA)
     keys = {p.key for p in pin_map.inputs}
-    assert {"1.main", "2.main", "3.main", "lockout", "next", "supervisor_key"} <= keys
-    assert {"void_round", "misdeal", "burn", "end_round", "insurance.3"} <= keys
+    assert {f"{s}.{c}" for s in range(1, 8) for c in PA} <= keys
+    assert {"lockout", "next", "supervisor_key", "void_round", "misdeal", "burn"} <= keys
+    assert {f"{b}.{s}" for b in ("insurance", "even_money", "ez_bust") for s in range(1, 8)} <= keys
     lights = {p.light: p for p in pin_map.lights}
-    assert {"spot1.main", "spot3.action", "lockout", "alarm"} <= set(lights)
+    assert {"spot1.main", "spot7.action", "lockout", "alarm"} <= set(lights)
     assert lights["alarm"].active_high is False and lights["alarm"].safe == "blink"
     assert lights["lockout"].safe == "on" and lights["spot1.main"].safe == "off"
+    assert lights["spot3.action"].where == "spot3.GPB4"
+    on_pi = [p for p in (*pin_map.inputs, *pin_map.lights) if not p.expander]
     pins = pin_map.pins()
-    assert len(pins) == len(pin_map.inputs) + len(pin_map.lights)
-    assert not {2, 3} & set(pins), "GPIO 2 and 3 stay free for the expanders' I2C bus"
+    # the console and table lights, the I2C bus (GPIO 2/3) and one interrupt per spot board
+    assert len(pins) == len(on_pi) + 2 + len(pin_map.expanders)
+    assert pins[2] == "I2C bus 1 SDA" and pins[3] == "I2C bus 1 SCL"
+    assert len(pin_map.expander_lines()) == 7 * (2 * len(PA) + 1 + 3)
 
 
 def test_bare_pin_is_a_pull_up_input_and_a_table_can_say_otherwise():
