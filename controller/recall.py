@@ -36,6 +36,9 @@ from controller.rules.cards import parse_cards
 from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
 
+SUIT_SYMBOLS = {"S": "\u2660", "H": "\u2665", "D": "\u2666", "C": "\u2663"}
+"""A card's suit letter as the symbol on the card (the web page's recall)."""
+
 EPOCH_2000_MS = 946_684_800_000
 """Clock values from this one on are epoch milliseconds; smaller ones are shown raw."""
 
@@ -125,13 +128,18 @@ def action_line(event: dict[str, Any]) -> str | None:
         return f"spot {event.get('spot')} {bet_name(str(event.get('circle')))} {money}"
     if kind == "card":
         return f"card {event.get('card')}"
+    if kind == "shoe":
+        detail = event.get("detail")
+        return f"shoe {str(event.get('event')).replace('_', ' ')}" + (
+            f": {detail}" if detail else ""
+        )
     words = kind.replace("_", " ")
     if "spot" in event and event["spot"] == 0:
         return f"{words} (spot in action)"
     fields = [
         f"{key.replace('_', ' ')} {value}"
         for key, value in event.items()
-        if key not in ("type", "t") and value is not None
+        if key not in ("type", "t") and value is not None and value != ""
     ]
     return " ".join([words, *fields])
 
@@ -141,9 +149,21 @@ def action_lines(record: dict[str, Any]) -> list[str]:
     return [line for event in record["events"] if (line := action_line(event)) is not None]
 
 
-def _hand_text(cards: list[str]) -> str:
+def card_text(card: str, suits: bool = False) -> str:
+    """A card as recorded (``10H``), or with its suit's symbol (``10\u2665``).
+
+    >>> card_text("10H"), card_text("10H", True), card_text("QS", True)
+    ('10H', '10\u2665', 'Q\u2660')
+    """
+    if not suits or not card or card[-1] not in SUIT_SYMBOLS:
+        return card
+    return card[:-1] + SUIT_SYMBOLS[card[-1]]
+
+
+def _hand_text(cards: list[str], suits: bool = False) -> str:
     total = hand_total(parse_cards(cards))
-    return f"{' '.join(cards)} = {'bust ' if total.is_bust else ''}{total.total}"
+    shown = " ".join(card_text(card, suits) for card in cards)
+    return f"{shown} = {'bust ' if total.is_bust else ''}{total.total}"
 
 
 def format_round(
@@ -152,11 +172,16 @@ def format_round(
     *,
     zone: str | None = None,
     file: str | None = None,
+    suits: bool = False,
 ) -> str:
     """One round: number, when (local time in ``zone``, :func:`round_times`), the journal
     ``file`` that holds it if given, the wall clock's steps, the dealer's cards and every
-    settled wager; with its ``layout`` (:func:`round_layout`) also every spot's cards and
-    the actions in order."""
+    settled wager (by its rule-card name); with its ``layout`` (:func:`round_layout`) also
+    every spot's cards and the actions in order. ``suits``: cards with their suit symbols
+    (``10\u2665``), as the web page shows them."""
+    from controller.rules.sidebets import pool_name
+    from controller.table.view import bet_name
+
     result = record["result"]
     head = f"Round {record['round']}  {round_times(record, zone)}"
     if record.get("void"):
@@ -166,11 +191,7 @@ def format_round(
         head_lines.append(f"  journal file: {file}")
     head_lines.extend(f"  {clock_step_line(step)}" for step in record.get("clock_steps") or [])
     cards = record.get("dealer") or []
-    if cards:
-        total = hand_total(parse_cards(cards))
-        dealer = f"{' '.join(cards)} = {'bust ' if total.is_bust else ''}{total.total}"
-    else:
-        dealer = "no cards"
+    dealer = _hand_text(cards, suits) if cards else "no cards"
     lines = [*head_lines, f"  dealer: {dealer}"]
     if layout is not None:
         for spot in layout["spots"]:
@@ -188,7 +209,7 @@ def format_round(
                     if hand.get(key)
                 ]
                 extra = f" ({', '.join(flags)})" if flags else ""
-                lines.append(f"  {where}: {_hand_text(hand['cards'])}{extra}")
+                lines.append(f"  {where}: {_hand_text(hand['cards'], suits)}{extra}")
         lines.append("  actions: " + ", ".join(action_lines(record)))
     split = {line["spot"] for line in result["settlements"] if line.get("hand")}
     for line in result["settlements"]:
@@ -198,10 +219,13 @@ def format_round(
         net = line["paid"] + line["returned"] - line["stake"]
         pays = f" {line['pays']}" if line.get("pays") else ""
         meter = (
-            f", {line['meter']} of the {line.get('pool') or ''} meter" if line.get("meter") else ""
+            f", {str(line['meter']).removesuffix(' of meter')} of the "
+            f"{pool_name(line.get('pool') or '')} meter"
+            if line.get("meter")
+            else ""
         )
         lines.append(
-            f"  {where} {line['wager']}: {line['outcome']}{pays}, stake "
+            f"  {where} {bet_name(str(line['wager']))}: {line['outcome']}{pays}, stake "
             f"{format_cents(line['stake'])}, paid {format_cents(line['paid'])}, returned "
             f"{format_cents(line['returned'])}, net {_signed(net)}{meter} ({line['reason']})"
         )
@@ -239,18 +263,36 @@ def format_rounds(
 
 
 def recall_text(
-    record: dict[str, Any], rules: Any, *, zone: str | None = None, file: str | None = None
+    record: dict[str, Any],
+    rules: Any,
+    *,
+    zone: str | None = None,
+    file: str | None = None,
+    suits: bool = False,
 ) -> str:
     """:func:`format_round` with the layout, or without it (and a line saying why) when the
     round's events do not replay on ``rules``."""
+    return recall_view(record, rules, zone=zone, file=file, suits=suits)[0]
+
+
+def recall_view(
+    record: dict[str, Any],
+    rules: Any,
+    *,
+    zone: str | None = None,
+    file: str | None = None,
+    suits: bool = False,
+) -> tuple[str, dict[str, Any] | None]:
+    """:func:`recall_text` and the layout it was made from (None: the events do not
+    replay), from one replay of the round: the web page draws the hands from it."""
     from controller.errors import TableControllerError
 
     try:
         layout = round_layout(record, rules)
     except (TableControllerError, KeyError, TypeError) as exc:
-        text = format_round(record, zone=zone, file=file)
-        return text + f"\n  (hands not shown: the events do not replay: {exc})"
-    return format_round(record, layout, zone=zone, file=file)
+        text = format_round(record, zone=zone, file=file, suits=suits)
+        return text + f"\n  (hands not shown: the events do not replay: {exc})", None
+    return format_round(record, layout, zone=zone, file=file, suits=suits), layout
 
 
 def script_with_times(

@@ -112,6 +112,7 @@ def test_each_light_is_on_then_off_in_turn_then_the_table_gets_them_back(rig):
         "lights": 3,
         "done": 3,
         "result": state["result"],
+        "pending": False,
     }
 
 
@@ -124,6 +125,7 @@ def test_the_state_follows_the_test(rig):
         "lights": 3,
         "done": 0,
         "result": None,
+        "pending": False,
     }
     rig.run(LIGHT_TEST_ON_MS)  # alarm off: one done, the next is lockout
     state = rig.runtime.light_test_state()
@@ -148,16 +150,47 @@ def test_a_second_test_is_refused_while_one_runs_and_allowed_after(rig):
     assert rig.lamps.shown[-1] == (rig.clock.ms, "alarm", "on")
 
 
-def test_refused_while_a_round_is_in_progress(rig):
+def test_asked_mid_round_it_is_queued_and_runs_at_the_round_break(rig):
     rig.lockout()
     started, message = rig.start()
-    assert not started
+    assert started
     assert message == (
-        "light test refused: round 1 is in progress (dealing); run it between rounds"
+        "light test queued: round 1 is in progress (dealing); it runs at the round break"
     )
-    rig.run(2000)
+    assert rig.runtime.light_test_state() == {
+        "running": False,
+        "pending": True,
+        "by": "tech-ana",
+        "light": None,
+        "lights": 3,
+        "done": 0,
+        "result": None,
+        "waiting_for": "the round break",
+    }
+    assert rig.start("tech-bo") == (
+        False,
+        "light test refused: tech-ana queued one already; it runs at the round break",
+    )
+    rig.run(2000)  # the round goes on: no light is touched
     assert rig.lamps.shown == [] and rig.lamps.ended == []
-    assert rig.runtime.light_test_state() is None
+    rig.events(ev.SupervisorKey(True), ev.Misdeal(), ev.SupervisorKey(False))  # round voided
+    assert not rig.table.round_in_progress
+    rig.run(TICK)
+    state = rig.runtime.light_test_state()
+    assert (state["running"], state["pending"], state["by"]) == (True, False, "tech-ana")
+    assert rig.lamps.shown == [(rig.clock.ms, "alarm", "on")]
+
+
+def test_a_queued_test_waits_for_a_fault_to_be_cleared(rig):
+    rig.lockout()
+    assert rig.start()[0]
+    rig.events(ev.TableFault("shoe", "offline for 30 s"))
+    rig.events(ev.SupervisorKey(True), ev.Misdeal(), ev.SupervisorKey(False))
+    assert not rig.table.round_in_progress
+    rig.run(1000)
+    state = rig.runtime.light_test_state()
+    assert state["pending"] and state["waiting_for"] == "the fault to be cleared"
+    assert rig.lamps.shown == []
 
 
 def test_refused_while_a_fault_is_latched(rig):

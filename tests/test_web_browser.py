@@ -294,7 +294,7 @@ def test_recall_lists_the_round_and_its_script_replays_the_same(
     expect(round_1).to_be_visible()
     round_1.locator("summary").click()
     expect(round_1.locator("pre")).to_contain_text("Round 1")
-    expect(round_1.locator("pre")).to_contain_text("dealer: 6D 10C 9S = bust 25")
+    expect(round_1.locator("pre")).to_contain_text("dealer: 6♦ 10♣ 9♠ = bust 25")
     screenshot(diag, "1-recall")
 
     with diag.expect_download() as info:

@@ -91,7 +91,7 @@ def test_a_new_journal_file_from_the_page_and_recall_across_files(zoned_rig, tmp
         assert record["when"].endswith(f"{end:%H:%M:%S %Z}")
         assert record["when"].startswith(f"{start:%Y-%m-%d %H:%M:%S}")
         assert f"Round {number}  {record['when']}\n  journal file: {file}\n" in record["text"]
-        assert "dealer: 6D 10C 9S = bust 25" in record["text"]
+        assert "dealer: 6♦ 10♣ 9♠ = bust 25" in record["text"]
         files[number] = record
     status, missing = search(web, round="3")
     assert status == 404 and "no record of round 3" in missing["error"]

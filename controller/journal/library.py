@@ -225,6 +225,38 @@ class JournalLibrary:
         chosen = candidates[: max(n, 0)]
         return sorted(chosen, key=lambda f: (f.record.get("settled_utc_ms") or 0, f.number))
 
+    def rounds_after(self, number: int, limit: int = 500) -> list[FoundRound]:
+        """The settled rounds numbered above ``number``, oldest first, at most ``limit``,
+        from whichever files hold them (the history's tallies read each round once)."""
+        out: list[FoundRound] = []
+        for file in self.files():
+            if len(out) >= limit or file.problem is not None or file.last_round is None:
+                continue
+            if file.last_round <= number:
+                continue
+            with Journal(file.path) as journal:
+                records = journal._records(
+                    "WHERE round > ? ORDER BY round LIMIT ?", (number, limit - len(out))
+                )
+            out.extend(FoundRound(record, file) for record in records)
+        return sorted(out, key=lambda f: f.number)[:limit]
+
+    def older_rounds(self, before: int, n: int = 10) -> list[FoundRound]:
+        """The ``n`` settled rounds numbered below ``before``, newest first, from every
+        file (recall's "older" page)."""
+        out: list[FoundRound] = []
+        for file in reversed(self.files()):
+            if len(out) >= n or file.problem is not None or file.first_round is None:
+                continue
+            if file.first_round >= before:
+                continue
+            with Journal(file.path) as journal:
+                records = journal._records(
+                    "WHERE round < ? ORDER BY round DESC LIMIT ?", (before, n - len(out))
+                )
+            out.extend(FoundRound(record, file) for record in records)
+        return sorted(out, key=lambda f: -f.number)[:n]
+
     def last_rounds(self, n: int = 10) -> list[FoundRound]:
         """The last ``n`` settled rounds, newest first, from the live file and, if it holds
         fewer (it was just rotated), the newest archives."""

@@ -154,6 +154,8 @@ class TableDaemon:
         self._runtime: TableRuntime | None = None
         self._pending: list[ev.Event] = []
         self.web = None
+        self.history: Any = None
+        self.history_problem = "not started"
         self.started_epoch = time.time()
         self.log_ring = RecentLog()
         logging.getLogger().addHandler(self.log_ring)
@@ -330,6 +332,7 @@ class TableDaemon:
         self._pending.clear()
         self.control = ControlServer(cfg.control.socket, self.handle_request)
         self.parts.append(("control socket", self.control.close))
+        self._open_history()
         if cfg.web.enabled:
             from controller.web.server import WebServer
 
@@ -337,6 +340,61 @@ class TableDaemon:
                 self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash
             ).start()
             self.parts.append(("web", self.web.close))
+
+    def _open_history(self) -> None:
+        """The charts' history (``data_dir/history.sqlite``, :mod:`.history`): a table whose
+        history cannot be opened plays on without it (logged; the page says why)."""
+        from controller.journal.library import JournalLibrary
+        from controller.runtime.history import HISTORY_NAME, HistoryRecorder, HistoryStore
+
+        cfg = self.config
+        try:
+            store = HistoryStore(cfg.journal_path.with_name(HISTORY_NAME))
+        except Exception as exc:
+            self.history_problem = str(exc)
+            log.error("history not kept: %s (the table plays on)", exc)
+            return
+        self.parts.append(("history file", store.close))
+        self.history = HistoryRecorder(
+            store,
+            JournalLibrary(cfg.journal_path),
+            self._history_now,
+            rules=cfg.rules,
+            utc=self.utc,
+        ).start()
+        self.parts.append(("history", self.history.close))
+
+    def _history_now(self) -> dict[str, Any]:
+        status = self.runtime.status()
+        snap = status.get("snapshot") or {}
+        link = self.publisher.health() if self.publisher is not None else {}
+        meters = getattr(self.publisher, "meters", None)  # if the link ever reads them
+        return {
+            "round": snap.get("round"),
+            "phase": snap.get("phase"),
+            "link_up": status.get("jackpot_link"),
+            "connected": link.get("connected"),
+            "outbox": link.get("depth"),
+            "shoe": self.shoe.health() if self.shoe is not None else None,
+            "meters": meters() if callable(meters) else None,
+        }
+
+    def history_series(self, hours: float) -> dict[str, Any]:
+        """The charts' lines over the last ``hours`` (:func:`.history.series`), with the
+        recorder's state; ``ok`` False and ``error`` when no history is kept."""
+        from controller.runtime.history import series
+
+        recorder = self.history
+        if recorder is None:
+            return {"ok": False, "error": f"no history is kept: {self.history_problem}"}
+        rows = recorder.store.samples(self.utc() - int(hours * 3_600_000))
+        return {
+            "ok": True,
+            "hours": hours,
+            **recorder.state(),
+            "par_ready": recorder.par is not None,
+            **series(rows, recorder.par),
+        }
 
     def _threads_alive(self) -> bool:
         return all(part is None or part.alive() for part in (self.publisher, self.shoe))

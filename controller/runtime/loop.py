@@ -103,6 +103,7 @@ class LightTest:
             "lights": len(self.steps) // 2,
             "done": self.index // 2,
             "result": self.result or None,
+            "pending": False,
         }
 
 
@@ -153,6 +154,7 @@ class TableRuntime:
         self._lamp_test = lamp_test
         self._rotator = rotator
         self._light_test: LightTest | None = None
+        self._light_test_pending: str | None = None  # who asked, for the next round break
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._feed_lock = threading.Lock()
@@ -183,7 +185,9 @@ class TableRuntime:
 
     def start_light_test(self, by: str) -> tuple[bool, str]:
         """Each light on, then off, one after the other; only between rounds and with no
-        fault latched. Returns (started, what happened or why not). Any thread."""
+        fault latched: asked during a round it is queued and runs at the round break (the
+        answer says ``queued``). Returns (accepted, what happened or why not). Any
+        thread."""
         return self.call(lambda: self._start_light_test(by))
 
     ROTATE_TIMEOUT_S = 600.0
@@ -207,6 +211,21 @@ class TableRuntime:
             }
 
     def light_test_state(self) -> dict[str, Any] | None:
+        pending = self._light_test_pending
+        if pending is not None:
+            names = self._lamp_test.light_names() if self._lamp_test is not None else ()
+            return {
+                "running": False,
+                "pending": True,
+                "by": pending,
+                "light": None,
+                "lights": len(names),
+                "done": 0,
+                "result": None,
+                "waiting_for": "the fault to be cleared"
+                if self._fault_reason() is not None
+                else "the round break",
+            }
         test = self._light_test
         return None if test is None else test.to_dict()
 
@@ -292,6 +311,14 @@ class TableRuntime:
         self._handle(_Item(ev.Tick(t=now)))
         if self._light_test is not None and not self._light_test.result:
             self._step_light_test(now)
+        elif (
+            self._light_test_pending is not None
+            and not self.table.round_in_progress
+            and self._fault_reason() is None
+        ):
+            by, self._light_test_pending = self._light_test_pending, None
+            _started, message = self._start_light_test(by)
+            log.info("queued light test at the round break: %s", message)
         if self._rotator is not None and self.journal_fault is None:
             before = self._rotator.error
             self._rotator.tick(now)
@@ -391,17 +418,25 @@ class TableRuntime:
             return False, "light test refused: this table has no lights in its pin map"
         if self._light_test is not None and not self._light_test.result:
             return False, f"light test refused: {self._light_test.by} is running one now"
-        if self.table.round_in_progress:
-            snap = self.table.snapshot()
+        if self._light_test_pending is not None:
             return False, (
-                f"light test refused: round {snap['round']} is in progress ({snap['phase']}); "
-                "run it between rounds"
+                f"light test refused: {self._light_test_pending} queued one already; it runs "
+                "at the round break"
             )
         reason = self._fault_reason()
         if reason is not None:
             return False, (
                 f"light test refused: a fault holds the lights safe ({reason}); fix and "
                 "clear it first"
+            )
+        if self.table.round_in_progress:
+            snap = self.table.snapshot()
+            self._light_test_pending = by
+            log.info("light test queued by %s for the break after round %s", by, snap["round"])
+            self._publish_status()
+            return True, (
+                f"light test queued: round {snap['round']} is in progress "
+                f"({str(snap['phase']).replace('_', ' ')}); it runs at the round break"
             )
         steps: list[tuple[str, str, int]] = []
         for name in names:
@@ -548,6 +583,7 @@ class TableRuntime:
             self.dropped,
             self.journal_fault,
             None if test is None else (test.index, test.result),
+            self._light_test_pending,
         )
         if key != self._notified:  # something a page shows changed: wake the live streams
             self._notified = key

@@ -16,7 +16,9 @@ Routes (docs/web.md): ``/dealer`` and ``/api/dealer[/stream]`` (the kiosk, read-
 login), ``/login``, ``/diag``, ``/api/session``, ``/api/status``, ``/api/stream`` (server-sent
 events), ``/api/rounds`` (the last 10), ``/api/rounds/search?round=N`` or
 ``?at=YYYY-MM-DD HH:MM[&to=...]`` (local time; across files), ``/api/rounds/N/script``,
-``/api/log``, ``POST /api/alarms/ack``, ``POST /api/faults/clear``, ``POST /api/lights/test``,
+``/api/rounds/older?before=N`` (the 10 before round N), ``/api/history?hours=H`` (the charts' lines:
+:mod:`controller.runtime.history`), ``/static/vendor/...`` (uPlot), ``/api/log``,
+``POST /api/alarms/ack``, ``POST /api/faults/clear``, ``POST /api/lights/test``,
 ``POST /api/journal/rotate``, ``POST /logout``, ``/healthz``, ``/metrics``.
 """
 
@@ -70,6 +72,12 @@ CONTENT_TYPES = {
     ".svg": "image/svg+xml",
     ".png": "image/png",
 }
+STATIC_NAME = re.compile(
+    r"(?:vendor/)?[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.(?:html|css|js|svg|png)"
+)
+"""A file /static/ serves: a name in ``static/`` or ``static/vendor/``, nothing else."""
+HISTORY_HOURS = (1, 72)
+"""The hours /api/history may cover (the store keeps 72)."""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -111,7 +119,8 @@ class TableSource(Protocol):
         """Journal an event through the table loop; returns its Step."""
 
     def light_test(self, by: str) -> tuple[bool, str]:
-        """Start the light test: (started, what happened or why not)."""
+        """Start the light test, or queue it for the round break: (accepted, what
+        happened or why not)."""
 
     def light_test_state(self) -> dict[str, Any]:
         """The light test in progress, if any."""
@@ -125,6 +134,9 @@ class TableSource(Protocol):
 
     def wait_change(self, timeout_s: float) -> None:
         """Return when the table's status changes next, or after ``timeout_s``."""
+
+    # optional: ``history_series(hours) -> dict`` (the charts' lines, ``ok``/``error``);
+    # a source without it answers /api/history with 404
 
 
 class WebServer:
@@ -231,7 +243,17 @@ class WebServer:
             "feed": self.source.feed(),
             "health": self.source.health(),
             "light_test": self.source.light_test_state(),
+            "history": self._history_state(),
+            "zone": self.zone,
         }
+
+    def _history_state(self) -> dict[str, Any] | None:
+        recorder = getattr(self.source, "history", None)
+        state = getattr(recorder, "state", None)
+        if callable(state):
+            return state()
+        problem = getattr(self.source, "history_problem", None)
+        return {"problem": problem} if problem else None
 
     def dealer(self) -> dict[str, Any]:
         return views.dealer_view(
@@ -293,6 +315,46 @@ def _error_reply(status: int, message: str) -> Reply:
         _headers("application/json"),
         _json_bytes({"ok": False, "error": message}),
     )
+
+
+def _recall_hands(layout: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """Every hand of a recalled round as the page draws it (the dealer first): ``who``,
+    ``cards`` (as recorded, ``10H``), ``total``, ``soft``, ``bust`` and what was done;
+    None when the round's events do not replay."""
+    from controller.rules.cards import parse_cards
+    from controller.rules.hand import hand_total
+
+    if layout is None:
+        return None
+
+    def hand(who: str, cards: list[str], **extra: Any) -> dict[str, Any]:
+        total = hand_total(parse_cards(cards)) if cards else None
+        return {
+            "who": who,
+            "cards": cards,
+            "total": None if total is None else total.total,
+            "soft": bool(total and total.soft),
+            "bust": bool(total and total.is_bust),
+            **extra,
+        }
+
+    dealer = layout.get("dealer") or {}
+    out = [hand("Dealer", [c for c in dealer.get("cards") or [] if c != "back"])]
+    for spot in layout.get("spots") or []:
+        hands = spot.get("hands") or []
+        for n, one in enumerate(hands):
+            who = f"Spot {spot['spot']}" + (f" hand {n + 1}" if len(hands) > 1 else "")
+            done = [
+                word
+                for key, word in (
+                    ("double_down", "doubled"),
+                    ("double_up", "doubled up"),
+                    ("surrendered", "surrendered"),
+                )
+                if one.get(key)
+            ]
+            out.append(hand(who, list(one.get("cards") or []), done=done))
+    return out
 
 
 def _cookie(raw: str | None) -> str | None:
@@ -478,6 +540,12 @@ class _Exchange:
         elif path == "/api/rounds/search":
             if self._login_required():
                 self._search()
+        elif path == "/api/rounds/older":
+            if self._login_required():
+                self._older()
+        elif path == "/api/history":
+            if self._login_required():
+                self._history()
         elif m := re.fullmatch(r"/api/rounds/(\d{1,9})/script", path):
             if self._login_required():
                 self._script(int(m.group(1)))
@@ -521,6 +589,12 @@ class _Exchange:
                 return
             self._table_action("acknowledge", lambda ev: ev.AcknowledgeAlarm(alarm, by=by))
         elif path == "/api/faults/clear":
+            status = self.web.source.status()
+            if not status.get("faults") and not status.get("journal_fault"):
+                # nothing to clear: answered here, not refused by the table (no refusal in
+                # the journal or on the dealer's screen for a button pressed by mistake)
+                self._error(HTTPStatus.CONFLICT, "no fault is latched: nothing to clear")
+                return
             self._table_action("clear faults", lambda ev: ev.ClearFaults(by=by))
         elif path == "/api/journal/rotate":
             self._rotate(by)
@@ -534,9 +608,11 @@ class _Exchange:
                 )
                 return
             log.info("web: light test by %s: %s", session.user, message)
+            queued = started and "queued" in message
+            code = HTTPStatus.OK if started else HTTPStatus.CONFLICT
             self._json(
-                HTTPStatus.OK if started else HTTPStatus.CONFLICT,
-                {"ok": started, "message": message},
+                HTTPStatus.ACCEPTED if queued else code,
+                {"ok": started, "message": message, "queued": queued},
             )
 
     def _table_action(self, what: str, make: Callable[[Any], Any]) -> None:
@@ -631,7 +707,7 @@ class _Exchange:
     # -- pages, recall, streams ----------------------------------------------------------------
 
     def _static(self, name: str) -> None:
-        if not re.fullmatch(r"[a-z0-9_-]+\.[a-z]+", name):
+        if not STATIC_NAME.fullmatch(name):
             self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
             return
         path = STATIC / name
@@ -640,6 +716,47 @@ class _Exchange:
             self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
             return
         self._send(HTTPStatus.OK, path.read_bytes(), kind)
+
+    def _history(self) -> None:
+        """``?hours=H`` (1 to 72, default 6): the charts' lines from the daemon's history."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        text = (query.get("hours") or ["6"])[-1].strip()
+        low, high = HISTORY_HOURS
+        try:
+            hours = float(text)
+        except ValueError:
+            hours = -1.0
+        if not low <= hours <= high:
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                f"hours must be a number of hours from {low} to {high}, e.g. hours=6 "
+                f"(got {text[:20]!r})",
+            )
+            return
+        source = getattr(self.web.source, "history_series", None)
+        if source is None:
+            self._error(HTTPStatus.NOT_FOUND, "this table keeps no history")
+            return
+        answer = source(hours)
+        if not answer.get("ok"):
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(answer.get("error")))
+            return
+        self._json(HTTPStatus.OK, answer)
+
+    def _older(self) -> None:
+        """``?before=N``: the 10 settled rounds before round N, newest first (paging back
+        through every file the journal keeps)."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        before = (query.get("before") or [""])[-1].strip()
+        if not re.fullmatch(r"\d{1,9}", before):
+            self._error(HTTPStatus.BAD_REQUEST, "before must be a round number, e.g. before=120")
+            return
+        try:
+            found = self.web.library.older_rounds(int(before), 10)
+        except JournalError as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            return
+        self._json(HTTPStatus.OK, {"ok": True, "rounds": self._recalled(found)})
 
     def _rotate(self, by: str) -> None:
         try:
@@ -667,7 +784,7 @@ class _Exchange:
         """Recall records as the page shows them: each with its text (every hand's cards,
         replayed from the round's events, ~1 ms), its local time and the file it is in."""
         from controller.games import load_game
-        from controller.recall import recall_text, round_times
+        from controller.recall import recall_view, round_times
 
         zone = self.web.zone
         rules: dict[str, Any] = {}
@@ -677,8 +794,16 @@ class _Exchange:
             game = record["game"]
             if game not in rules:
                 rules[game] = load_game(game)
-            text = recall_text(record, rules[game], zone=zone, file=name)
-            out.append({**record, "text": text, "when": round_times(record, zone), "file": name})
+            text, layout = recall_view(record, rules[game], zone=zone, file=name, suits=True)
+            out.append(
+                {
+                    **record,
+                    "text": text,
+                    "hands": _recall_hands(layout),
+                    "when": round_times(record, zone),
+                    "file": name,
+                }
+            )
         return out
 
     def _rounds(self) -> None:

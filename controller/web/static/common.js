@@ -44,10 +44,50 @@ window.TableUI = (() => {
     const colour = suit === "H" || suit === "D" ? "red" : "black";
     return el(
       "span",
-      { class: `card ${colour}`, "data-card": text, title: text },
+      { class: `card ${colour}`, "data-card": text, title: rank + (SUITS[suit] || suit) },
       rank + (SUITS[suit] || suit),
     );
   }
 
-  return { el, money, cardEl, SUITS };
+  // The rule cards' names of the wagers and pools (never the internal ones)
+  const BET_NAMES = {
+    main: "main wager",
+    double_down: "Double Down",
+    double_up: "Double Up",
+    insurance: "insurance",
+    even_money: "even money",
+    lucky_ladies: "Lucky Ladies",
+    twenty_one_plus_three_xtreme: "21+3 Xtreme",
+    blazing_7s: "Blazing 7's",
+    ez_bust: "EZ Bust",
+    bonus_16: "16 Bonus",
+    blackjack_tie: "Blackjack Tie",
+    mystery: "Must-Hit-By Mystery",
+  };
+  const TIE_BONUS = { left_side: "LS", right_side: "RS", tie_blackjack: "Blackjack" };
+
+  // "lucky_ladies" -> "Lucky Ladies"; "blackjack_tie.tie_17" -> "Blackjack Tie 17"
+  function betName(wager) {
+    const text = String(wager ?? "");
+    if (text.startsWith("blackjack_tie.")) {
+      const bonus = text.slice("blackjack_tie.".length);
+      return `Blackjack Tie ${TIE_BONUS[bonus] || bonus.replace(/^tie_/, "")}`;
+    }
+    return BET_NAMES[text] || text.replace(/_/g, " ");
+  }
+
+  // true/false -> yes/no; anything else as it is
+  function yesNo(value) {
+    if (value === true) return "yes";
+    if (value === false) return "no";
+    return value;
+  }
+
+  // "10H" -> "10♥" (text, for titles and summaries)
+  function cardText(text) {
+    if (!text || text === "back") return "face down";
+    return text.slice(0, -1) + (SUITS[text.slice(-1)] || text.slice(-1));
+  }
+
+  return { el, money, cardEl, cardText, betName, yesNo, SUITS };
 })();

@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { el, money, cardEl } = window.TableUI;
+  const { el, money, cardEl, cardText, betName, yesNo } = window.TableUI;
   const STALE_MS = 5000;
   const RECONNECT_MS = 2000;
   const LOG_EVERY_MS = 5000;
@@ -21,6 +21,12 @@
   let logTimer = null;
   let logLoaded = 0;
   let lightTestRunning = false;
+  let faultsLatched = false;
+  let zone = null; // the table's time zone (null: the browser's)
+  let historyTimer = null;
+  let historyLoaded = 0;
+  const HISTORY_EVERY_MS = 60000;
+  const HISTORY_SOONEST_MS = 10000;
   const shown = new Map(); // section -> JSON of what it shows (re-render only on change)
 
   // -- small helpers ------------------------------------------------------------------
@@ -94,7 +100,7 @@
     button.disabled = true;
     say(out, "", null);
     api("POST", path, body).then(({ data }) => {
-      button.disabled = button.id === "light-test" && lightTestRunning;
+      button.disabled = (button.id === "light-test" && lightTestRunning) || (button.id === "clear-faults" && !faultsLatched);
       const text = data.message || data.error || (data.ok ? done : "refused");
       say(out, data.ok ? data.message || done : text, data.ok ? "ok" : "err");
     });
@@ -109,7 +115,8 @@
     const snap = status.snapshot || {};
     const health = bundle.health || {};
     renderHeader(bundle);
-    if (changed("tiles", [status, health])) renderTiles(status, snap, health);
+    zone = bundle.zone || null;
+    if (changed("tiles", [status, health, bundle.history])) renderTiles(status, snap, health, bundle.history);
     if (changed("faults", [status.faults, status.journal_fault, (snap.shoe || {}).fault])) {
       renderFaults(status, snap);
     }
@@ -126,6 +133,7 @@
       recallKey = key;
       if (!recallSearch) loadRecall();
       logSoon();
+      historySoon();
     }
   }
 
@@ -160,16 +168,34 @@
     );
   }
 
+  // Health fields the tiles do not name themselves, in words: yes/no, times with units
+  const FIELD_WORDS = {
+    url: "port",
+    next_retry_ms: "next try in",
+    reconnects: "reconnects",
+    shuffling: "shuffling",
+    source: "source",
+    frames: "frames read",
+  };
+
+  function fieldValue(key, value) {
+    if (typeof value === "boolean") return yesNo(value);
+    if (key.endsWith("_ms") && typeof value === "number") return `${(value / 1000).toFixed(1)} s`;
+    if (key.endsWith("_s") && typeof value === "number") return duration(value);
+    return String(value);
+  }
+
   function extraLines(part, known) {
     const out = [];
     for (const [key, value] of Object.entries(part || {})) {
       if (known.includes(key) || value === null || typeof value === "object") continue;
-      out.push([key.replace(/_/g, " "), String(value)]);
+      const name = FIELD_WORDS[key] || key.replace(/_(ms|s)$/, "").replace(/_/g, " ");
+      out.push([name, fieldValue(key, value)]);
     }
     return out;
   }
 
-  function renderTiles(status, snap, health) {
+  function renderTiles(status, snap, health, history) {
     const tiles = [];
     const shoe = health.shoe;
     const shoeSnap = snap.shoe || {};
@@ -256,8 +282,20 @@
         ["link", status.jackpot_link ? "up" : "DOWN: progressive wagers refused"],
       ]),
     );
+    if (history) {
+      tiles.push(
+        tile("history", "History", history.problem ? "warn" : "ok", [
+          ["samples written", history.samples_written ?? "–"],
+          ["one a", history.every_s ? duration(history.every_s) : undefined],
+          ["kept", history.keep_hours ? `${history.keep_hours} h` : undefined],
+          ["problem", history.problem || "none"],
+        ]),
+      );
+    }
     $("tiles").replaceChildren(...tiles);
   }
+
+  const FAULT_WORDS = { shoe: "Shoe", camera: "Camera", gpio: "GPIO", link: "Jackpot link", journal: "Journal" };
 
   function renderFaults(status, snap) {
     const items = [];
@@ -269,7 +307,7 @@
         el(
           "li",
           { class: fault.active ? "bad" : "warn", "data-testid": "fault", "data-fault": kind },
-          el("strong", { text: kind }),
+          el("strong", { text: FAULT_WORDS[kind] || kind.replace(/_/g, " ") }),
           `: ${fault.detail || "lost"} `,
           el("span", { class: "tag", text: fault.active ? "present" : "gone, latched" }),
         ),
@@ -279,6 +317,10 @@
     if (shoeFault) {
       items.push(el("li", { class: "bad", "data-testid": "fault", "data-fault": "shoe" }, `Shoe: ${shoeFault}`));
     }
+    const latched = Boolean(status.journal_fault) || Object.keys(status.faults || {}).length > 0;
+    faultsLatched = latched;
+    $("clear-faults").disabled = !latched;
+    $("clear-faults").title = latched ? "Clear the latched faults (after fixing their cause)" : "No fault is latched";
     if (!items.length) items.push(el("li", { class: "none", text: "No fault latched." }));
     $("faults").replaceChildren(...items);
   }
@@ -297,7 +339,7 @@
         el(
           "div",
           { class: "alarm-text" },
-          el("strong", { class: "alarm-what", text: alarm.text }),
+          el("strong", { class: "alarm-what", text: alarm.count > 1 ? `${alarm.text} (×${alarm.count})` : alarm.text }),
           el("div", { class: "alarm-action", text: alarm.action }),
           el(
             "div",
@@ -321,8 +363,6 @@
     return soft ? `soft ${total}` : String(total);
   }
 
-  const CIRCLES = { main: "main" };
-
   function renderTable(snap) {
     $("round").textContent = snap.round ?? "–";
     $("phase").textContent = snap.phase ? snap.phase.replace(/_/g, " ") : "–";
@@ -342,11 +382,11 @@
     const spots = (snap.spots || []).map((spot) => {
       const active = act && act.spot === spot.spot;
       const wagers = Object.entries(spot.wagers || {}).map(([circle, cents]) =>
-        el("li", { "data-circle": circle }, `${CIRCLES[circle] || circle.replace(/_/g, " ")} ${money(cents)}`),
+        el("li", { "data-circle": circle }, `${betName(circle)} ${money(cents)}`),
       );
       for (const extra of ["insurance", "even_money", "ez_bust"]) {
         if (spot[extra]) {
-          wagers.push(el("li", {}, `${extra.replace(/_/g, " ")} ${typeof spot[extra] === "number" ? money(spot[extra]) : "yes"}`));
+          wagers.push(el("li", {}, `${betName(extra)} ${typeof spot[extra] === "number" ? money(spot[extra]) : "yes"}`));
         }
       }
       const hands = (spot.hands || []).map((hand, i) => {
@@ -359,7 +399,7 @@
           "div",
           { class: `hand${here ? " in-action" : ""}`, "data-testid": "hand" },
           el("div", { class: "cards" }, ...(hand.cards || []).map(cardEl)),
-          el("div", { class: "total", text: `${totalText(hand.total, hand.soft)}  ${money(hand.wager)}` }),
+          el("div", { class: "total", text: `${(hand.cards || []).length ? totalText(hand.total, hand.soft) : ""}  ${money(hand.wager)}` }),
           flags.length ? el("div", { class: "meta", text: flags.join(", ") }) : null,
         );
       });
@@ -372,7 +412,7 @@
       );
     });
     if (!spots.length) {
-      const bets = (snap.bets || []).map((b) => `spot ${b.spot} ${b.circle.replace(/_/g, " ")}`);
+      const bets = (snap.bets || []).map((b) => `spot ${b.spot} ${betName(b.circle)}`);
       spots.push(el("div", { class: "none", text: bets.length ? `Chips on: ${bets.join(", ")}` : "No round dealt." }));
     }
     $("spots").replaceChildren(...spots);
@@ -385,10 +425,10 @@
       case "alarm":
         return `ALARM ${item.text}: ${item.action}`;
       case "refused":
-        return `Refused ${item.event}: ${item.reason}`;
+        return `Refused ${String(item.event).replace(/_/g, " ")}: ${item.reason}`;
       case "settled": {
         const where = `spot ${item.spot}` + (item.hand ? ` hand ${item.hand + 1}` : "");
-        return `Settled ${where} ${item.wager.replace(/_/g, " ")}: ${item.outcome}, stake ${money(item.stake)}, paid ${money(item.paid)}, returned ${money(item.returned)}${item.reason ? ` (${item.reason})` : ""}`;
+        return `Settled ${where} ${betName(item.wager)}: ${item.outcome}, stake ${money(item.stake)}, paid ${money(item.paid)}, returned ${money(item.returned)}${item.reason ? ` (${item.reason})` : ""}`;
       }
       default:
         return JSON.stringify(item);
@@ -406,37 +446,224 @@
     $("feed").replaceChildren(...items);
   }
 
+  // -- the GPIO picture ---------------------------------------------------------------
+
+  const SVGNS = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVGNS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") node.textContent = String(value);
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  const CIRCLE_ORDER = ["main", "lucky_ladies", "twenty_one_plus_three_xtreme", "blazing_7s", "ez_bust", "bonus_16", "blackjack_tie"];
+  const CIRCLE_SHORT = {
+    main: "",
+    lucky_ladies: "LL",
+    twenty_one_plus_three_xtreme: "21+3",
+    blazing_7s: "B7",
+    ez_bust: "EZ",
+    bonus_16: "16",
+    blackjack_tie: "Tie",
+    insurance: "Ins",
+  };
+  const BUTTON_WORDS = {
+    lockout: "No more bets",
+    next: "Next",
+    double: "Double",
+    split: "Split",
+    surrender: "Surrender",
+    end_round: "End round",
+    burn: "Burn",
+    misdeal: "Misdeal",
+    void_round: "Void round",
+    supervisor_key: "Supervisor key",
+    insurance: "Insurance",
+    even_money: "Even money",
+  };
+  const LAMP_WORDS = { lockout: "No-more-bets lamp", alarm: "Alarm tower" };
+  const STATE_WORDS = { on: "on", off: "off", unknown: "cannot be read", pending: "changing (not yet confirmed)" };
+
+  function inputState(input) {
+    if (!input || input.active === null || input.active === undefined) return "unknown";
+    if (input.confirmed !== undefined && input.active !== input.confirmed) return "pending";
+    return input.active ? "on" : "off";
+  }
+
+  function inputDetail(input) {
+    if (!input) return "";
+    const rejected = input.rejected ? `, ${input.rejected} rejected as bounce` : "";
+    return `pin ${input.pin}, ${input.edges ?? 0} changes${rejected}`;
+  }
+
+  // The pin names of the status, sorted into the picture: spots (circles with their sensor
+  // and lamp, the action lamp, per-spot buttons), the dealer's console and the table's lamps.
+  function gpioModel(gpio) {
+    const spots = new Map();
+    const buttons = [];
+    const lamps = [];
+    const spot = (n) => {
+      if (!spots.has(n)) spots.set(n, { circles: new Map(), action: null });
+      return spots.get(n);
+    };
+    const circle = (n, name) => {
+      const s = spot(n);
+      if (!s.circles.has(name)) s.circles.set(name, {});
+      return s.circles.get(name);
+    };
+    for (const [name, input] of Object.entries((gpio && gpio.inputs) || {})) {
+      let m;
+      if ((m = name.match(/^sensors\.(\d+)\.(.+)$/))) {
+        Object.assign(circle(Number(m[1]), m[2]), { input, inputName: name });
+      } else if ((m = name.match(/^console\.([a-z_]+)\.(\d+)$/))) {
+        buttons.push({ name, input, word: `${BUTTON_WORDS[m[1]] || m[1].replace(/_/g, " ")} ${m[2]}` });
+      } else {
+        const key = name.replace(/^console\./, "");
+        buttons.push({ name, input, word: BUTTON_WORDS[key] || key.replace(/[._]/g, " "), keySwitch: key === "supervisor_key" });
+      }
+    }
+    for (const [name, state] of Object.entries((gpio && gpio.lights) || {})) {
+      let m;
+      if ((m = name.match(/^spot(\d+)\.action$/))) spot(Number(m[1])).action = { name, state };
+      else if ((m = name.match(/^spot(\d+)\.(.+)$/))) Object.assign(circle(Number(m[1]), m[2]), { light: state, lightName: name });
+      else lamps.push({ name, state, word: LAMP_WORDS[name] || name.replace(/_/g, " ") });
+    }
+    const rank = (name) => {
+      const i = CIRCLE_ORDER.indexOf(name);
+      return i < 0 ? CIRCLE_ORDER.length : i;
+    };
+    const sorted = [...spots.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([n, s]) => ({
+        spot: n,
+        action: s.action,
+        circles: [...s.circles.entries()].sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0])).map(([name, c]) => ({ circle: name, ...c })),
+      }));
+    const order = Object.keys(BUTTON_WORDS);
+    const place = (b) => {
+      const key = b.name.replace(/^console\./, "").replace(/\.\d+$/, "");
+      const i = order.indexOf(key);
+      return i < 0 ? order.length : i;
+    };
+    buttons.sort((a, b) => place(a) - place(b) || a.name.localeCompare(b.name, "en", { numeric: true }));
+    return { spots: sorted, buttons, lamps };
+  }
+
+  function lampClass(state) {
+    return state === "on" ? "lamp-on" : state === "blink" ? "lamp-blink" : state === "off" ? "lamp-off" : "lamp-unknown";
+  }
+
   function renderGpio(gpio) {
-    const inputs = Object.entries((gpio && gpio.inputs) || {}).map(([name, input]) => {
-      // active: the pin's level now (null: cannot be read); confirmed: after the debounce
-      const state = input.active === null || input.active === undefined ? "unknown" : input.active ? "on" : "off";
-      const note = state !== "unknown" && input.active !== input.confirmed ? " (not yet confirmed)" : "";
-      return el(
-        "li",
-        { class: state, "data-testid": `input-${name}`, "data-state": state, title: `pin ${input.pin}` },
-        el("span", { class: "dot", "aria-hidden": "true" }),
-        el("span", { class: "name", text: name }),
-        el("span", { class: "meta", text: `${state}${note} · pin ${input.pin} · ${input.edges} edges${input.rejected ? `, ${input.rejected} rejected` : ""}` }),
+    const box = $("gpio-picture");
+    const model = gpioModel(gpio);
+    if (!model.spots.length && !model.buttons.length && !model.lamps.length) {
+      box.replaceChildren(el("p", { class: "none", text: "No GPIO pins in this table's pin map." }));
+      return;
+    }
+    const W = 1000;
+    const n = Math.max(1, model.spots.length);
+    const margin = 30;
+    const slot = (W - 2 * margin) / n;
+    const perRow = 8;
+    const consoleRows = Math.max(1, Math.ceil(model.buttons.length / perRow));
+    const consoleTop = 330;
+    const H = Math.max(consoleTop + 36 + consoleRows * 46 + 10, consoleTop + 20 + model.lamps.length * 34 + 10);
+    const picture = svg("svg", {
+      viewBox: `0 0 ${W} ${H}`,
+      class: "gpio-svg",
+      role: "img",
+      "aria-label": `The table with ${model.spots.length} spots and the dealer's console`,
+      "data-testid": "gpio-svg",
+    });
+    picture.append(svg("path", { class: "felt", d: `M 10 300 L 10 170 C 10 -20 ${W - 10} -20 ${W - 10} 170 L ${W - 10} 300 Z` }));
+    picture.append(svg("text", { x: W / 2, y: 292, class: "g-label dealer-label", "text-anchor": "middle", text: "Dealer" }));
+
+    model.spots.forEach((s, i) => {
+      const x = margin + (i + 0.5) * slot;
+      const u = (x - W / 2) / (W / 2 - margin);
+      const y = 60 + 110 * u * u; // along the table's curved edge
+      const group = svg("g", { class: "g-spot", "data-testid": `gpio-spot-${s.spot}` });
+      const mains = s.circles.filter((c) => c.circle === "main");
+      const sides = s.circles.filter((c) => c.circle !== "main");
+      const sideR = Math.min(14, slot / (2.6 * Math.max(1, sides.length)));
+      const mainR = Math.min(26, slot / 4);
+      const place = [];
+      sides.forEach((c, k) => place.push([c, x + (k - (sides.length - 1) / 2) * (2.4 * sideR + 2), y, sideR]));
+      mains.forEach((c) => place.push([c, x, y + sideR + mainR + 10, mainR]));
+      for (const [c, cx, cy, r] of place) {
+        const state = c.input ? inputState(c.input) : "none";
+        const lamp = c.light ? lampClass(c.light) : "";
+        const title = `Spot ${s.spot} ${betName(c.circle)}: ` +
+          (c.input ? `chips ${state === "on" ? "seen" : state === "off" ? "not seen" : STATE_WORDS[state]} (${inputDetail(c.input)})` : "no sensor") +
+          (c.light ? `; circle lamp ${c.light}` : "");
+        const node = svg(
+          "g",
+          { class: `g-circle ${state} ${lamp}`, "data-testid": `gpio-${c.inputName || c.lightName}`, "data-state": state, "data-lamp": c.light || null },
+          svg("title", { text: title }),
+          c.light ? svg("circle", { class: "ring", cx, cy, r: r + 4 }) : null,
+          svg("circle", { class: "disc", cx, cy, r }),
+          svg("text", { x: cx, y: cy + 4, "text-anchor": "middle", class: "g-short", text: CIRCLE_SHORT[c.circle] ?? c.circle.slice(0, 3) }),
+        );
+        group.append(node);
+      }
+      const labelY = y + sideR + 2 * mainR + 32;
+      group.append(svg("text", { x: x - 6, y: labelY, "text-anchor": "middle", class: "g-label", text: `Spot ${s.spot}` }));
+      if (s.action) {
+        group.append(
+          svg(
+            "circle",
+            { class: `g-lamp ${lampClass(s.action.state)}`, cx: x + 32, cy: labelY - 5, r: 7, "data-testid": `gpio-${s.action.name}`, "data-state": s.action.state },
+            svg("title", { text: `Spot ${s.spot} action lamp: ${s.action.state}` }),
+          ),
+        );
+      }
+      picture.append(group);
+    });
+
+    // the dealer's console: a panel of buttons, the table's lamps beside it
+    const panelW = W - 20 - (model.lamps.length ? 190 : 0);
+    picture.append(svg("rect", { class: "console", x: 10, y: consoleTop, width: panelW, height: H - consoleTop - 6, rx: 8 }));
+    picture.append(svg("text", { x: 20, y: consoleTop + 22, class: "g-label", text: "Dealer's console" }));
+    const bw = Math.min(112, (panelW - 20) / Math.min(perRow, Math.max(1, model.buttons.length)) - 8);
+    model.buttons.forEach((b, k) => {
+      const bx = 20 + (k % perRow) * (bw + 8);
+      const by = consoleTop + 32 + Math.floor(k / perRow) * 46;
+      const state = inputState(b.input);
+      const word = b.word;
+      picture.append(
+        svg(
+          "g",
+          { class: `g-button ${state}`, "data-testid": `gpio-${b.name}`, "data-state": state },
+          svg("title", { text: `${b.word}: ${b.keySwitch ? (state === "on" ? "key turned" : state === "off" ? "key off" : STATE_WORDS[state]) : state === "on" ? "pressed" : state === "off" ? "not pressed" : STATE_WORDS[state]} (${inputDetail(b.input)})` }),
+          svg("rect", { x: bx, y: by, width: bw, height: 36, rx: 6 }),
+          svg("text", { x: bx + bw / 2, y: by + 23, "text-anchor": "middle", text: word }),
+        ),
       );
     });
-    if (!inputs.length) inputs.push(el("li", { class: "none", text: "No inputs." }));
-    $("inputs").replaceChildren(...inputs);
-    const lights = Object.entries((gpio && gpio.lights) || {}).map(([name, state]) =>
-      el(
-        "li",
-        { class: state, "data-testid": `light-${name}`, "data-state": state },
-        el("span", { class: "dot", "aria-hidden": "true" }),
-        el("span", { class: "name", text: name }),
-        el("span", { class: "meta", text: state }),
-      ),
-    );
-    if (!lights.length) lights.push(el("li", { class: "none", text: "No lights." }));
-    $("lights").replaceChildren(...lights);
+    model.lamps.forEach((l, k) => {
+      const lx = W - 175;
+      const ly = consoleTop + 20 + k * 34;
+      picture.append(
+        svg(
+          "g",
+          { class: `g-table-lamp ${lampClass(l.state)}`, "data-testid": `gpio-${l.name}`, "data-state": l.state },
+          svg("title", { text: `${l.word}: ${l.state}` }),
+          svg("circle", { class: "g-lamp", cx: lx, cy: ly, r: 11 }),
+          svg("text", { x: lx + 18, y: ly + 5, class: "g-label", text: `${l.word} ${l.state}` }),
+        ),
+      );
+    });
+    box.replaceChildren(picture);
   }
 
   function renderLightTest(test) {
     const out = $("light-test-state");
-    lightTestRunning = Boolean(test && test.running);
+    lightTestRunning = Boolean(test && (test.running || test.pending));
     if (!test) {
       out.hidden = true;
       out.removeAttribute("data-state");
@@ -444,7 +671,13 @@
       return;
     }
     out.hidden = false;
-    out.classList.toggle("ok", !test.running);
+    out.classList.toggle("ok", !test.running && !test.pending);
+    if (test.pending) {
+      out.dataset.state = "pending";
+      out.replaceChildren(`Light test queued (${test.by}): it runs when ${test.waiting_for || "the round ends"}; ${test.lights} lights`);
+      $("light-test").disabled = true;
+      return;
+    }
     if (test.running) {
       out.dataset.state = "running";
       out.replaceChildren(
@@ -460,12 +693,38 @@
 
   // -- recall and log (fetched, not streamed) ---------------------------------------------
 
-  // The last 10 rounds (path /api/rounds), or a search across the journal's files.
+  // The newest 10 rounds (path /api/rounds), 10 older ones, or a search across the files.
+  let recallOldest = null; // the oldest round number shown (the "Older 10" button)
+
+  function settlementText(line, split) {
+    const where = `Spot ${line.spot}` + (line.hand !== undefined && line.hand !== null && split.has(line.spot) ? ` hand ${line.hand + 1}` : "");
+    const net = line.paid + line.returned - line.stake;
+    const sign = net > 0 ? "+" : net < 0 ? "-" : "±";
+    return `${where} ${betName(line.wager)}: ${line.outcome}${line.pays ? ` ${line.pays}` : ""}, stake ${money(line.stake)}, paid ${money(line.paid)}, returned ${money(line.returned)}, net ${sign}${money(Math.abs(net))}`;
+  }
+
+  function recallHands(record) {
+    if (!record.hands) return el("p", { class: "meta", text: "Hands not shown: this round's events do not replay (see the text below)." });
+    const rows = record.hands.map((hand) =>
+      el(
+        "div",
+        { class: "recall-hand", "data-testid": "recall-hand" },
+        el("span", { class: "who", text: hand.who }),
+        el("span", { class: "cards" }, ...hand.cards.map(cardEl)),
+        el("span", { class: "total", text: hand.cards.length ? totalText(hand.total, hand.soft) : "no cards" }),
+        hand.done && hand.done.length ? el("span", { class: "meta", text: hand.done.join(", ") }) : null,
+      ),
+    );
+    return el("div", { class: "recall-hands" }, ...rows);
+  }
+
   async function loadRecall(search) {
     recallSearch = search || null;
-    const path = recallSearch ? `/api/rounds/search?${new URLSearchParams(recallSearch)}` : "/api/rounds";
+    let path = "/api/rounds";
+    if (recallSearch && recallSearch.before) path = `/api/rounds/older?before=${encodeURIComponent(recallSearch.before)}`;
+    else if (recallSearch) path = `/api/rounds/search?${new URLSearchParams(recallSearch)}`;
     const { status, data } = await api("GET", path);
-    $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch)})` : "(last 10 rounds)";
+    $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch)})` : "(newest 10 rounds)";
     if (status !== 200) {
       say($("recall-msg"), data.error || `recall failed (HTTP ${status})`, "err");
       if (recallSearch) $("recall").replaceChildren();
@@ -474,16 +733,20 @@
     const unreadable = data.unreadable || [];
     say($("recall-msg"), unreadable.length ? `Not searched (cannot be read): ${unreadable.join("; ")}` : "", "err");
     const open = new Set([...document.querySelectorAll("#recall details[open]")].map((d) => d.dataset.round));
+    const numbers = (data.rounds || []).map((r) => r.round);
+    recallOldest = numbers.length ? Math.min(...numbers) : recallOldest;
+    $("recall-older").disabled = !numbers.length || recallOldest <= 1;
     const rounds = (data.rounds || []).map((record) => {
       const settlements = (record.result && record.result.settlements) || [];
       const result = record.result || {};
+      const split = new Set(settlements.filter((l) => l.hand).map((l) => l.spot));
       const summary = el(
         "summary",
         {},
         el("strong", { text: `Round ${record.round}` }),
         record.void ? el("span", { class: "tag bad", text: "VOID" }) : null,
         el("span", { class: "when", "data-testid": "round-when", text: ` ${record.when || ""}` }),
-        ` · dealer ${(record.dealer || []).join(" ") || "–"} · ${settlements.length} wager(s) · stakes ${money(result.stake)}, paid ${money(result.paid)}, returned ${money(result.returned)}`,
+        ` · dealer ${(record.dealer || []).map(cardText).join(" ") || "–"} · ${settlements.length} wager(s) · stakes ${money(result.stake)}, paid ${money(result.paid)}, returned ${money(result.returned)}`,
         el("span", { class: "meta", "data-testid": "round-file", text: ` · ${record.file || ""}` }),
       );
       const link = el("a", {
@@ -497,7 +760,9 @@
         "details",
         { class: "round", "data-testid": "recall-round", "data-round": record.round },
         summary,
-        el("pre", { class: "round-text", text: record.text }),
+        recallHands(record),
+        el("ul", { class: "recall-settlements" }, ...settlements.map((line) => el("li", { "data-testid": "recall-settlement", text: settlementText(line, split) }))),
+        el("details", { class: "round-full" }, el("summary", { text: "The whole record, with every action" }), el("pre", { class: "round-text", text: record.text })),
         link,
       );
       if (open.has(String(record.round))) details.open = true;
@@ -508,6 +773,7 @@
   }
 
   function searchWords(search) {
+    if (search.before) return `the 10 rounds before round ${search.before}`;
     if (search.round) return `round ${search.round}`;
     if (search.to) return `settled from ${search.at} to ${search.to}, local time`;
     return `nearest ${search.at}, local time`;
@@ -562,6 +828,188 @@
     );
     if (!items.length) items.push(el("li", { class: "none", text: "No log record." }));
     $("log").replaceChildren(...items);
+  }
+
+  // -- history: the charts (uPlot, vendored) -----------------------------------------------
+
+  let lastHistory = null;
+  const charts = [];
+  const COLOURS = { ok: "#1a7f37", warn: "#b7791f", bad: "#b42318", accent: "#0b5cad", muted: "#65717e", band: "rgba(11,92,173,0.14)" };
+  const POOL_COLOURS = ["#b42318", "#0b5cad", "#1a7f37", "#8250df", "#b7791f"];
+
+  function historySoon() {
+    if (historyTimer) return;
+    const wait = Math.max(0, historyLoaded + HISTORY_SOONEST_MS - Date.now());
+    historyTimer = setTimeout(() => {
+      historyTimer = null;
+      loadHistory();
+    }, wait);
+  }
+
+  async function loadHistory() {
+    historyLoaded = Date.now();
+    const hours = $("history-hours").value;
+    const { status, data } = await api("GET", `/api/history?hours=${encodeURIComponent(hours)}`);
+    if (status !== 200) {
+      say($("history-msg"), data.error || `history failed (HTTP ${status})`, "err");
+      return;
+    }
+    const notes = [];
+    if (data.problem) notes.push(`History not being written: ${data.problem}`);
+    if (data.par_problem) notes.push(data.par_problem);
+    say($("history-msg"), notes.join("; "), notes.length ? "err" : null);
+    const n = (data.t || []).length;
+    $("history-what").textContent = `(${n} point${n === 1 ? "" : "s"}; one every ${duration(data.every_s)}, and soon after each round)`;
+    lastHistory = data;
+    drawHistory(data);
+    renderBetsTable(data);
+  }
+
+  const pct = (v, digits = 1) => (v === null || v === undefined ? "–" : `${(v * 100).toFixed(digits)}%`);
+
+  function dollars(cents) {
+    return cents === null || cents === undefined ? "–" : money(Math.round(cents));
+  }
+
+  // One chart: `lines` = [{label, values, colour, scale, stepped, dash, fmt}], `bands` = [[hiIndex, loIndex]]
+  function chart(id, title, t, lines, options = {}) {
+    const box = el("figure", { class: "chart", "data-testid": `chart-${id}`, id: `chart-${id}` }, el("figcaption", { text: title }));
+    const points = lines.length ? lines[0].values.filter((v) => v !== null && v !== undefined).length : 0;
+    box.dataset.points = String(points);
+    box.dataset.series = String(lines.length);
+    $("charts").append(box);
+    if (!t.length) {
+      box.append(el("p", { class: "none", text: "No history yet." }));
+      return;
+    }
+    const width = Math.max(260, box.clientWidth - 4);
+    const series = [{ value: (u, v) => (v === null ? "" : localTime(v)) }];
+    for (const line of lines) {
+      series.push({
+        label: line.label,
+        stroke: line.colour,
+        width: line.width || 2,
+        scale: line.scale || "y",
+        dash: line.dash,
+        spanGaps: line.spanGaps !== false,
+        points: { show: t.length < 40 && !line.dash },
+        paths: line.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+        value: (u, v) => (v === null || v === undefined ? "–" : (line.fmt || String)(v)),
+      });
+    }
+    const axes = [{ stroke: COLOURS.muted, grid: { stroke: "#eef0f2" } }];
+    const scales = { x: { time: true } };
+    for (const axis of options.axes || [{ scale: "y" }]) {
+      axes.push({ scale: axis.scale, side: axis.side ?? 3, stroke: COLOURS.muted, grid: { show: axis.side !== 1, stroke: "#eef0f2" }, size: 60, values: axis.fmt ? (u, vals) => vals.map((v) => axis.fmt(v)) : undefined, splits: axis.splits });
+      scales[axis.scale] = axis.range ? { range: axis.range } : { auto: true };
+    }
+    const opts = {
+      width,
+      height: options.height || 190,
+      series,
+      axes,
+      scales,
+      bands: (options.bands || []).map(([hi, lo]) => ({ series: [hi, lo], fill: COLOURS.band })),
+      legend: { live: true },
+      cursor: { drag: { x: true, y: false } },
+    };
+    if (zone && uPlot.tzDate) opts.tzDate = (ts) => uPlot.tzDate(new Date(ts * 1000), zone);
+    const plot = new uPlot(opts, [t, ...lines.map((l) => l.values)], box);
+    charts.push(plot);
+  }
+
+  function localTime(epochS) {
+    const d = new Date(epochS * 1000);
+    try {
+      return d.toLocaleString("en-GB", { timeZone: zone || undefined, hour12: false });
+    } catch (_) {
+      return d.toLocaleString("en-GB", { hour12: false });
+    }
+  }
+
+  function drawHistory(data) {
+    while (charts.length) charts.pop().destroy();
+    $("charts").replaceChildren();
+    const t = data.t || [];
+    chart("link", "Jackpot link (up or down) and messages waiting in the outbox", t, [
+      { label: "link up", values: data.link_up || [], colour: COLOURS.ok, scale: "updown", stepped: true, fmt: (v) => (v ? "up" : "DOWN") },
+      { label: "outbox", values: data.outbox || [], colour: COLOURS.warn, scale: "n", fmt: (v) => `${v} waiting` },
+    ], {
+      axes: [
+        { scale: "updown", range: [0, 1.05], splits: () => [0, 1], fmt: (v) => (v === 1 ? "up" : v === 0 ? "down" : "") },
+        { scale: "n", side: 1, fmt: (v) => String(v) },
+      ],
+    });
+    chart("shoe", "Shoe: errors and reconnects since the point before", t, [
+      { label: "errors", values: data.shoe_errors || [], colour: COLOURS.bad, stepped: true },
+      { label: "reconnects", values: data.shoe_reconnects || [], colour: COLOURS.accent, stepped: true },
+    ]);
+    chart("pace", "Pace: cards and rounds per hour", t, [
+      { label: "cards per hour", values: data.cards_per_hour || [], colour: COLOURS.accent, scale: "cards", fmt: (v) => Math.round(v) },
+      { label: "rounds per hour", values: data.rounds_per_hour || [], colour: COLOURS.ok, scale: "rounds", fmt: (v) => Math.round(v) },
+    ], { axes: [{ scale: "cards" }, { scale: "rounds", side: 1 }] });
+    const meters = Object.entries(data.meters || {});
+    if (meters.length) {
+      chart("meters", "Progressive meters", t, meters.map(([, m], i) => ({ label: m.title, values: m.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
+        axes: [{ scale: "y", fmt: dollars }],
+      });
+    }
+    const pools = Object.entries(data.pools || {});
+    chart("pools", "Progressive pools: stakes this table fed each one (cumulative)", t, pools.map(([, p], i) => ({ label: p.title, values: p.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
+      axes: [{ scale: "y", fmt: dollars }],
+    });
+    for (const [bet, line] of Object.entries(data.bets || {})) {
+      if (!line.wagers && line.par_hit === null) continue; // offered, never played, no par: nothing to draw
+      const par = (v) => t.map(() => v);
+      // the house keeps at most all of the stakes; a band far below -200% only squashes the chart
+      const clip = (values) => values.map((v) => (v === null || v === undefined ? null : Math.max(-2, Math.min(1, v))));
+      const parWords = (v) => (v === null || v === undefined ? "no single par (it depends on the up card)" : `par ${pct(v, 2)}`);
+      chart(`hit-${bet}`, `${line.title}: hit frequency seen, ${parWords(line.par_hit)}, 95% band`, t, [
+        { label: "seen", values: line.hit, colour: COLOURS.bad, fmt: (v) => pct(v, 2) },
+        { label: "par", values: par(line.par_hit ?? null), colour: COLOURS.ok, dash: [6, 4], width: 1.5, fmt: (v) => pct(v, 2) },
+        { label: "band high", values: line.hit_hi, colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 2) },
+        { label: "band low", values: line.hit_lo, colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 2) },
+      ], { axes: [{ scale: "y", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 170 });
+      chart(`hold-${bet}`, `${line.title}: hold seen, ${parWords(line.par_hold)}, 95% band`, t, [
+        { label: "seen", values: line.hold, colour: COLOURS.bad, fmt: (v) => pct(v, 1) },
+        { label: "par", values: par(line.par_hold ?? null), colour: COLOURS.ok, dash: [6, 4], width: 1.5, fmt: (v) => pct(v, 2) },
+        { label: "band high", values: clip(line.hold_hi), colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 1) },
+        { label: "band low", values: clip(line.hold_lo), colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 1) },
+      ], { axes: [{ scale: "y", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 170 });
+    }
+  }
+
+  function verdict(inBand) {
+    if (inBand === null || inBand === undefined) return ["–", ""];
+    return inBand ? ["within the band", "ok"] : ["OUTSIDE the band: look at it", "bad"];
+  }
+
+  function renderBetsTable(data) {
+    const head = el(
+      "tr",
+      {},
+      ...["Side bet", "Wagers", "Hits", "Hit frequency seen (95% interval)", "Par", "", "Hold seen", "Par hold", ""].map((h) => el("th", { text: h })),
+    );
+    const rows = Object.entries(data.bets || {}).map(([bet, b]) => {
+      const interval = b.seen_hit_interval ? ` (${pct(b.seen_hit_interval[0])}–${pct(b.seen_hit_interval[1])})` : "";
+      const [hitWords, hitClass] = verdict(b.hit_in_band);
+      const [holdWords, holdClass] = verdict(b.hold_in_band);
+      return el(
+        "tr",
+        { "data-testid": `bet-row-${bet}` },
+        el("th", { text: b.title }),
+        el("td", { text: b.wagers }),
+        el("td", { text: b.hits }),
+        el("td", { text: b.wagers ? `${pct(b.seen_hit, 2)}${interval}` : "no wager yet" }),
+        el("td", { text: pct(b.par_hit, 2) }),
+        el("td", { class: hitClass, text: hitWords }),
+        el("td", { text: b.stakes ? `${pct(b.seen_hold)} of ${money(b.stakes)}` : "–" }),
+        el("td", { text: b.par_hold === null || b.par_hold === undefined ? "not computed" : pct(b.par_hold, 2) }),
+        el("td", { class: holdClass, text: holdWords }),
+      );
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "none", text: "This game has no side bet." })));
+    $("bets-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
   }
 
   // -- live stream, stale marker --------------------------------------------------------
@@ -640,6 +1088,16 @@
     $("ack-all").addEventListener("click", () => action($("ack-all"), $("alarms-msg"), "/api/alarms/ack", { alarm: 0 }, "All alarms acknowledged"));
     $("light-test").addEventListener("click", () => action($("light-test"), $("light-test-msg"), "/api/lights/test", {}, "Light test started"));
     $("recall-refresh").addEventListener("click", () => loadRecall(null));
+    $("recall-older").addEventListener("click", () => {
+      if (recallOldest) loadRecall({ before: String(recallOldest) });
+    });
+    $("history-refresh").addEventListener("click", loadHistory);
+    $("history-hours").addEventListener("change", loadHistory);
+    let resizeTimer = null;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => lastHistory && drawHistory(lastHistory), 250);
+    });
     $("recall-search").addEventListener("submit", searchRecall);
     $("rotate-journal").addEventListener("click", () => action($("rotate-journal"), $("rotate-msg"), "/api/journal/rotate", {}, "New journal file started"));
     $("log-refresh").addEventListener("click", loadLog);
@@ -650,6 +1108,8 @@
     connect();
     setInterval(watchdog, 1000);
     setInterval(loadLog, LOG_EVERY_MS);
+    loadHistory();
+    setInterval(loadHistory, HISTORY_EVERY_MS);
   }
 
   start();

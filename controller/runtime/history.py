@@ -1,0 +1,607 @@
+"""The table's history for the diagnostics page's charts: a small time-series store on disk.
+
+The daemon keeps ``data_dir/history.sqlite`` beside the journal (:data:`HISTORY_NAME`),
+opened like the journal: WAL, ``synchronous = FULL``, so a sample is on disk when its
+commit returns and a restart (or a power cut) keeps the history. A
+:class:`HistoryRecorder` thread adds one **sample** a minute (:data:`EVERY_S`), and one
+soon after a round settles (at most every :data:`AFTER_ROUND_S`), so a short run still
+draws; samples older than :data:`KEEP_HOURS` are deleted in the same transaction, so the
+file stays small (a day of one sample a minute is about 1,440 rows).
+
+A sample holds **cumulative** counts since the store began (rounds, cards, shoe errors and
+reconnects, and per side bet the wagers, hits, stakes, the players' net and the sum of the
+squared stakes), and **gauges** as they were at that moment (jackpot link up, broker
+connection, outbox depth, progressive meters when the table knows them). Rates (cards and
+rounds per hour) and the side bets' hit frequency and hold are differences and ratios of
+those, so any sample can be dropped when a long period is drawn with few points
+(:func:`series`), and none is lost by a restart.
+
+The rounds are read from the journal (:class:`~controller.journal.library.JournalLibrary`,
+read-only, its own connections) by round number: each settled round is counted once, in
+the same transaction that records the last round counted, however the daemon stops. A new
+store starts counting at the journal's last settled round (no backfill of old rounds).
+
+Side bets are compared with the exact par sheet (:func:`controller.parsheet.compute_par_sheet`,
+computed once on the recorder's thread): the hit frequency and the hold (the house's share
+of the stakes, the meter lines left out) actually seen, with the 95% band the par predicts
+for that many wagers (``par +- 1.96 sd / sqrt(n)``, :func:`par_band`; for the hold ``n`` is
+the effective number of equal wagers, ``(sum of stakes)^2 / sum of squared stakes``). A
+line outside its band is worth a look; a few hundred rounds are noisy, and the band says
+how noisy. :func:`wilson` gives the interval of a seen frequency itself.
+
+>>> lo, hi = wilson(10, 100)
+>>> round(lo, 4), round(hi, 4)
+(0.0552, 0.1744)
+>>> [round(x, 4) for x in par_band(0.1, 0.3, 100)]
+[0.0412, 0.1588]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+log = logging.getLogger("table-controller.history")
+
+HISTORY_NAME = "history.sqlite"
+"""The store's file, in the table's ``data_dir`` beside the journal."""
+EVERY_S = 60.0
+"""One sample this often, round or not."""
+AFTER_ROUND_S = 5.0
+"""A sample soon after a round settles, but not more often than this."""
+KEEP_HOURS = 72.0
+"""Samples older than this are deleted (three days: a weekend's shifts)."""
+MAX_POINTS = 720
+"""At most this many points per line are sent to a page (older samples are thinned)."""
+CATCH_UP_ROUNDS = 2000
+"""At most this many journal rounds are counted in one sample (the rest at the next)."""
+Z95 = 1.959963984540054
+"""The normal quantile of a two-sided 95% interval."""
+SCHEMA = 1
+NOT_SIDE_BETS = frozenset({"main", "double_down", "double_up", "insurance", "even_money"})
+
+
+# -- the confidence bands ---------------------------------------------------------------
+
+
+def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of a frequency seen ``hits`` times in ``n`` (None if
+    ``n`` is 0): unlike ``p +- z sqrt(p(1-p)/n)`` it stays inside 0..1 and is not empty
+    when nothing (or everything) hit."""
+    if n <= 0:
+        return None
+    if not 0 <= hits <= n:
+        raise ValueError(f"hits must be from 0 to n ({n}), got {hits}")
+    p = hits / n
+    z2 = z * z
+    middle = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, middle - half), min(1.0, middle + half)
+
+
+def par_band(par: float, sd: float, n: float, z: float = Z95) -> tuple[float, float] | None:
+    """Where the average of ``n`` independent results with mean ``par`` and standard
+    deviation ``sd`` falls 95 times in 100 (normal approximation); None for ``n`` 0."""
+    if n <= 0:
+        return None
+    half = z * sd / math.sqrt(n)
+    return par - half, par + half
+
+
+def par_figures(sheet: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """From a par sheet (:func:`~controller.parsheet.compute_par_sheet`), per bet: its
+    ``title``, the par ``hit`` frequency and its ``hit_sd``, the par ``hold`` (house edge;
+    for a bet with meter lines the hold of its fixed awards, meter left out) and the
+    ``hold_sd`` of one unit staked. A figure the sheet has not: None."""
+    out: dict[str, dict[str, Any]] = {}
+    for bet, figures in (sheet.get("bets") or {}).items():
+        hit = figures.get("hit_frequency")
+        hold = figures.get("house_edge")
+        if hold is None and figures.get("return_excluding_meter") is not None:
+            hold = -float(figures["return_excluding_meter"])
+        hold_sd = None
+        outcomes = figures.get("outcomes")
+        if hold is not None and outcomes is not None and figures.get("lose_probability"):
+            second = float(figures["lose_probability"])  # a loss nets -1 per unit
+            for outcome in outcomes:
+                p = float(outcome.get("probability") or 0.0)
+                if not p:
+                    continue
+                contribution = outcome.get("contribution")
+                net = -1.0 if contribution is None else float(contribution) / p
+                second += p * net * net
+            hold_sd = math.sqrt(max(0.0, second - hold * hold))
+        out[bet] = {
+            "title": figures.get("title") or bet,
+            "hit": hit,
+            "hit_sd": None if hit is None else math.sqrt(hit * (1 - hit)),
+            "hold": hold,
+            "hold_sd": hold_sd,
+        }
+    return out
+
+
+# -- the store ---------------------------------------------------------------------------
+
+
+class HistoryError(Exception):
+    """The history file cannot be opened or written (the table plays on without it)."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.absolute()))}?mode=rwc"
+    try:
+        db = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=5.0, check_same_thread=False
+        )
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        db.execute("PRAGMA synchronous = FULL")
+    except sqlite3.Error as exc:
+        raise HistoryError(
+            f"cannot open the history {path}: {exc}; check that data_dir is writable"
+        ) from None
+    if str(mode).lower() != "wal":
+        db.close()
+        raise HistoryError(f"history {path}: the file system does not support WAL mode")
+    return db
+
+
+class HistoryStore:
+    """The samples on disk. Any thread (one connection behind a lock); :meth:`add` writes a
+    sample and the running totals in one transaction and deletes what is older than
+    ``keep_hours``."""
+
+    def __init__(self, path: str | Path, *, keep_hours: float = KEEP_HOURS):
+        self.path = Path(path)
+        self.keep_ms = int(keep_hours * 3_600_000)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = _connect(self.path)
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA:
+                raise HistoryError(
+                    f"history {self.path} was written by newer software (schema {version}); "
+                    "move it aside to start a new one"
+                )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS samples (utc_ms INTEGER PRIMARY KEY, data TEXT "
+                "NOT NULL)"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                "data TEXT NOT NULL)"
+            )
+            self._db.execute(f"PRAGMA user_version = {SCHEMA}")
+        except sqlite3.Error as exc:
+            self.close()
+            raise HistoryError(f"history {self.path} cannot be read: {exc}") from None
+        except HistoryError:
+            self.close()
+            raise
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise HistoryError(f"history {self.path} is closed")
+        return self._db
+
+    def totals(self) -> dict[str, Any] | None:
+        """The running totals of the last sample (None: a new store)."""
+        with self._lock:
+            row = self.db.execute("SELECT data FROM totals WHERE id = 1").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def add(self, utc_ms: int, sample: dict[str, Any]) -> None:
+        """Write ``sample`` (cumulative counts and gauges) at ``utc_ms``: on disk when this
+        returns. A second sample in the same millisecond replaces the first."""
+        text = json.dumps(sample, separators=(",", ":"), sort_keys=True)
+        with self._lock:
+            db = self.db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("INSERT OR REPLACE INTO samples VALUES (?, ?)", (int(utc_ms), text))
+                db.execute("INSERT OR REPLACE INTO totals VALUES (1, ?)", (text,))
+                db.execute("DELETE FROM samples WHERE utc_ms < ?", (int(utc_ms) - self.keep_ms,))
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise HistoryError(f"history {self.path} not written: {exc}") from None
+
+    def samples(self, since_ms: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """The samples from ``since_ms`` (UTC ms; None: all kept), oldest first."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT utc_ms, data FROM samples WHERE utc_ms >= ? ORDER BY utc_ms",
+                (since_ms or 0,),
+            ).fetchall()
+        return [(int(t), json.loads(data)) for t, data in rows]
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self.db.execute("SELECT count(*) FROM samples").fetchone()[0])
+
+    def close(self) -> None:
+        """Safe twice."""
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+
+# -- counting rounds -------------------------------------------------------------------------
+
+
+def new_totals(last_round: int = 0) -> dict[str, Any]:
+    """The running totals of a new store that starts counting after ``last_round``."""
+    return {
+        "round": last_round,
+        "rounds": 0,
+        "cards": 0,
+        "shoe_errors": 0,
+        "shoe_reconnects": 0,
+        "bets": {},
+        "pools": {},
+    }
+
+
+def side_bet_of(wager: str) -> str | None:
+    """The side bet a settled wager belongs to (None: the main game's wagers)."""
+    if wager in NOT_SIDE_BETS:
+        return None
+    return wager.split(".", 1)[0]
+
+
+def count_round(totals: dict[str, Any], record: dict[str, Any]) -> None:
+    """Add a settled round's record (the journal's) to ``totals``, in place: the round,
+    its cards, each side bet's wagers (hits: won; stakes; the players' net; squared
+    stakes) and the stakes each progressive pool was fed (the round's contributions)."""
+    totals["round"] = max(int(totals.get("round") or 0), int(record["round"]))
+    if record.get("void"):
+        return
+    totals["rounds"] += 1
+    events = record.get("events") or []
+    totals["cards"] += sum(1 for e in events if isinstance(e, dict) and e.get("type") == "card")
+    bets = totals["bets"]
+    for line in (record.get("result") or {}).get("settlements") or []:
+        bet = side_bet_of(str(line.get("wager")))
+        stake = int(line.get("stake") or 0)
+        if bet is None or stake <= 0:
+            continue
+        tally = bets.setdefault(bet, {"n": 0, "hits": 0, "stake": 0, "net": 0, "s2": 0})
+        tally["n"] += 1
+        tally["hits"] += line.get("outcome") == "win"
+        tally["stake"] += stake
+        tally["net"] += int(line.get("paid") or 0) + int(line.get("returned") or 0) - stake
+        tally["s2"] += stake * stake
+    pools = totals["pools"]
+    for effect in record.get("effects") or []:
+        if effect.get("effect") != "publish" or effect.get("topic") != "contribution":
+            continue
+        payload = effect.get("payload") or {}
+        stake = int(payload.get("stake") or 0)
+        for pool in [payload.get("pool"), "mystery" if payload.get("mystery") else None]:
+            if pool:
+                pools[pool] = pools.get(pool, 0) + stake
+
+
+# -- the recorder ------------------------------------------------------------------------
+
+
+class HistoryRecorder:
+    """Adds samples to ``store`` on its own thread until :meth:`close`.
+
+    ``now()`` gives the gauges and live counters at this moment: ``round`` (the table's
+    round number) and ``phase``, ``link_up``, ``connected``, ``outbox``, ``shoe`` (the
+    shoe's health or None) and ``meters`` (pool -> cents, when known). ``library`` reads
+    the settled rounds; ``rules``: the game, for its par sheet; ``utc()``: UTC ms."""
+
+    def __init__(
+        self,
+        store: HistoryStore,
+        library: Any,
+        now: Callable[[], dict[str, Any]],
+        *,
+        rules: Any = None,
+        utc: Callable[[], int] | None = None,
+        every_s: float = EVERY_S,
+        after_round_s: float = AFTER_ROUND_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.store = store
+        self.library = library
+        self._now = now
+        self._rules = rules
+        self._utc = utc or (lambda: time.time_ns() // 1_000_000)
+        self.every_s = every_s
+        self.after_round_s = after_round_s
+        self._clock = clock
+        self.par: dict[str, dict[str, Any]] | None = None
+        self.par_problem: str | None = None
+        self.problem: str | None = None
+        self.samples_written = 0
+        self._seen_shoe = (0, 0)  # this process's shoe errors and reconnects counted so far
+        self._last_sample: float | None = None
+        self._last_round_key: tuple[Any, Any] | None = None
+        self._round_pending = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="history", daemon=True)
+
+    def start(self) -> HistoryRecorder:
+        self._thread.start()
+        return self
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread (after a last sample). Safe twice."""
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    # -- the thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._compute_par()
+        while not self._stop.is_set():
+            self.poll()
+            self._stop.wait(0.5)
+        self.sample()  # what the last minute saw
+
+    def _compute_par(self) -> None:
+        if self._rules is None:
+            return
+        try:
+            from controller.parsheet import compute_par_sheet
+
+            self.par = par_figures(compute_par_sheet(self._rules))
+        except Exception as exc:  # the charts then show what was seen, without par
+            self.par_problem = f"no par sheet: {exc}"
+            log.exception("history: the par sheet could not be computed")
+
+    def poll(self) -> bool:
+        """Take a sample if one is due (a minute since the last, or a round settled and
+        :attr:`after_round_s` passed); True if one was written."""
+        now = self._clock()
+        try:
+            live = self._now()
+        except Exception:
+            log.exception("history: the table's figures could not be read")
+            return False
+        key = (live.get("round"), live.get("phase"))
+        if key != self._last_round_key:
+            if self._last_round_key is not None:
+                self._round_pending = True
+            self._last_round_key = key
+        since = None if self._last_sample is None else now - self._last_sample
+        due = since is None or since >= self.every_s
+        due = due or (self._round_pending and since >= self.after_round_s)
+        return self.sample(live) if due else False
+
+    def sample(self, live: dict[str, Any] | None = None) -> bool:
+        """Count the rounds settled since the last sample and write one now; True if
+        written (a problem is logged once, kept in :attr:`problem`, and tried again)."""
+        self._last_sample = self._clock()
+        self._round_pending = False
+        try:
+            live = live if live is not None else self._now()
+            totals = self.store.totals()
+            if totals is None:
+                last = self.library.last_rounds(1)
+                totals = new_totals(last[0].number if last else 0)
+            for found in self.library.rounds_after(int(totals["round"]), CATCH_UP_ROUNDS):
+                count_round(totals, found.record)
+            shoe = live.get("shoe") or {}
+            errors = sum(int(v) for v in (shoe.get("errors") or {}).values())
+            reconnects = int(shoe.get("reconnects") or 0)
+            seen_errors, seen_reconnects = self._seen_shoe
+            totals["shoe_errors"] += errors - seen_errors if errors >= seen_errors else errors
+            totals["shoe_reconnects"] += (
+                reconnects - seen_reconnects if reconnects >= seen_reconnects else reconnects
+            )
+            sample = {
+                **totals,
+                "link_up": _flag(live.get("link_up")),
+                "connected": _flag(live.get("connected")),
+                "outbox": live.get("outbox"),
+                "meters": dict(live.get("meters") or {}),
+            }
+            self.store.add(self._utc(), sample)
+            self._seen_shoe = (errors, reconnects)
+        except Exception as exc:
+            text = str(exc) or type(exc).__name__
+            if text != self.problem:
+                log.error("history: sample not recorded: %s (the table plays on)", text)
+            self.problem = text
+            return False
+        if self.problem is not None:
+            log.info("history: samples recorded again")
+        self.problem = None
+        self.samples_written += 1
+        return True
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "file": str(self.store.path),
+            "every_s": self.every_s,
+            "keep_hours": self.store.keep_ms / 3_600_000,
+            "samples_written": self.samples_written,
+            "problem": self.problem,
+            "par_problem": self.par_problem,
+        }
+
+
+def _flag(value: Any) -> int | None:
+    return None if value is None else int(bool(value))
+
+
+# -- what a page draws -----------------------------------------------------------------------
+
+
+def _thin(rows: list[tuple[int, dict[str, Any]]], max_points: int) -> list[dict[str, Any]]:
+    """At most ``max_points`` samples: each kept one stands for a run of samples, with the
+    last one's counts (cumulative), the largest outbox and the link down if it was down
+    at any of them."""
+    if len(rows) <= max_points:
+        return [{**data, "utc_ms": t} for t, data in rows]
+    size = math.ceil(len(rows) / max_points)
+    out = []
+    for start in range(0, len(rows), size):
+        run = rows[start : start + size]
+        t, last = run[-1]
+        point = {**last, "utc_ms": t}
+        depths = [d.get("outbox") for _t, d in run if d.get("outbox") is not None]
+        point["outbox"] = max(depths) if depths else None
+        ups = [d.get("link_up") for _t, d in run if d.get("link_up") is not None]
+        point["link_up"] = min(ups) if ups else None
+        out.append(point)
+    return out
+
+
+def _rate(points: list[dict[str, Any]], key: str, per_s: float = 3600.0) -> list[float | None]:
+    out: list[float | None] = [None]
+    for before, after in itertools.pairwise(points):
+        dt = (after["utc_ms"] - before["utc_ms"]) / 1000
+        dv = (after.get(key) or 0) - (before.get(key) or 0)
+        out.append(None if dt <= 0 or dv < 0 else round(dv / dt * per_s, 2))
+    return out
+
+
+def _steps(points: list[dict[str, Any]], key: str) -> list[int | None]:
+    out: list[int | None] = [None]
+    for before, after in itertools.pairwise(points):
+        dv = (after.get(key) or 0) - (before.get(key) or 0)
+        out.append(dv if dv >= 0 else None)
+    return out
+
+
+def _bet_lines(
+    points: list[dict[str, Any]], bet: str, par: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A side bet's lines: the cumulative hit frequency and hold seen at each point, and
+    the 95% band around par for that many wagers (around what was seen, Wilson, when the
+    bet has no par figure)."""
+    hit: list[float | None] = []
+    hit_lo: list[float | None] = []
+    hit_hi: list[float | None] = []
+    hold: list[float | None] = []
+    hold_lo: list[float | None] = []
+    hold_hi: list[float | None] = []
+    par = par or {}
+    for point in points:
+        tally = (point.get("bets") or {}).get(bet) or {}
+        n, hits = int(tally.get("n") or 0), int(tally.get("hits") or 0)
+        stake, s2 = int(tally.get("stake") or 0), int(tally.get("s2") or 0)
+        hit.append(hits / n if n else None)
+        if par.get("hit") is not None and n:
+            band = par_band(par["hit"], par["hit_sd"], n)
+            assert band is not None
+            band = (max(0.0, band[0]), min(1.0, band[1]))
+        else:
+            band = wilson(hits, n) if n else None
+        hit_lo.append(None if band is None else band[0])
+        hit_hi.append(None if band is None else band[1])
+        hold.append(-int(tally.get("net") or 0) / stake if stake else None)
+        effective = stake * stake / s2 if s2 else 0
+        band = (
+            par_band(par["hold"], par["hold_sd"], effective)
+            if par.get("hold") is not None and par.get("hold_sd") is not None and effective
+            else None
+        )
+        hold_lo.append(None if band is None else band[0])
+        hold_hi.append(None if band is None else band[1])
+    last = (points[-1].get("bets") or {}).get(bet) or {} if points else {}
+    n, hits, stake = (
+        int(last.get("n") or 0),
+        int(last.get("hits") or 0),
+        int(last.get("stake") or 0),
+    )
+    seen_hold = -int(last.get("net") or 0) / stake if stake else None
+    return {
+        "title": par.get("title") or _title(bet),
+        "par_hit": par.get("hit"),
+        "par_hold": par.get("hold"),
+        "hit": hit,
+        "hit_lo": hit_lo,
+        "hit_hi": hit_hi,
+        "hold": hold,
+        "hold_lo": hold_lo,
+        "hold_hi": hold_hi,
+        "wagers": n,
+        "hits": hits,
+        "stakes": stake,
+        "seen_hit": hits / n if n else None,
+        "seen_hit_interval": wilson(hits, n) if n else None,
+        "seen_hold": seen_hold,
+        "hit_in_band": _inside(hit[-1] if hit else None, hit_lo, hit_hi),
+        "hold_in_band": _inside(seen_hold, hold_lo, hold_hi),
+    }
+
+
+def _inside(value: float | None, lo: list[float | None], hi: list[float | None]) -> bool | None:
+    if value is None or not lo or lo[-1] is None or hi[-1] is None:
+        return None
+    return lo[-1] - 1e-12 <= value <= hi[-1] + 1e-12
+
+
+def _title(bet: str) -> str:
+    from controller.rules.sidebets import TITLES, pool_name
+
+    return TITLES.get(bet) or pool_name(bet)
+
+
+def series(
+    rows: list[tuple[int, dict[str, Any]]],
+    par: dict[str, dict[str, Any]] | None = None,
+    *,
+    max_points: int = MAX_POINTS,
+) -> dict[str, Any]:
+    """The lines a page draws from ``rows`` (:meth:`HistoryStore.samples`), thinned to
+    ``max_points``: ``t`` (UTC seconds), ``link_up`` (1 up, 0 down), ``connected``,
+    ``outbox`` (messages waiting), ``shoe_errors`` and ``shoe_reconnects`` (since the point
+    before), ``cards_per_hour``, ``rounds_per_hour``, ``meters`` and ``pools`` (pool ->
+    line: the meter as the table last knew it; the stakes this table fed the pool, since
+    the store began), and ``bets`` (bet -> :func:`_bet_lines`). A line's first point of a
+    difference is None (nothing before it)."""
+    from controller.rules.sidebets import pool_name
+
+    points = _thin(rows, max(2, max_points))
+    meters = sorted({p for point in points for p in (point.get("meters") or {})})
+    pools = sorted({p for point in points for p in (point.get("pools") or {})})
+    bets = sorted({b for point in points for b in (point.get("bets") or {})} | set(par or {}))
+    return {
+        "t": [point["utc_ms"] / 1000 for point in points],
+        "link_up": [point.get("link_up") for point in points],
+        "connected": [point.get("connected") for point in points],
+        "outbox": [point.get("outbox") for point in points],
+        "shoe_errors": _steps(points, "shoe_errors"),
+        "shoe_reconnects": _steps(points, "shoe_reconnects"),
+        "cards_per_hour": _rate(points, "cards"),
+        "rounds_per_hour": _rate(points, "rounds"),
+        "meters": {
+            pool: {
+                "title": pool_name(pool),
+                "cents": [(point.get("meters") or {}).get(pool) for point in points],
+            }
+            for pool in meters
+        },
+        "pools": {
+            pool: {
+                "title": pool_name(pool),
+                "cents": [(point.get("pools") or {}).get(pool, 0) for point in points],
+            }
+            for pool in pools
+        },
+        "bets": {bet: _bet_lines(points, bet, (par or {}).get(bet)) for bet in bets},
+    }
