@@ -817,21 +817,22 @@ class MCP23017Factory(Factory):
                 for register, value in writes:
                     self._transfer(chip, self.bus.write_byte_data, register, value)
                 if values.get("iodir") == 1 or "gppu" in values:
-                    self._refresh_level(chip, port)
+                    self._refresh_level(chip, port, bit)
             except ChipDown:
                 pass
         self._report_faults()
 
-    def _refresh_level(self, chip: _Chip, port: int) -> None:
-        """Read one port's levels into the cache (an input just configured)."""
+    def _refresh_level(self, chip: _Chip, port: int, bit: int) -> None:
+        """Read the level of a line just configured as an input into the cache. Only that
+        line's: a change on another line is the worker's to find and fire."""
         if not chip.up:
             return
         try:
             value = self._transfer(chip, self.bus.read_byte_data, GPIO + port)
         except ChipDown:
             return
-        mask = 0xFF << (8 * port)
-        chip.levels = chip.levels & ~mask | value << (8 * port)
+        line = 8 * port + bit
+        chip.levels = chip.levels & ~(1 << line) | (value >> bit & 1) << line
 
     # -- the worker: interrupts and the reconcile read ------------------------------------------
 

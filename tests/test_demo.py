@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -30,7 +31,7 @@ from controller.demo.stage import (
     find_mosquitto,
     jackpot_config,
     link_keys,
-    pin_allocation,
+    pin_map,
 )
 from controller.demo.stage import table_config as demo_table_config
 
@@ -146,17 +147,27 @@ def rounds_in_journal(workdir: Path) -> tuple[int, int | None, int | None]:
 # -- pure parts ----------------------------------------------------------------------------
 
 
-def test_the_demo_table_config_loads_with_distinct_pins(tmp_path: Path) -> None:
-    from controller.config import load_table_config
+def test_the_demo_table_is_a_full_seven_spot_table(tmp_path: Path) -> None:
+    """Seven spots, every circle of the profile with its sensor and lamp (on the shipped pin
+    map's spot boards: simulated MCP23017s), every console input, nothing left unwired."""
+    from controller.config import check_config, load_table_config
+    from controller.table import table_circles
+    from drivers.gpio_pins import wiring_gaps
 
-    pins = [pin for section in pin_allocation().values() for pin in section.values()]
-    assert len(pins) == len(set(pins)) == 26 and min(pins) == 2 and max(pins) == 27
+    gpio = pin_map()
+    assert gpio["game"] == "pa-standard" and len(gpio["expanders"]) == 7
     path = tmp_path / "table.toml"
     keys = link_keys(tmp_path)
     path.write_text(demo_table_config(tmp_path, 1883, keys))
     config = load_table_config(path)
     assert config.table_id == TABLE_ID and config.gpio.pin_factory == "mock"
-    assert len(config.gpio.pin_map.pins()) == 26
+    assert config.settings.spots == 7
+    circles = table_circles(config.rules)
+    assert len(circles) == 4
+    assert wiring_gaps(config.gpio.pin_map, circles, 7) == []
+    assert len(config.gpio.pin_map.expander_lines()) == 7 * (4 + 4 + 1 + 3)
+    check = check_config(path, files=False)
+    assert check.errors == [] and "7 spots" in check.summary
     assert not config.web.enabled  # no web pages unless asked for
     from controller.web.auth import hash_password, verify_password
 
@@ -233,9 +244,12 @@ def test_demo_plays_five_rounds_then_resumes_at_round_six(tmp_path: Path) -> Non
         demo(workdir, "--rounds", "5"), capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert first.returncode == 0, first.stdout + first.stderr
+    assert "(pa-standard, 7 spots) at round 1" in first.stdout
     played = [line for line in first.stdout.splitlines() if line.startswith("round ")]
     assert [line.split()[1] for line in played] == ["1", "2", "3", "4", "5"]
     assert "link up" in played[-1] and "Blazing 7's $" in played[-1]
+    spots = {int(n) for line in played for n in re.findall(r"spot (\d) [+-]\$", line)}
+    assert spots == set(range(1, 8)), "the autopilot plays every spot"
     assert rounds_in_journal(workdir) == (5, 1, 5)
     check_ledger(workdir)
     assert_nothing_left(workdir)

@@ -13,8 +13,9 @@ The stage sets up a work folder (``--dir``, or a new temporary one removed at ex
 3. ``jackpot-sign``: the reference sign as ``sign-lobby``, trusting the controller's public key;
    its screens go to ``DIR/sign.log``;
 4. ``shoe-sim``: a seeded shoe on a pseudo-terminal, linked at ``DIR/shoe``;
-5. ``table-controller run --config DIR/table.toml``: the table ``hcm-bj-07`` (3 spots,
-   ``pa-standard``, mock GPIO pins, the demo broker, control socket ``DIR/control.sock``,
+5. ``table-controller run --config DIR/table.toml``: the table ``hcm-bj-07`` (7 spots,
+   ``pa-standard``, the full table's pin map ``config/gpio.example.toml`` on mock GPIO pins
+   and simulated MCP23017 expanders, the demo broker, control socket ``DIR/control.sock``,
    journal in ``DIR/table/``, link signing key ``DIR/keys/hcm-bj-07.key``, the controller's
    public key in ``[mqtt] controller_keys``).
 
@@ -68,7 +69,10 @@ JACKPOT_CONFIG = CONFIG / "jackpot.example.toml"
 TABLE_ID = "hcm-bj-07"
 PROPERTY = "hcm"
 GAME = "pa-standard"
-SPOTS = 3
+SPOTS = 7
+PIN_MAP = CONFIG / "gpio.example.toml"
+"""The demo table's pin map: a full seven-spot pa-standard table, every circle's sensor and
+lamp on a spot board (an MCP23017 expander, simulated at register level under mock pins)."""
 CONTROLLER_USER = "jackpot-controller"
 SIGN_USER = "sign-lobby"
 USERS = (TABLE_ID, CONTROLLER_USER, SIGN_USER)
@@ -80,22 +84,7 @@ TABLE_KEY_ID = f"{TABLE_ID}-1"
 """The key ids of the demo's link signing keys (``DIR/keys/``)."""
 
 CIRCLES = ("main", "lucky_ladies", "twenty_one_plus_three_xtreme", "blazing_7s")
-"""pa-standard's bet circles, one sensor each per spot."""
-CONSOLE = (
-    "lockout",
-    "next",
-    "double",
-    "split",
-    "surrender",
-    "end_round",
-    "burn",
-    "misdeal",
-    "supervisor_key",
-)
-"""The console. ``void_round`` is left out: the pin map allows GPIO 2-27 (26 pins) and the
-autopilot never voids a round (``misdeal`` stays, for a dealer at the socket)."""
-TABLE_LIGHTS = ("lockout", "alarm")
-FIRST_PIN, LAST_PIN = 2, 27
+"""pa-standard's bet circles, one sensor and one lamp each per spot."""
 
 LIMIT_OPTIONS = (
     "max_queued_messages",
@@ -124,28 +113,22 @@ READY_TIMEOUT_S = 20.0
 # -- files -----------------------------------------------------------------------------------
 
 
-def pin_allocation(spots: int = SPOTS) -> dict[str, dict[str, int]]:
-    """Every sensor, console input and light of the demo table on its own GPIO, from 2 up.
+def pin_map(path: Path = PIN_MAP) -> dict[str, Any]:
+    """The ``[gpio]`` table of the demo's pin map (``config/gpio.example.toml``): every
+    sensor, console input and light of seven spots, on the Pi's pins and expanders.
 
-    >>> pins = pin_allocation()
-    >>> sum(len(v) for v in pins.values()), pins["sensors"]["1.main"], pins["lights"]["3.action"]
-    (26, 2, 27)
+    >>> gpio = pin_map()
+    >>> len(gpio["expanders"]), len(gpio["sensors"]), gpio["sensors"]["7.main"]["expander"]
+    (7, 28, 'spot7')
     """
-    names = {
-        "sensors": [f"{s}.{c}" for s in range(1, spots + 1) for c in CIRCLES],
-        "console": list(CONSOLE),
-        "lights": [*TABLE_LIGHTS, *(f"{s}.action" for s in range(1, spots + 1))],
-    }
-    pins = iter(range(FIRST_PIN, LAST_PIN + 1))
-    out: dict[str, dict[str, int]] = {}
-    for section, keys in names.items():
-        out[section] = {}
-        for key in keys:
-            pin = next(pins, None)
-            if pin is None:
-                raise ValueError(f"the demo table needs more than GPIO {FIRST_PIN}-{LAST_PIN}")
-            out[section][key] = pin
-    return out
+    import tomllib
+
+    return tomllib.loads(path.read_text(encoding="utf-8"))["gpio"]
+
+
+def console_buttons(gpio: dict[str, Any]) -> list[str]:
+    """The console inputs of ``gpio`` the autopilot may press (all but the key switch)."""
+    return [key for key in gpio["console"] if key != "supervisor_key"]
 
 
 @dataclass(frozen=True)
@@ -244,13 +227,19 @@ def table_config(
             "gpio",
             {
                 "pin_factory": "mock",
+                "game": GAME,
                 "button_debounce_ms": BUTTON_DEBOUNCE_MS,
                 "sensor_debounce_ms": sensor_debounce_ms,
                 "blink_ms": 500,
             },
         ),
     ]
-    sections += [(f"gpio.{name}", pins) for name, pins in pin_allocation().items()]
+    gpio = pin_map()
+    sections += [
+        (f"gpio.{name}", gpio[name])
+        for name in ("i2c", "expanders", "sensors", "console", "lights")
+        if name in gpio
+    ]
     sections += [
         (
             "mqtt",
@@ -861,7 +850,7 @@ def _run(stage: Stage, args: argparse.Namespace, stop: threading.Event) -> int:
             config.settings,
             random.Random(f"{stage.seed}:{snap['round']}"),
             circles=CIRCLES,
-            buttons=[b for b in CONSOLE if b != "supervisor_key"],
+            buttons=console_buttons(pin_map()),
             side_bet_chance=args.side_bets,
         )
         director = Director(
