@@ -124,7 +124,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                 if text and effect.KIND in ("prompt", "alarm", "refused"):
                     print(f"        {effect.KIND}: {text}")
         for spot, net in _net_by_spot(settlements).items():
-            print(f"spot {spot}: net {net:+d} cents")
+            print(f"spot {spot}: net {_signed_money(net)}")
         print(f"expectations: {result.checked} checked, {len(result.failures)} failed")
         for failure in result.failures:
             print(f"  FAILED {failure}")
@@ -332,13 +332,83 @@ def _cmd_journal_export(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOE_WORDS = {
+    "online": "shoe online",
+    "offline": "shoe OFFLINE",
+    "missed_frames": "frames missed (a card may be missing)",
+    "shuffle": "shuffled",
+    "new_shoe": "new shoe",
+    "door_open": "door opened",
+    "door_closed": "door closed",
+    "cut_card": "cut card out",
+    "fault": "shoe FAULT",
+    "fault_cleared": "shoe fault cleared",
+}
+"""A shoe event's name in the text mode of ``shoe-watch`` (others: underscores as spaces)."""
+
+
+def shoe_watch_text(line: dict) -> str:
+    """One ``shoe-watch`` line (a decoded event, or an error) in words, for ``--text``.
+
+    >>> shoe_watch_text({"type": "card", "card": "QH", "source": "shoe", "t": 5})
+    'card Q\u2665 (QH)'
+    >>> shoe_watch_text({"type": "error", "error": "bad_checksum", "detail": "frame discarded"})
+    'ERROR bad checksum: frame discarded'
+    >>> shoe_watch_text({"type": "shoe", "event": "door_open", "detail": ""})
+    'door opened'
+    """
+    from controller.recall import card_text
+
+    kind = line.get("type")
+    detail = line.get("detail") or ""
+    if kind == "card":
+        return f"card {card_text(str(line.get('card')), True)} ({line.get('card')})"
+    if kind == "error":
+        text = f"ERROR {str(line.get('error')).replace('_', ' ')}"
+    elif kind == "shoe":
+        event = str(line.get("event"))
+        text = SHOE_WORDS.get(event, event.replace("_", " "))
+    else:
+        fields = [f"{k} {v}" for k, v in line.items() if k not in ("type", "t") and v != ""]
+        text = " ".join([str(kind).replace("_", " "), *fields])
+        detail = ""
+    return f"{text}: {detail}" if detail else text
+
+
+def _shoe_port_missing(url: str) -> str | None:
+    """Why a shoe ``url`` that is a device path cannot be a port (None: it may be one)."""
+    import os
+    import stat
+
+    if "://" in url:
+        return None  # socket://, spy://, loop://: the reader says what fails
+    try:
+        mode = os.stat(url).st_mode
+    except FileNotFoundError:
+        return (
+            f"no serial port at {url}: check the shoe's cable and power, and the port's name "
+            "(ls -l /dev/serial/by-id/; the udev rule makes /dev/bj-shoe)"
+        )
+    except OSError as exc:
+        return f"cannot look at {url}: {exc.strerror}"
+    if not stat.S_ISCHR(mode):
+        return f"{url} is not a serial port (not a character device): give the shoe's port"
+    return None
+
+
 def _cmd_shoe_watch(args: argparse.Namespace) -> int:
     import queue
+    import time
 
     from drivers.shoe import ShoeReader
 
+    missing = _shoe_port_missing(args.url)
+    if missing:
+        print(f"shoe-watch: {missing}", file=sys.stderr)
+        return 1
     lines: queue.Queue[tuple[bool, dict]] = queue.Queue()
     count = 0
+    opened = False
     try:
         with ShoeReader(
             args.url,
@@ -346,13 +416,27 @@ def _cmd_shoe_watch(args: argparse.Namespace) -> int:
             heartbeat_timeout_ms=args.heartbeat_timeout_ms,
             baudrate=args.baud,
             on_problem=lambda problem: lines.put((False, {"type": "error", **problem})),
-        ):
+        ) as reader:
             while args.count is None or count < args.count:
+                opened = opened or bool(reader.health().get("connected"))
                 try:
                     is_event, line = lines.get(timeout=0.2)
                 except queue.Empty:
                     continue
-                print(json.dumps(line), flush=True)
+                if not is_event and line.get("error") == "open_failed" and not opened:
+                    # never opened: a port that is not there, or not ours (a watcher that
+                    # retried for ever would only repeat it)
+                    print(
+                        f"shoe-watch: cannot open the shoe's port {args.url}: "
+                        f"{line.get('detail') or 'open failed'}",
+                        file=sys.stderr,
+                    )
+                    return 1
+                if args.text:
+                    stamp = time.strftime("%H:%M:%S")
+                    print(f"{stamp}  {shoe_watch_text(line)}", flush=True)
+                else:
+                    print(json.dumps(line), flush=True)
                 count += is_event
     except KeyboardInterrupt:
         pass
@@ -396,6 +480,18 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         else:
             print(f"{name}: ok ({check.summary})", flush=True)
     return 2 if failed else 0
+
+
+def _signed_money(cents: int) -> str:
+    """``-5700`` -> ``-$57.00``; ``0`` -> ``$0.00``; ``250`` -> ``+$2.50``."""
+    from controller.rules.pays import format_cents
+
+    sign = "-" if cents < 0 else "+" if cents > 0 else ""
+    return sign + format_cents(abs(cents))
+
+
+def _yes_no(value: object) -> str:
+    return "unknown" if value is None else "yes" if value else "no"
 
 
 def _positive_int(text: str) -> int:
@@ -506,7 +602,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = commands.add_parser(
         "shoe-watch",
-        help="print the card-reading shoe's events and errors as JSON lines (technician's tool)",
+        help="print the card-reading shoe's events and errors as JSON lines, or in words with "
+        "--text (technician's tool); exits 1 if the port is missing",
     )
     watch.add_argument(
         "url", help="the shoe's port: /dev/serial/by-id/..., socket://HOST:PORT, spy://...?file="
@@ -520,6 +617,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watch.add_argument(
         "--baud", type=_positive_int, default=115200, help="serial speed (default 115200)"
+    )
+    watch.add_argument(
+        "--text",
+        action="store_true",
+        help="one line of plain words per event and error, with the time of day (default: "
+        "JSON lines)",
     )
     watch.set_defaults(run=_cmd_shoe_watch)
 
@@ -564,7 +667,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     hashpw = commands.add_parser(
         "hash-password",
-        help="print the [web] password_hash for a technicians' password (asked twice)",
+        help="print the [web] password_hash line for a technicians' password (asked twice)",
     )
     hashpw.add_argument(
         "--stdin",
@@ -695,7 +798,12 @@ def _cmd_hash_password(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    print(hash_password(password))
+    print(f'password_hash = "{hash_password(password)}"')
+    print(
+        "hash-password: put this line in the [web] section of the table's config "
+        "(/etc/table-controller/table.toml), then restart the table controller",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -735,14 +843,30 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"table {answer['table']} (software {answer['version']}, "
         f"config {answer['config_checksum'][:12]})"
     )
-    print(f"round {snap['round']} phase {snap['phase']}; events {st['events_handled']} journaled")
-    faults = ", ".join(f"{k}: {v['detail']}" for k, v in st["faults"].items()) or "none"
-    print(f"faults: {faults}; journal: {st['journal_fault'] or 'ok'}")
-    print(
-        f"jackpot link: {'up' if st['jackpot_link'] else 'DOWN'}; connected "
-        f"{link.get('connected')}, outbox depth {link.get('depth')}, "
-        f"last ack {link.get('last_ack')}"
+    phase = str(snap["phase"]).replace("_", " ")
+    print(f"round {snap['round']}, {phase}; {st['events_handled']} events journaled")
+    faults = (
+        ", ".join(
+            f"{k}: {v['detail'] or 'present'}" + ("" if v["active"] else " (gone, latched)")
+            for k, v in st["faults"].items()
+        )
+        or "none"
     )
+    print(f"faults: {faults}; journal: {st['journal_fault'] or 'ok'}")
+    waiting = link.get("depth")
+    print(
+        f"jackpot link: {'up' if st['jackpot_link'] else 'DOWN'}; broker connected: "
+        f"{_yes_no(link.get('connected'))}; messages waiting: "
+        f"{'unknown' if waiting is None else waiting}; last acknowledged: "
+        f"{link.get('last_ack') if link.get('last_ack') is not None else 'none yet'}"
+    )
+    shoe = answer["health"].get("shoe")
+    if shoe:
+        print(
+            f"shoe: connected: {_yes_no(shoe.get('connected'))}; "
+            f"{str(shoe.get('state') or 'unknown').replace('_', ' ')}; shuffling: "
+            f"{_yes_no(shoe.get('shuffling'))}"
+        )
     for item in answer["feed"][-5:]:
         text = item.get("text") or item.get("reason") or ""
         print(f"  {item['kind']}: {text}")

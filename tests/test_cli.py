@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,8 +103,12 @@ def test_hash_password_prints_a_hash_the_config_accepts_and_the_login_verifies(t
 
     done = run_cli("hash-password", "--stdin", stdin="pit boss 0451\n")
     assert done.returncode == 0, done.stderr
-    stored = done.stdout.strip()
-    assert stored.startswith("scrypt$16384$8$1$") and "pit boss" not in done.stdout
+    # the whole line of the config, as docs/web.md shows it, and where it goes
+    line = done.stdout.strip()
+    assert line.startswith('password_hash = "scrypt$16384$8$1$') and line.endswith('"')
+    assert "pit boss" not in done.stdout
+    assert "[web] section" in done.stderr
+    stored = line.split('"')[1]
     assert verify_password("pit boss 0451", stored)
     assert not verify_password("pit boss 0452", stored)
     example = (ROOT / "config" / "table.example.toml").read_text(encoding="utf-8")
@@ -110,9 +117,81 @@ def test_hash_password_prints_a_hash_the_config_accepts_and_the_login_verifies(t
         example.replace('password_hash = ""', f'password_hash = "{stored}"'), encoding="utf-8"
     )
     assert load_table_config(config).web.password_hash == stored
+    assert load_table_config(config).web.password_hash == stored
+    # the printed line itself is valid in the config, pasted under [web]
+    pasted = tmp_path / "pasted.toml"
+    pasted.write_text(example.replace('password_hash = ""', line), encoding="utf-8")
+    assert load_table_config(pasted).web.password_hash == stored
     again = run_cli("hash-password", "--stdin", stdin="pit boss 0451\n").stdout.strip()
-    assert again != stored  # a fresh salt each time
+    assert again != line  # a fresh salt each time
 
     short = run_cli("hash-password", "--stdin", stdin="short\n")
     assert short.returncode == 2 and short.stdout == ""
     assert "at least 10 characters" in short.stderr
+
+
+def test_replay_gives_each_spots_net_as_money():
+    script = ROOT / "docs" / "scenarios"
+    nets = []
+    for path in sorted(script.glob("*.jsonl"))[:12]:
+        result = run_cli("replay", str(path))
+        nets += [line for line in result.stdout.splitlines() if ": net " in line]
+    assert nets, "no scenario settled a spot"
+    for line in nets:
+        assert re.fullmatch(r"spot \d+: net ([+-]\$[\d,]+\.\d\d|\$0\.00)", line), line
+    assert not any("cents" in line for line in nets)
+
+
+def test_shoe_watch_says_a_missing_port_and_exits_1(tmp_path):
+    missing = tmp_path / "no-shoe"
+    result = run_cli("shoe-watch", str(missing), "--count", "1")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"shoe-watch: no serial port at {missing}: check the shoe's cable and power, and the "
+        "port's name (ls -l /dev/serial/by-id/; the udev rule makes /dev/bj-shoe)"
+    )
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a port")
+    result = run_cli("shoe-watch", str(plain), "--count", "1")
+    assert result.returncode == 1 and "is not a serial port" in result.stderr
+
+
+def test_shoe_watch_text_mode_is_plain_words():
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "drivers.shoe_sim", "--heartbeat-ms", "200", "--cards", "QH,7D"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        cwd=ROOT,
+    )
+    try:
+        assert sim.stdin is not None and sim.stdout is not None
+        path = sim.stdout.readline().strip()
+        assert path.startswith("/"), path
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "controller", "shoe-watch", path, "--text", "--count", "3"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        assert watch.stdout is not None
+        first = watch.stdout.readline()
+        assert re.fullmatch(r"\d\d:\d\d:\d\d  shoe online\n", first), first
+        sim.stdin.write("bad-checksum\ndeal 2\n")
+        sim.stdin.flush()
+        out, err = watch.communicate(timeout=20)
+    finally:
+        sim.kill()
+        sim.wait()
+    assert watch.returncode == 0, err
+    words = [line.split("  ", 1)[1] for line in out.splitlines()]
+    # the corrupted frame (QH) is an error, its gap a warning, the next card is read
+    assert words[0].startswith("ERROR bad checksum: frame discarded"), words
+    assert words[1:] == [
+        "frames missed (a card may be missing): missing frame 01",
+        "card 7\u2666 (7D)",
+    ]
+    assert not any(w.startswith("{") for w in words)
