@@ -1,21 +1,160 @@
 // The dealer display: /api/dealer/stream, live; read-only (no button, no input).
-// Texts from the server are written with textContent only.
+// Texts from the server are written with textContent only. The server words everything
+// (controller/web/views.py dealer_view): the headline prompt, merged alarm lines, the table
+// picture (`layout`: every spot in table order), the betting strip.
 "use strict";
 
 (() => {
-  const { el, money, cardEl, SUITS } = window.TableUI;
+  const { el, money, SUITS } = window.TableUI;
   const STALE_MS = 5000;
   const RECONNECT_MS = 2000;
+  const MAX_ALARM_LINES = 3;
+  const VERBS = { pay: "Pay", take: "Take", push: "Push", return: "Return", meter: "Meter" };
   const $ = (id) => document.getElementById(id);
   let source = null;
   let connectedAt = 0;
   let lastUpdate = 0;
   let last = null;
 
-  function totalEl(total, soft) {
-    if (total === null || total === undefined) return el("span", {});
-    if (total > 21) return el("span", { class: "bust", text: `BUST ${total}` });
-    return el("span", { text: soft ? `soft ${total}` : String(total) });
+  // "10H" -> a card with its corner index; "back" -> the hole card face down
+  function cardEl(text) {
+    if (text === "back") {
+      return el("span", { class: "card back", "data-card": "back", title: "hole card, face down", "aria-label": "card face down" });
+    }
+    const suit = text.slice(-1);
+    const rank = text.slice(0, -1);
+    const colour = suit === "H" || suit === "D" ? "red" : "black";
+    return el(
+      "span",
+      { class: `card ${colour}`, "data-card": text, title: rank + (SUITS[suit] || suit) },
+      el("span", { class: "rank", text: rank }),
+      el("span", { class: "suit", text: SUITS[suit] || suit }),
+    );
+  }
+
+  function cardsEl(cards, testid) {
+    const list = cards || [];
+    return el("div", { class: list.length > 4 ? "cards many" : "cards", "data-testid": testid }, ...list.map(cardEl));
+  }
+
+  function totalClass(text) {
+    if (text.startsWith("BUST")) return "total bust";
+    if (text === "Blackjack") return "total blackjack";
+    return "total";
+  }
+
+  function renderAlarms(lines) {
+    const shown = lines.slice(0, MAX_ALARM_LINES).map((a) =>
+      el(
+        "div",
+        { class: "alarm", "data-testid": "alarm", "data-code": a.code, "data-count": a.count },
+        a.count > 1 ? el("span", { class: "alarm-count", "data-testid": "alarm-count", text: `\u00d7${a.count}` }) : null,
+        el("span", { class: "alarm-text", text: a.text }),
+        el("span", { class: "alarm-action", text: a.action }),
+      ),
+    );
+    const more = lines.length - shown.length;
+    if (more > 0) {
+      shown.push(el("div", { class: "alarms-more", "data-testid": "alarms-more", text: `and ${more} more kind${more > 1 ? "s" : ""} of alarm: see the diagnostics page` }));
+    }
+    $("alarms").replaceChildren(...shown);
+    $("alarms").hidden = shown.length === 0;
+  }
+
+  // a chip on a circle: its name and amount; once settled, what to do and for how much
+  function chipEl(chip) {
+    const settled = chip.settled;
+    const amount = settled ? chip.settled_amount : chip.amount;
+    return el(
+      "div",
+      { class: settled ? `chip settled pay-${settled}` : "chip", "data-testid": "chip", "data-circle": chip.circle, "data-settled": settled },
+      settled ? el("span", { class: "verb", text: VERBS[settled] || settled }) : null,
+      settled ? " " : null,
+      el("span", { class: "name", text: chip.name }),
+      " ",
+      el("span", { class: "amount", text: amount === null || amount === undefined || settled === "meter" ? "" : money(amount) }),
+    );
+  }
+
+  function settleEl(spot, row) {
+    const net = row.net;
+    const netText = row.meter ? "hand pay" : net > 0 ? `+${money(net)}` : net < 0 ? money(net) : "even";
+    const netClass = row.meter || net > 0 ? "up" : net < 0 ? "down" : "even";
+    return el(
+      "div",
+      { class: "settle", "data-testid": "settlement", "data-spot": spot },
+      el("div", { class: `net ${netClass}`, "data-testid": "net", text: netText }),
+      ...row.lines.map((line) =>
+        el(
+          "div",
+          { class: `chip pay-line pay-${line.what}`, "data-testid": "pay-line", "data-what": line.what, "data-spot": spot },
+          el("span", { class: "verb", text: line.what === "meter" ? "Hand pay" : VERBS[line.what] || line.what }),
+          " ",
+          el("span", { class: "amount", text: line.what === "meter" ? "meter share" : money(line.amount) }),
+          " ",
+          el("span", { class: "name", text: line.name }),
+        ),
+      ),
+    );
+  }
+
+  function spotEl(spot, index, count) {
+    const arc = Math.min(index, count - 1 - index, 3);
+    const hands = spot.hands || [];
+    // a hand's own stake is worth showing when it is not the main chip's: split or doubled
+    const stake = (hand) => (hands.length > 1 || hand.double_down || hand.double_up ? money(hand.wager + (hand.double_down || 0) + (hand.double_up || 0)) : "");
+    const classes = ["spot", `arc-${arc}`, `hands-${Math.max(1, hands.length)}`];
+    if (spot.in_action) classes.push("in-action");
+    if (!spot.playing && !(spot.chips || []).length) classes.push("empty");
+    const handEls = hands.map((hand) =>
+      el(
+        "div",
+        { class: hand.in_action ? "hand in-action" : "hand", "data-testid": "hand", "data-total": hand.total },
+        cardsEl(hand.cards, null),
+        el(
+          "div",
+          { class: totalClass(hand.total || "") },
+          hand.total || "",
+          el("span", { class: "wager", text: stake(hand) }),
+        ),
+      ),
+    );
+    const bottom = spot.settlement
+      ? settleEl(spot.spot, spot.settlement)
+      : el("div", { class: "chips" }, ...(spot.chips || []).map(chipEl));
+    return el(
+      "div",
+      { class: classes.join(" "), "data-testid": `spot-${spot.spot}`, "data-in-action": spot.in_action ? "yes" : "no", "data-playing": spot.playing ? "yes" : "no" },
+      el("div", { class: "hands" }, ...handEls),
+      bottom,
+      el("div", { class: "spot-number", text: String(spot.spot) }),
+    );
+  }
+
+  function renderBetting(view) {
+    const box = $("betting");
+    const betting = view.betting || {};
+    if (view.phase !== "betting") {
+      box.hidden = true;
+      return;
+    }
+    const meters = (betting.meters || []).map((m) =>
+      el("div", { class: "meter", "data-testid": "meter", "data-pool": m.pool }, el("span", { class: "name", text: m.name }), el("strong", { text: money(m.amount) })),
+    );
+    const limits = (betting.limits || []).map((l) =>
+      el("span", { class: "limit", "data-testid": "limit" }, `${l.name} `, el("strong", { text: `${money(l.low)} to ${money(l.high)}` })),
+    );
+    const seen = el(
+      "span",
+      { class: "seen", "data-testid": "chips-seen" },
+      "Chips on the layout: ",
+      el("strong", { text: `${betting.spots_bet || 0} spot${betting.spots_bet === 1 ? "" : "s"}, ${money(betting.chips_total || 0)}` }),
+    );
+    box.replaceChildren(
+      ...(meters.length ? [el("div", { class: "meters" }, ...meters)] : []),
+      el("div", { class: "limits" }, ...limits, seen),
+    );
+    box.hidden = false;
   }
 
   function render(view) {
@@ -31,67 +170,26 @@
     $("phase").textContent = view.phase_words || "";
     $("jackpot-down").hidden = view.jackpot_link !== false;
 
-    const alarms = (view.alarms || []).map((a) =>
-      el(
-        "div",
-        { class: "alarm", "data-testid": "alarm", "data-code": a.code },
-        el("div", { class: "alarm-text", text: (a.spot ? `Spot ${a.spot}: ` : "") + a.text }),
-        el("div", { class: "alarm-action", text: a.action }),
-      ),
-    );
-    $("alarms").replaceChildren(...alarms);
-    $("alarms").hidden = alarms.length === 0;
-
-    const next = (view.next || []).slice().reverse();
+    const prompt = view.prompt ? view.prompt.text : "";
     $("next").replaceChildren(
-      ...next.map((text, i) => el("div", { class: i === 0 ? "prompt newest" : "prompt", "data-testid": i === 0 ? "next-newest" : "next-older", text })),
+      el("div", { class: "prompt newest", "data-testid": "next-newest", "data-code": view.prompt ? view.prompt.code : null, text: prompt }),
+      ...(view.recent || []).slice(-1).map((text) => el("div", { class: "prompt older", "data-testid": "next-older", text })),
     );
-
     $("refused").textContent = view.refused || "";
     $("refused").hidden = !view.refused;
 
-    const pay = (view.pay || []).map((line) =>
-      el(
-        "li",
-        { class: `pay-${line.what}`, "data-testid": "pay-line", "data-what": line.what, "data-spot": line.spot },
-        el("span", { class: "text", text: line.text }),
-        el("span", { class: "amount", text: `${line.what === "meter" ? "meter" : line.what} ${line.what === "meter" ? "" : money(line.amount)}`.trim() }),
-      ),
-    );
-    $("pay").replaceChildren(...pay);
-    $("pay-box").hidden = pay.length === 0;
+    renderAlarms(view.alarm_lines || []);
 
     const dealer = view.dealer || {};
+    const words = view.dealer_words || {};
     $("dealer-cards").replaceChildren(...(dealer.cards || []).map(cardEl));
     const dealerTotal = $("dealer-total");
-    if (dealer.total !== null && dealer.total !== undefined) {
-      dealerTotal.replaceChildren(totalEl(dealer.total, false));
-    } else if (dealer.showing) {
-      dealerTotal.replaceChildren(`Showing ${dealer.showing.slice(0, -1)}${SUITS[dealer.showing.slice(-1)] || ""}`);
-    } else {
-      dealerTotal.replaceChildren();
-    }
+    dealerTotal.className = totalClass(words.total || "");
+    dealerTotal.textContent = words.total || (words.showing ? `Showing ${words.showing}` : "");
 
-    const act = view.in_action;
-    const spots = (view.spots || []).map((spot) => {
-      const active = Boolean(act && act.spot === spot.spot);
-      const hands = (spot.hands || []).map((hand, i) => {
-        const here = active && (act.hand ?? 0) === i;
-        return el(
-          "div",
-          { class: here ? "hand in-action" : "hand" },
-          el("div", { class: "cards" }, ...(hand.cards || []).map(cardEl)),
-          el("div", { class: "total" }, totalEl(hand.total, hand.soft), el("span", { class: "wager", text: money(hand.wager) })),
-        );
-      });
-      return el(
-        "div",
-        { class: active ? "spot in-action" : "spot", "data-testid": `spot-${spot.spot}`, "data-in-action": active ? "yes" : "no" },
-        el("div", { class: "who", text: `Spot ${spot.spot}` }),
-        ...hands,
-      );
-    });
-    $("spots").replaceChildren(...spots);
+    const layout = view.layout || [];
+    $("spots").replaceChildren(...layout.map((spot, i) => spotEl(spot, i, layout.length)));
+    renderBetting(view);
   }
 
   function setStale(stale) {
