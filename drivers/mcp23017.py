@@ -117,9 +117,9 @@ def transfer_seconds(data_bytes: int, *, read: bool, hz: int = I2C_HZ) -> float:
     >>> round(transfer_seconds(6, read=True) * 1e6)  # INTF, INTCAP, GPIO of both ports
     210
     >>> round(transfer_seconds(1, read=False) * 1e6)  # one OLAT byte
-    70
+    72
     """
-    header = 2 + (2 if read else 0)  # address + register (+ address again to read)
+    header = 2 + (1 if read else 0)  # address + register (+ address again to read)
     frames = header + data_bytes
     clocks = frames * 9 + 2 + (1 if read else 0)
     return clocks / hz
