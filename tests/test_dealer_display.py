@@ -139,6 +139,10 @@ class Floor:
     def card(self, text: str) -> Step:
         return self.do(ev.CardDrawn(parse_card(text)))
 
+    def cards(self, texts: str) -> None:
+        for text in texts.split():
+            self.card(text)
+
     def close(self) -> None:
         self.web.close()
         self._stop.set()
@@ -384,10 +388,10 @@ def test_a_seven_spot_round_prompts_every_step_and_never_scrolls(floor, pages):
         floor.card(item) if what == "card" else floor.do(item)
         check_step(floor, pages, f"{what} {item}")
         headlines.append(pages["table"].get_by_test_id("next-newest").inner_text())
-        if what == "split" and floor.oracle.state.round.in_action[0] == 1:
-            if len(floor.oracle.state.round.spots[1].hands) == 3:
-                for page in pages.values():
-                    snap(page, test, "4-player-action-split")
+        rnd = floor.oracle.state.round
+        if what == "split" and rnd.in_action[0] == 1 and len(rnd.spots[1].hands) == 3:
+            for page in pages.values():
+                snap(page, test, "4-player-action-split")
     # the prompts the dealer saw for spot 1's hands and spot 3, in order: totals as they were
     assert "Spot 1 hand 1 to act on 11: hit, stand, double" in headlines
     assert "Spot 1 hand 2 to act on 16: hit, stand, double, split" in headlines
@@ -414,7 +418,8 @@ def test_insurance_offer_and_the_hole_card_stay_right_at_both_sizes(floor, pages
     for spot in (2, 4, 6):
         floor.do(ev.BetSensor(spot, "main", True))
     floor.do(ev.Lockout())
-    for card in "10H 9C 8D AS 10C 9D 7H KH".split():  # the dealer shows an ace; KH the hole card
+    deal = "10H 9C 8D AS 10C 9D 7H KH"  # the dealer shows an ace; KH is the hole card
+    for card in deal.split():
         floor.card(card)
         check_step(floor, pages, f"card {card}")
     for page in pages.values():
@@ -457,10 +462,8 @@ def test_an_outages_alarms_merge_and_clear_when_the_link_returns(floor, pages):
         if spot % 2:
             floor.do(ev.BetSensor(spot, "blazing_7s", True))
     floor.do(ev.Lockout())  # four Blazing 7's bets refused: one line, not four
-    for card in "9H 9C 9D 9S 8H 8C 8D 6H".split():
-        floor.card(card)
-    for card in "10H 10C 10D 10S 7H 7C 7D 10S".split():
-        floor.card(card)
+    floor.cards("9H 9C 9D 9S 8H 8C 8D 6H")
+    floor.cards("10H 10C 10D 10S 7H 7C 7D 10S")
     floor.do(ev.BetSensor(3, "lucky_ladies", True))  # a late bet: its own line
     for page in pages.values():
         expect(page.get_by_test_id("jackpot-down")).to_be_visible()
@@ -509,8 +512,7 @@ def test_many_kinds_of_alarm_never_push_the_game_off_screen(floor, pages):
     for spot in (1, 2, 3):
         floor.do(ev.BetSensor(spot, "main", True))
     floor.do(ev.Lockout())
-    for card in "9H 9C 9D 6S 10H 10C 10D 10S".split():
-        floor.card(card)
+    floor.cards("9H 9C 9D 6S 10H 10C 10D 10S")
     floor.do(ev.Next())  # EZ Bust closed: spot 1 to act on 19
     floor.do(ev.TableFault("camera", "no frames for 30 s"))
     floor.do(ev.ShoeEvent("door_open"))
