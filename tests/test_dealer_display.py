@@ -18,7 +18,6 @@ scrolls and no spot's box cuts its content. Screenshots of each view go to
 
 from __future__ import annotations
 
-import copy
 import re
 import threading
 import time
@@ -29,12 +28,12 @@ from typing import Any
 
 import browser
 import pytest
+from test_dealer_prompts import expected_headline
 
 from controller import __version__
 from controller.games import load_game
 from controller.journal import JournaledTable
 from controller.rules.cards import parse_card
-from controller.rules.hand import hand_total
 from controller.runtime.loop import TableRuntime
 from controller.table import Table, TableSettings
 from controller.table import events as ev
@@ -52,8 +51,6 @@ SETTINGS = TableSettings(spots=7, main_minimum=1000, main_maximum=100_000)
 SIZES = {"table": (800, 480), "laptop": (1280, 800)}
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 TIMEOUT_MS = 10_000
-ORDER = ("hit", "stand", "double", "split", "surrender", "Double Up")
-"""The order the prompt lists choices in."""
 SUIT = {"H": "\u2665", "D": "\u2666", "C": "\u2663", "S": "\u2660"}
 
 
@@ -189,54 +186,6 @@ def snap(page: Any, test: str, view: str) -> Path:
 
 
 # -- what every step must show -----------------------------------------------------------------
-
-
-def trial(oracle: Table) -> Table:
-    """A copy of the oracle to try an event on."""
-    table = Table(oracle.rules, oracle.settings)
-    table.state = copy.deepcopy(oracle.state)
-    return table
-
-
-def allowed(oracle: Table) -> list[str]:
-    """The choices the rules allow the hand in action now, found by trying each on a copy."""
-    out = []
-    for name, event in (
-        ("double", ev.Double(0)),
-        ("split", ev.Split(0)),
-        ("surrender", ev.Surrender(0)),
-        ("Double Up", ev.DoubleUp(0)),
-    ):
-        if trial(oracle).handle(event).accepted:
-            out.append(name)
-    hit = trial(oracle)
-    spot, index = hit.state.round.in_action
-    before = len(hit.state.round.spots[spot].hands[index].cards)
-    hit.handle(ev.CardDrawn(parse_card("2C")))
-    hands = hit.state.round.spots[spot].hands
-    if not hit.state.pending and len(hands[index].cards) == before + 1:
-        out.append("hit")
-    if trial(oracle).handle(ev.Next()).accepted:
-        out.append("stand")
-    return [name for name in ORDER if name in out]
-
-
-def expected_headline(oracle: Table) -> str | None:
-    """The headline a hand in action must show, from the oracle's cards and rules; None when
-    no hand waits for a decision."""
-    state = oracle.state
-    rnd = state.round
-    if state.pending or rnd is None or rnd.in_action is None or state.phase.value != "players":
-        return None
-    spot, index = rnd.in_action
-    hands = rnd.spots[spot].hands
-    hand = hands[index]
-    if len(hand.cards) < 2 or hand.double_down:
-        return None
-    total = hand_total(hand.cards)
-    count = f"soft {total.total}" if total.soft else str(total.total)
-    where = f"Spot {spot}" + (f" hand {index + 1}" if len(hands) > 1 else "")
-    return f"{where} to act on {count}: {', '.join(allowed(oracle))}"
 
 
 NO_SCROLL = """() => {

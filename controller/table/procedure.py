@@ -400,6 +400,8 @@ class Procedure:
             if who == DEALER:
                 card = "up card" if not rnd.dealer else "hole card, face down"
                 return Prompt("deal", f"Deal the dealer's {card}")
+            if not rnd.dealer and not any(s.hands[0].cards for s in rnd.spots.values()):
+                return Prompt("deal", f"No more bets: deal spot {who} first", who)
             nth = "first" if not rnd.spots[who].hands[0].cards else "second"
             return Prompt("deal", f"Deal spot {who} its {nth} card", who)
         if phase is Phase.INSURANCE:

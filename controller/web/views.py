@@ -246,7 +246,9 @@ def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, A
     playing = {spot["spot"]: spot for spot in snap.get("spots") or []}
     numbers = range(1, (table.get("spots") or max(playing, default=0)) + 1)
     seen: dict[int, list[dict[str, Any]]] = {}
-    for bet in snap.get("bet_amounts") or snap.get("bets") or []:
+    order = {circle: n for n, circle in enumerate(table.get("circles") or [])}
+    bets = snap.get("bet_amounts") or snap.get("bets") or []
+    for bet in sorted(bets, key=lambda b: (b["spot"], order.get(b["circle"], 99))):
         seen.setdefault(bet["spot"], []).append(bet)
     act = snap.get("in_action") or {}
     out = []
