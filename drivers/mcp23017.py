@@ -169,13 +169,13 @@ class SimulatedMCP23017:
     ``INTCAP``; later ones wait until ``INTCAP`` or ``GPIO`` of that port is read, which
     clears the interrupt (one still present against ``DEFVAL`` fires again at once). The
     interrupt output (``int_low``: INTA, or INTB when mirrored; open drain with
-    ``IOCON.ODR``) is reported to every ``listeners`` callable on each change, outside the
-    chip's lock.
+    ``IOCON.ODR``) is reported to every ``listeners`` callable, ``(chip, low)``, on each
+    change, in order.
     """
 
     def __init__(self, address: int = 0x20):
         self.address = address
-        self.listeners: list[Callable[[SimulatedMCP23017], None]] = []
+        self.listeners: list[Callable[[SimulatedMCP23017, bool], None]] = []
         self.answering = True
         self._lock = threading.Lock()
         self._inputs: list[bool | None] = [None] * LINES
@@ -189,8 +189,7 @@ class SimulatedMCP23017:
             self.reg[IODIR] = self.reg[IODIR + 1] = 0xFF
             self._last = self._levels()
             self._pending = [False, False]
-            changed = self._update_int()
-        self._notify(changed)
+            self._notify(self._update_int())
 
     # the world's side
 
@@ -200,8 +199,7 @@ class SimulatedMCP23017:
         line_name(line)
         with self._lock:
             self._inputs[line] = level
-            changed = self._sample()
-        self._notify(changed)
+            self._notify(self._sample())
 
     def output(self, line: int) -> bool | None:
         """The level the chip drives on ``line`` (None: the line is an input)."""
@@ -215,24 +213,25 @@ class SimulatedMCP23017:
     def int_low(self) -> bool:
         """The interrupt output is pulling its line low (open drain, or INTPOL 0)."""
         with self._lock:
-            return self._int_active() and not (
-                self.reg[IOCON] & IOCON_INTPOL and not self.reg[IOCON] & IOCON_ODR
-            )
+            return self._int_low()
+
+    def _int_low(self) -> bool:
+        return self._int_active() and not (
+            self.reg[IOCON] & IOCON_INTPOL and not self.reg[IOCON] & IOCON_ODR
+        )
 
     # the bus's side
 
     def read(self, register: int) -> int:
         with self._lock:
             value = self._read(register)
-            changed = self._sample()
-        self._notify(changed)
+            self._notify(self._sample())
         return value
 
     def write(self, register: int, value: int) -> None:
         with self._lock:
             self._write(register, value & 0xFF)
-            changed = self._sample()
-        self._notify(changed)
+            self._notify(self._sample())
 
     def read_block(self, register: int, length: int) -> list[int]:
         """A sequential read (IOCON.SEQOP 0: the address pointer advances and wraps)."""
@@ -240,16 +239,14 @@ class SimulatedMCP23017:
             out = []
             for i in range(length):
                 out.append(self._read((register + i) % REGISTERS))
-            changed = self._sample()
-        self._notify(changed)
+            self._notify(self._sample())
         return out
 
     def write_block(self, register: int, data: Iterable[int]) -> None:
         with self._lock:
             for i, value in enumerate(data):
                 self._write((register + i) % REGISTERS, value & 0xFF)
-            changed = self._sample()
-        self._notify(changed)
+            self._notify(self._sample())
 
     # inside (called with the lock held)
 
@@ -328,9 +325,12 @@ class SimulatedMCP23017:
         return changed
 
     def _notify(self, changed: bool) -> None:
+        """Tell the listeners the interrupt output changed, in order: under the chip's lock
+        (a listener must not touch this chip; :class:`InterruptLine` only drives a pin)."""
         if changed:
+            low = self._int_low()
             for listener in list(self.listeners):
-                listener(self)
+                listener(self, low)
 
 
 class SimulatedBus:
@@ -398,19 +398,27 @@ class InterruptLine:
         self.pin = pin
         self.chips: list[SimulatedMCP23017] = []
         self.connected = True
+        self._low: dict[int, bool] = {}  # id(chip) -> pulling low
         self._lock = threading.RLock()
         for chip in chips:
             self.attach(chip)
 
     def attach(self, chip: SimulatedMCP23017) -> None:
         self.chips.append(chip)
-        chip.listeners.append(lambda _chip: self.update())
+        self._low[id(chip)] = chip.int_low
+        chip.listeners.append(self._changed)
+
+    def _changed(self, chip: SimulatedMCP23017, low: bool) -> None:
+        with self._lock:
+            self._low[id(chip)] = low
+            self.update()
 
     def update(self) -> None:
+        """Drive the pin to the line's level (after ``connected`` is set again, say)."""
         with self._lock:
             if not self.connected or getattr(self.pin, "function", "input") != "input":
                 return
-            if any(chip.int_low for chip in self.chips):
+            if any(self._low.values()):
                 self.pin.drive_low()
             else:
                 self.pin.drive_high()
@@ -638,12 +646,14 @@ class MCP23017Factory(Factory):
         self._board = self._make_board_info()
         self._interrupts: dict[int, DigitalInputDevice] = {}
         self._faults: list[tuple[str, str | None]] = []
+        self._received: dict[int, int] = {}  # interrupt pin -> falling edges heard
+        self._seen: dict[int, int] = {}  # ... and how many of them the worker has served
         for chip in self._chips:
             self._init_chip(chip)
         try:
             for number in sorted({c.spec.interrupt for c in self._chips}):
                 device = DigitalInputDevice(f"GPIO{number}", pull_up=True, pin_factory=pi_factory)
-                device.when_activated = lambda n=number: self._queue.put(("int", n))
+                device.when_activated = lambda n=number: self._interrupt(n)
                 self._interrupts[number] = device
         except BaseException:
             self._close_interrupts()
@@ -837,27 +847,38 @@ class MCP23017Factory(Factory):
     # -- the worker: interrupts and the reconcile read ------------------------------------------
 
     def _run(self) -> None:
-        timeout = self.reconcile_ms / 1000 if self.reconcile_ms else None
+        """The bus's worker: interrupts as they come, the reconcile read every period (busy
+        or not), ``sync`` markers in order."""
+        period = self.reconcile_ms / 1000 if self.reconcile_ms else None
+        due = time.monotonic() + period if period else None
         while True:
+            timeout = None if due is None else max(0.0, due - time.monotonic())
             try:
                 kind, arg = self._queue.get(timeout=timeout)
             except queue.Empty:
-                kind, arg = "reconcile", None
+                kind, arg = "", None
             if kind == "stop":
                 return
             try:
                 if kind == "int":
                     self._service(arg)
-                elif kind == "reconcile":
-                    self.reconcile()
                 elif kind == "sync":
                     arg.set()
+                if due is not None and time.monotonic() >= due:
+                    due = max(due + period, time.monotonic())
+                    self.reconcile()
             except Exception as exc:  # the worker must live (an edge callback failed)
                 self.worker_errors += 1
                 self.last_worker_error = f"{type(exc).__name__}: {exc}"
 
+    def _interrupt(self, number: int) -> None:
+        """The Pi input ``number`` fell (gpiozero's thread): wake the worker."""
+        self._received[number] = self._received.get(number, 0) + 1
+        self._queue.put(("int", number))
+
     def _service(self, interrupt: int) -> None:
         """The interrupt line ``interrupt`` fell: read every chip on it until it is high."""
+        self._seen[interrupt] = self._received.get(interrupt, 0)
         chips = [c for c in self._chips if c.spec.interrupt == interrupt]
         device = self._interrupts.get(interrupt)
         for _ in range(4):
@@ -886,7 +907,11 @@ class MCP23017Factory(Factory):
                 continue
             if check and not self._check_config(chip):
                 continue
-            if self._read_chip(chip):
+            pin = chip.spec.interrupt
+            changed = self._read_chip(chip)
+            # an edge the Pi heard is counted before the chip can be read (the chip raises
+            # its output first): none on its way for this change means one was lost
+            if changed and self._received.get(pin, 0) == self._seen.get(pin, 0):
                 chip.missed += 1
         self._report_faults()
 

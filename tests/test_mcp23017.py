@@ -593,3 +593,23 @@ def test_an_expander_lost_latches_the_tables_safe_state_until_the_key_clears_it(
         gpio.close()
         table.close()
         pi.close()
+
+
+def test_the_sensor_latency_bench_prints_both_p99s_last():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "sensor_latency.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--samples", "20", "--gap-ms", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    *_, p50s, last = done.stdout.strip().splitlines()
+    keys = [item.split("=")[0] for item in last.split()]
+    assert keys == ["pi_p99_ms", "expander_p99_ms"]
+    assert all(float(item.split("=")[1]) > 0 for item in last.split())
+    assert "pi_samples=20 expander_samples=20" in p50s
