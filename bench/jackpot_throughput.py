@@ -12,6 +12,10 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
    highest sequence, then the MQTT PUBACKs) and the table deletes it: contributions (of all
    messages) until the outbox is empty. Every message is signed and checked end to end (each
    table's key and the controller's, made by jackpot_faults' :class:`FaultRun`).
+   Beside the rates, the CPU each part spent per message (``/proc``: user + system time of
+   the controller process, of Mosquitto, and of this process, which is the raw clients or
+   the table's publisher): what the rate would be on cores of their own, whatever else the
+   machine was doing.
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
    reader polling the ledger's ``applied`` table every millisecond).
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -51,7 +56,32 @@ from controller.table.effects import Publish
 T7, T8 = TABLES
 
 
-def raw_qos1(broker, n: int, size: int) -> float:
+def cpu_s(pid: int | None = None) -> float:
+    """User + system CPU seconds of process ``pid`` (this one if None), all its threads."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds spent by named processes between ``start()`` and ``stop()``."""
+
+    def __init__(self, pids: dict[str, int | None]):
+        self.pids = pids
+        self.spent: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._t0 = {name: cpu_s(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> None:
+        self.spent = {name: cpu_s(pid) - self._t0[name] for name, pid in self.pids.items()}
+
+    def per_message(self, n: int) -> str:
+        return " ".join(f"{name} {s / n * 1e6:.0f} us" for name, s in self.spent.items())
+
+
+def raw_qos1(broker, n: int, size: int, cpu: CpuMeter | None = None) -> float:
     """Publishes per second, QoS 1 in and out, with paho's default in-flight window."""
     sub = broker.client(OBSERVER)  # not the controller's user: the service runs
     pub = broker.client(T8, client_id="raw-pub")
@@ -59,6 +89,8 @@ def raw_qos1(broker, n: int, size: int) -> float:
         topic = f"bj/v1/table/{T8}/contribution"
         assert sub.subscribe(topic).value == 1
         payload = b"x" * size
+        if cpu:
+            cpu.start()
         t0 = time.perf_counter()
         infos = [pub._client.publish(topic, payload, qos=1) for _ in range(n)]
         got = 0
@@ -68,7 +100,10 @@ def raw_qos1(broker, n: int, size: int) -> float:
             got += 1
         for info in infos:
             info.wait_for_publish(10)
-        return n / (time.perf_counter() - t0)
+        rate = n / (time.perf_counter() - t0)
+        if cpu:
+            cpu.stop()
+        return rate
     finally:
         pub.close()
         sub.close()
@@ -93,7 +128,7 @@ def depth(path: Path) -> int:
         return box.depth()
 
 
-def backlog(fr: FaultRun, rounds: int) -> tuple[int, int, float]:
+def backlog(fr: FaultRun, rounds: int, cpu: CpuMeter | None = None) -> tuple[int, int, float]:
     """(contributions, messages, seconds) to drain a backlog of ``rounds`` rounds."""
     path = fr.journal(T7)
     with JournaledTable(path, load_game(GAME), SETTINGS) as table:
@@ -108,12 +143,17 @@ def backlog(fr: FaultRun, rounds: int) -> tuple[int, int, float]:
                          backoff=(0.05, 0.5))  # fmt: skip
     try:
         with Outbox(path) as box:  # one connection: opening one each look took the GIL
+            if cpu:
+                cpu.start()
             t0 = time.perf_counter()
             while box.depth():
                 time.sleep(0.002)
                 if time.perf_counter() - t0 > 300:
                     raise TimeoutError("the backlog did not drain")
-            return contributions, len(rows), time.perf_counter() - t0
+            secs = time.perf_counter() - t0
+            if cpu:
+                cpu.stop()
+            return contributions, len(rows), secs
     finally:
         pub.close()
 
@@ -197,12 +237,18 @@ def main(argv: list[str] | None = None) -> int:
             fr.broker.start()
             fr.start_service(fr.broker.port)
             wait_online(fr.broker)
-            raw = raw_qos1(fr.broker, args.raw, 300)
-            print(f"raw: {args.raw} QoS 1 messages of 300 bytes: {raw:.0f}/s", flush=True)
-            contribs, messages, secs = backlog(fr, args.rounds)
+            broker_pid = fr.broker._process.pid if fr.broker._process else None
+            cpu = CpuMeter({"clients": None, "mosquitto": broker_pid})
+            raw = raw_qos1(fr.broker, args.raw, 300, cpu)
+            print(f"raw: {args.raw} QoS 1 messages of 300 bytes: {raw:.0f}/s; CPU per message: "
+                  f"{cpu.per_message(args.raw)}", flush=True)  # fmt: skip
+            cpu = CpuMeter({"controller": fr.service.pid, "table publisher": None,
+                            "mosquitto": broker_pid})  # fmt: skip
+            contribs, messages, secs = backlog(fr, args.rounds, cpu)
             per_s = contribs / secs
             print(f"backlog: {messages} messages ({contribs} contributions) in {secs:.2f}s: "
-                  f"{messages / secs:.0f} messages/s", flush=True)  # fmt: skip
+                  f"{messages / secs:.0f} messages/s; CPU per message: "
+                  f"{cpu.per_message(messages)}", flush=True)  # fmt: skip
             lat = live(fr, args.live, args.pace_ms)
             p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
             print(f"live: {len(lat)} contributions, p50 {p50:.1f} ms, max {lat[-1]:.1f} ms")

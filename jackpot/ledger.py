@@ -148,6 +148,10 @@ class Ledger:
         self._randbelow = randbelow
         self._fence = fence
         self._games: dict[str, Any] = {}
+        # inside apply_batch's transaction (None outside it): what it read or wrote of each
+        # table's acked sequence and each pool's meter, so a burst reads a row once
+        self._acked: dict[str, int] | None = None
+        self._meters: dict[str, Fraction] | None = None
         try:
             db.open_ledger()  # inside a write transaction from here
             self._init_rows()
@@ -285,7 +289,11 @@ class Ledger:
         return self.apply_batch([message], checked=checked)[0]
 
     def apply_batch(
-        self, messages: Sequence[dict[str, Any]], *, checked: bool = False
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        checked: bool = False,
+        texts: Sequence[str] | None = None,
     ) -> list[Result]:
         """Apply ``messages`` in order in one transaction (group commit: one fsync for the
         burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
@@ -295,22 +303,29 @@ class Ledger:
         fence included. The transaction first holds every meter row (PostgreSQL: ``FOR
         UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file), then asks the fence.
         ``checked``: the caller got them from ``parse_message``, which checked them against
-        their schemas (the service does; checking twice was half the controller's time)."""
+        their schemas (the service does; checking twice was half the controller's time).
+        ``texts``: each message as it arrived (JSON), kept in ``applied.message`` as the
+        signed record; without them the message is written out again."""
+        if texts is not None and len(texts) != len(messages):
+            raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
         db = self._db
         results: list[Result] = []
         db.begin_write()
+        self._acked, self._meters = {}, {}
         try:
             db.lock_money()
             self._fenced()
-            for message in messages:
-                results.append(self._apply_one(message, checked))
+            for i, message in enumerate(messages):
+                results.append(self._apply_one(message, checked, texts[i] if texts else None))
             db.commit()
         except BaseException:
             db.rollback()
             raise
+        finally:
+            self._acked = self._meters = None
         return results
 
-    def _apply_one(self, message: dict[str, Any], checked: bool) -> Result:
+    def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
         sequence number (applied or refused)."""
         kind = message.get("kind") if isinstance(message, dict) else None
@@ -324,11 +339,15 @@ class Ledger:
         table, seq = message["table"], message["seq"]
         content = digest(message)
         db = self._db
-        row = db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
-        if row is None:
-            reason = f"table {table!r} is not in the jackpot config: list it under a property"
-            return Result(Status.UNKNOWN_TABLE, table, seq, reason=reason, alarm="unknown_table")
-        acked = row[0]
+        acked = self._acked.get(table)
+        if acked is None:
+            row = db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
+            if row is None:
+                reason = f"table {table!r} is not in the jackpot config: list it under a property"
+                return Result(
+                    Status.UNKNOWN_TABLE, table, seq, reason=reason, alarm="unknown_table"
+                )
+            acked = self._acked[table] = row[0]
         if seq <= acked:
             stored = db.execute(
                 "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
@@ -360,6 +379,7 @@ class Ledger:
         except _Refused as refused:
             db.execute("ROLLBACK TO work")
             db.execute("RELEASE work")
+            self._meters.clear()  # read again: the savepoint undid what this message moved
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)
@@ -369,9 +389,10 @@ class Ledger:
             "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
             " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (table, seq, message["key"], kind, message["boot"], status.value, reason,
-             json.dumps(message, sort_keys=True), content),
+             json.dumps(message, sort_keys=True) if text is None else text, content),
         )  # fmt: skip
         db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
+        self._acked[table] = seq
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
         )
@@ -382,11 +403,19 @@ class Ledger:
             (pool, table, seq, what, str(amount)),
         )
 
+    def _meter(self, pool: str) -> Fraction:
+        """The pool's meter inside the batch's transaction (read once, then kept)."""
+        value = self._meters.get(pool)
+        if value is None:
+            value = self._meters[pool] = self.meter(pool)
+        return value
+
     def _set_meter(self, pool: str, value: Fraction, hit: bool = False) -> None:
         self._db.execute(
             "UPDATE meters SET value=?, seq=seq+1, hits=hits+? WHERE pool=?",
             (str(value), int(hit), pool),
         )
+        self._meters[pool] = value
         if pool not in self._changed:
             self._changed.append(pool)
 
@@ -509,11 +538,11 @@ class Ledger:
         )
         added = contribution(pool, p["stake"])
         self._move(pool.name, table, seq, "contribution", added)
-        self._set_meter(pool.name, self.meter(pool.name) + added)
+        self._set_meter(pool.name, self._meter(pool.name) + added)
         if mystery is None:
             return []
         added = contribution(mystery, p["stake"])
-        meter = self.meter(mystery.name)
+        meter = self._meter(mystery.name)
         if problem := mystery_ceiling_problem(mystery, added):
             raise _Refused(
                 "mystery_ceiling",
@@ -645,7 +674,7 @@ class Ledger:
             raise refuse(
                 "claim_cards", f"the cards make {won.label!r} ({won.pays}), not {p['meter']!r}"
             )
-        meter = self.meter(pool.name)
+        meter = self._meter(pool.name)
         before = math.floor(meter)  # the whole cents the award is a share of
         amount = share_award(Fraction(before), won.pays.percent)
         if amount < 1:

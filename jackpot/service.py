@@ -127,13 +127,15 @@ def _topic_of(body: dict[str, Any]) -> str:
 
 class _Queued:
     """A received message waiting for its PUBACK: ``body`` is a checked table message for
-    the next batch, None for one refused (or a status) that only needs its PUBACK in turn."""
+    the next batch, None for one refused (or a status) that only needs its PUBACK in turn;
+    ``text`` is the body as it arrived (the ledger keeps it as the signed record)."""
 
-    __slots__ = ("body", "mid", "qos")
+    __slots__ = ("body", "mid", "qos", "text")
 
     def __init__(self, mid: int, qos: int) -> None:
         self.mid, self.qos = mid, qos
         self.body: dict[str, Any] | None = None
+        self.text = ""
 
 
 def bump_boot(ledger: Ledger) -> int:
@@ -601,6 +603,7 @@ class JackpotService:
             if body["boot"] > self._boots.get(table, 0):
                 self._boots[table] = body["boot"]
             queued.body = body
+            queued.text = bytes(payload).decode("utf-8")  # parse_message proved it decodes
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
             self._count("malformed")
             self._message(kind, "malformed")
@@ -614,8 +617,9 @@ class JackpotService:
         if not queue:
             return
         bodies = [q.body for q in queue if q.body is not None]
+        texts = [q.text for q in queue if q.body is not None]
         try:
-            results = self._ledger.apply_batch(bodies, checked=True) if bodies else []
+            results = self._ledger.apply_batch(bodies, checked=True, texts=texts) if bodies else []
         except (sqlite3.Error, OSError):  # nothing committed (LedgerFenced is one)
             self._ledger_failed(_topic_of(bodies[-1]))
             return

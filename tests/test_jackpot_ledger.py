@@ -31,7 +31,7 @@ from controller.link.signing import new_signing_key, public_key_text
 from controller.table.effects import Publish
 from controller.table.script import parse_script, replay
 from jackpot.ledger import Ledger, LedgerError, LedgerFenced, Status
-from jackpot.pools import JackpotConfigError, load_config, parse_config
+from jackpot.pools import JackpotConfigError, contribution, load_config, parse_config
 from jackpot.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -900,10 +900,10 @@ def test_a_batch_that_fails_commits_nothing(ledger_at):  # noqa: F811
         broken = dict(contrib(T1, 3, 3))
         real = led._apply_one
 
-        def failing(message, checked):
+        def failing(message, checked, text):
             if message is broken:
                 raise Boom
-            return real(message, checked)
+            return real(message, checked, text)
 
         led._apply_one = failing
         with pytest.raises(Boom):
@@ -1032,3 +1032,55 @@ def test_the_ledger_section_names_a_postgresql_database():
         with pytest.raises(JackpotConfigError) as err:
             parse_config(text + f"\n[ledger]\n{extra}\n", "j.toml")
         assert "[ledger]" in str(err.value) and words in str(err.value), str(err.value)
+
+
+def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
+    ledger_at, monkeypatch  # noqa: F811
+):
+    """A contribution refused after it moved the Blazing 7's meter (its Mystery part fails)
+    is rolled back to its savepoint; the batch reads the meter again, so the messages after
+    it, in the same transaction, see the meter as if the refused one never came (the batch
+    gives what one-by-one gives), and each message's text is kept as it arrived."""
+    import jackpot.ledger as ledger_module
+
+    real_step = ledger_module.mystery_step
+    refuse_rounds = {5, 9}
+
+    def failing_for(round_of):
+        def fake(mystery, meter, added, trigger):
+            if round_of[0] in refuse_rounds:
+                raise ValueError("the meter is above the trigger")
+            return real_step(mystery, meter, added, trigger)
+
+        return fake
+
+    stream = [contrib(T1, seq, seq, spot=1 + seq % 7) for seq in range(1, 13)]
+    texts = [json.dumps(m, separators=(",", ":")) for m in stream]
+    current = [0]
+    real_apply = ledger_module.Ledger._apply_contribution
+
+    def tracking(self, message):
+        current[0] = message["payload"]["round"]
+        return real_apply(self, message)
+
+    monkeypatch.setattr(ledger_module.Ledger, "_apply_contribution", tracking)
+    monkeypatch.setattr(ledger_module, "mystery_step", failing_for(current))
+    one = Ledger(ledger_at("one"), CONFIG, randbelow=fixed(3))
+    many = Ledger(ledger_at("many"), CONFIG, randbelow=fixed(3))
+    with one, many:
+        singles = [one.apply(message) for message in stream]
+        batched = many.apply_batch(stream, texts=texts)
+        assert [r.status for r in singles].count(Status.REFUSED) == 2
+        assert batched == singles
+        assert many.meters() == one.meters()
+        assert many.totals("blazing_7s") == one.totals("blazing_7s")
+        pool = CONFIG.pools["blazing_7s"]
+        applied = sum(r.status is Status.APPLIED for r in singles)
+        assert many.meter("blazing_7s") == pool.seed + applied * contribution(pool, 500)
+        db = sqlite3.connect(many.path) if many.dialect == "sqlite" else None
+        if db is not None:
+            kept = [row[0] for row in db.execute("SELECT message FROM applied ORDER BY n")]
+            db.close()
+            assert kept == texts  # the signed record, byte for byte
+        with pytest.raises(ValueError, match="2 texts for 12 messages"):
+            many.apply_batch(stream, texts=texts[:2])

@@ -491,3 +491,42 @@ def test_schemas_load_from_outside_the_checkout_directory(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert messages.schema_dir().joinpath("envelope.json").is_file()
     validate("contribution", _good())
+
+
+# -- the two validators ----------------------------------------------------------------------
+
+
+def test_a_trailing_newline_is_not_a_match():
+    """Python's ``$`` matches before a final newline; the compiled validator's does not, and
+    it decides: ``round-1/...\\n`` is not a key (the reference validator alone accepted it)."""
+    message = _set(_good(), "key", _good()["key"] + "\n")
+    assert not list(messages._validators()["contribution"].iter_errors(message))
+    with pytest.raises(LinkMessageError) as caught:
+        parse_message(CONTRIBUTION_TOPIC, _bytes(message))
+    assert caught.value.field == "key" and "does not match" in str(caught.value)
+
+
+def test_the_fast_path_and_the_reference_agree_on_every_malformed_case():
+    """Each MALFORMED case, and the good message, gets the same verdict from jsonschema-rs
+    (a message without floats) as from python-jsonschema; only floats need the reference."""
+    compiled, reference = messages._compiled()["contribution"], messages._validators()
+    good = _good()
+    assert compiled.is_valid(good) and not list(reference["contribution"].iter_errors(good))
+    for path, value, _field, _words in MALFORMED:
+        bad = _set(good, path, value)
+        has_float = messages._has_float(bad)
+        assert list(reference["contribution"].iter_errors(bad)), path
+        if not has_float:
+            assert not compiled.is_valid(bad), path
+        else:  # JSON Schema counts 500.0 as an integer; exact money does not
+            assert path in ("payload.stake", "sent_t")
+
+
+def test_a_float_anywhere_is_checked_by_the_reference_validator():
+    """A float the schema would take for an integer (``500.0``) is refused, whether the
+    message was parsed from bytes (the parser notes the float) or built in code."""
+    bad = _set(_good(), "payload.stake", 500.0)
+    with pytest.raises(LinkMessageError, match="integer"):
+        messages.validate("contribution", bad)
+    with pytest.raises(LinkMessageError, match="integer"):
+        parse_message(CONTRIBUTION_TOPIC, _bytes(_good()).replace(b'"stake": 500', b'"stake": 5e2'))

@@ -505,8 +505,7 @@ class TablePublisher:
                     int(self.clock() * 1000),
                 )
                 topic = topic_for(self.table_id, row.kind)
-                data = json.dumps(self.signer.sign(topic, message), separators=(",", ":"))
-                data = data.encode()
+                data = self.signer.wire(topic, message)
             except LinkMessageError as exc:
                 self._stop_stream(row.seq, "invalid", f"seq {row.seq} fails the schema: {exc}")
                 return
