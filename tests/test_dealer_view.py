@@ -162,7 +162,7 @@ def test_cards_waiting_clear_their_alarms_one_by_one_and_a_fault_is_said_once():
     )
     step = floor.do(ev.Burn())
     assert [e.text for e in step.effects if isinstance(e, AlarmCleared)] == [
-        "Card QH was not expected (betting)"
+        "Card QH was not expected while bets are placed"
     ]
     assert floor.view()["alarm_lines"][0]["count"] == 1
     floor.do(ev.Burn())

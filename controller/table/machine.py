@@ -73,6 +73,12 @@ REFUSALS = (ProcedureError, RuleViolation, WagerError)
 _CARD_ALARMS = ("unexpected_card", "foreign_card")
 """Alarms of a card that waits for a decision, one per card in ``state.pending``'s order: the
 oldest clear as the cards are burned, assigned or taken out of play."""
+_UNEXPECTED_WHEN = {
+    Phase.BETTING: "while bets are placed",
+    Phase.DEALER: "after the dealer's hand is complete",
+    Phase.SETTLED: "after the round was settled",
+}
+"""When a card came that nobody expected, in the dealer's words."""
 _ROUND_ALARMS = ("shuffle_mid_round", "shoe_missed_frames", "reader_disagreement")
 """Alarms about the round on the layout: over when it ends (the layout is cleared)."""
 
@@ -515,7 +521,7 @@ class Table(Procedure):
         elif phase is Phase.DEALER and self._dealer_needs_card():
             self._dealer_card(card)
         else:
-            self._unexpected(card, f"({phase.value})")
+            self._unexpected(card, _UNEXPECTED_WHEN.get(phase, f"({phase.value})"))
 
     def _unexpected(self, card: Card, why: str) -> None:
         self.state.pending.append(card)

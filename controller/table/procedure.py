@@ -493,7 +493,9 @@ class Procedure:
                 f"{what} refused: the EZ Bust offer is open; press next to close it first"
             )
         if phase is not Phase.PLAYERS:
-            raise ProcedureError(f"{what} refused: no player is in action now ({phase.value})")
+            raise ProcedureError(
+                f"{what} refused: no player is in action now ({phase.value.replace('_', ' ')})"
+            )
         rnd = self._round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
