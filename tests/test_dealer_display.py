@@ -374,7 +374,7 @@ def test_insurance_offer_and_the_hole_card_stay_right_at_both_sizes(floor, pages
     for page in pages.values():
         expect(page.get_by_test_id("phase")).to_have_text("Insurance")
         expect(page.get_by_test_id("next-newest")).to_have_text(
-            "Dealer shows an ace: take insurance bets, then press next"
+            "Dealer shows an ace: take insurance, then press next"
         )
         assert "KH" not in page.content() and shown("KH") not in page.content()
         snap(page, "insurance", "offer")

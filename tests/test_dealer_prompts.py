@@ -154,7 +154,7 @@ def test_the_prompt_of_the_moment_names_no_hole_card_and_each_phase():
         "Deal the dealer's up card",
         "Deal spot 2 its second card",
         "Deal the dealer's hole card, face down",
-        "Dealer shows an ace: take insurance bets, then press next",
+        "Dealer shows an ace: take insurance, then press next",
     ]
     assert "KH" not in str(table.snapshot())
     table.handle(ev.Next())  # the peek: dealer blackjack, the round is settled
@@ -163,4 +163,23 @@ def test_the_prompt_of_the_moment_names_no_hole_card_and_each_phase():
     table.handle(ev.CardDrawn(parse_card("QH")))  # a card nobody expected
     assert prompt() == (
         "Card QH waits for a decision: burn it, assign it, or call a misdeal (supervisor key)"
+    )
+
+
+def test_the_windows_say_what_to_take_and_to_press_next():
+    table = Table(load_game("pa-standard"), TableSettings(spots=1))
+    table.handle(ev.BetSensor(1, "main", True))
+    table.handle(ev.Lockout())
+    for card in ("AH", "AS", "KC", "9D"):  # spot 1: blackjack; the dealer shows an ace
+        table.handle(ev.CardDrawn(parse_card(card)))
+    assert table.snapshot()["prompt"]["text"] == (
+        "Dealer shows an ace: take insurance and even money, then press next"
+    )
+    table = Table(load_game("pa-standard"), TableSettings(spots=1))
+    table.handle(ev.BetSensor(1, "main", True))
+    table.handle(ev.Lockout())
+    for card in ("9H", "5D", "7C", "KD"):  # the dealer shows 5: the EZ Bust offer
+        table.handle(ev.CardDrawn(parse_card(card)))
+    assert table.snapshot()["prompt"]["text"] == (
+        "Dealer shows 5D: take EZ Bust bets, then press next"
     )

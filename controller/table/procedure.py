@@ -405,16 +405,18 @@ class Procedure:
             nth = "first" if not rnd.spots[who].hands[0].cards else "second"
             return Prompt("deal", f"Deal spot {who} its {nth} card", who)
         if phase is Phase.INSURANCE:
-            what = "insurance" if self.rules.insurance.offered else "even money"
-            return Prompt(
-                "insurance_open",
-                f"Dealer shows an ace: take {what} bets, then press next",
-            )
+            offers = ["insurance"] if self.rules.insurance.offered else []
+            if self.rules.blackjack.even_money and any(
+                is_blackjack(spot.hands[0].cards) and not spot.even_money
+                for spot in rnd.spots.values()
+            ):
+                offers.append("even money")
+            what = " and ".join(offers) or "no bets"
+            return Prompt("insurance_open", f"Dealer shows an ace: take {what}, then press next")
         if phase is Phase.EZ_BUST:
-            spots = ", ".join(str(n) for n in rnd.spots)
             return Prompt(
                 "ez_bust_open",
-                f"EZ Bust offered to spots {spots}: take EZ Bust bets, then press next",
+                f"Dealer shows {rnd.dealer[0]}: take EZ Bust bets, then press next",
             )
         if phase is Phase.PLAYERS and rnd.in_action is not None:
             spot_no, index = rnd.in_action
