@@ -480,3 +480,29 @@ def test_a_sample_that_cannot_be_written_is_said_once_and_tried_again(tmp_path, 
     assert rig.history.problem == f"history {store.path} is closed"
     assert caplog.text.count("history: sample not recorded") == 1
     assert rig.history.state()["problem"] == rig.history.problem
+
+
+def test_the_par_figures_are_computed_once_and_kept_with_the_history(tmp_path, monkeypatch):
+    import controller.parsheet
+
+    rules = load_game("pa-standard")
+    store = HistoryStore(tmp_path / "history.sqlite")
+    first = HistoryRecorder(store, Library(), dict, rules=rules)
+    first._compute_par()
+    assert first.par is not None and first.par["lucky_ladies"]["title"] == "Lucky Ladies"
+    store.close()
+
+    def not_again(_rules):
+        raise AssertionError("the par sheet was computed again")
+
+    monkeypatch.setattr(controller.parsheet, "compute_par_sheet", not_again)
+    store = HistoryStore(tmp_path / "history.sqlite")  # a restart
+    try:
+        again = HistoryRecorder(store, Library(), dict, rules=rules)
+        again._compute_par()
+        assert again.par == first.par and again.par_problem is None
+        other = HistoryRecorder(store, Library(), dict, rules=rules.with_decks(2))
+        other._compute_par()  # other rules: computed (here it cannot be): said, no par
+        assert other.par is None and "the par sheet was computed again" in other.par_problem
+    finally:
+        store.close()

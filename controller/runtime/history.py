@@ -181,6 +181,9 @@ class HistoryStore:
                 "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), "
                 "data TEXT NOT NULL)"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS par (key TEXT PRIMARY KEY, data TEXT NOT NULL)"
+            )
             self._db.execute(f"PRAGMA user_version = {SCHEMA}")
         except sqlite3.Error as exc:
             self.close()
@@ -226,6 +229,18 @@ class HistoryStore:
                 (since_ms or 0,),
             ).fetchall()
         return [(int(t), json.loads(data)) for t, data in rows]
+
+    def par(self, key: str) -> dict[str, Any] | None:
+        """The par figures kept for the game whose rules hash to ``key`` (None: none)."""
+        with self._lock:
+            row = self.db.execute("SELECT data FROM par WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def keep_par(self, key: str, figures: dict[str, Any]) -> None:
+        """Keep the par figures of a game (computing them takes seconds of CPU on a Pi)."""
+        with self._lock:
+            self.db.execute("DELETE FROM par")
+            self.db.execute("INSERT INTO par VALUES (?, ?)", (key, json.dumps(figures)))
 
     def count(self) -> int:
         with self._lock:
@@ -360,12 +375,21 @@ class HistoryRecorder:
         self.sample()  # what the last minute saw
 
     def _compute_par(self) -> None:
+        """The game's par figures: kept in the store for the rules they were computed for
+        (a restart does not compute them again: seconds of CPU beside the table's loop)."""
         if self._rules is None:
             return
         try:
+            import hashlib
+
             from controller.parsheet import compute_par_sheet
 
-            self.par = par_figures(compute_par_sheet(self._rules))
+            key = hashlib.sha256(repr(self._rules).encode()).hexdigest()
+            kept = self.store.par(key)
+            if kept is None:
+                kept = par_figures(compute_par_sheet(self._rules))
+                self.store.keep_par(key, kept)
+            self.par = kept
         except Exception as exc:  # the charts then show what was seen, without par
             self.par_problem = f"no par sheet: {exc}"
             log.exception("history: the par sheet could not be computed")

@@ -151,7 +151,7 @@
   function errorsText(errors) {
     const kinds = Object.entries(errors || {});
     if (!kinds.length) return "none";
-    return kinds.map(([kind, n]) => `${kind} ${n}`).join(", ");
+    return kinds.map(([kind, n]) => `${kind.replace(/_/g, " ")} ${n}`).join(", ");
   }
 
   function tile(id, title, state, lines) {
@@ -344,7 +344,7 @@
           el(
             "div",
             { class: "meta" },
-            `#${alarm.id} ${alarm.code}` + (alarm.spot ? ` · spot ${alarm.spot}` : "") + (alarm.round ? ` · round ${alarm.round}` : ""),
+            `#${alarm.id} ${String(alarm.code).replace(/_/g, " ")}` + (alarm.spot ? ` · spot ${alarm.spot}` : "") + (alarm.round ? ` · round ${alarm.round}` : ""),
           ),
         ),
         button,
