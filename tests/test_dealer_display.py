@@ -427,6 +427,9 @@ def test_an_outages_alarms_merge_and_clear_when_the_link_returns(floor, pages):
         expect(merged).to_contain_text(
             "Blazing 7's bets at spots 1, 3, 5 and 7 not accepted: the jackpot link is down"
         )
+        # the refused chips are on the picture, marked: return them
+        refused = page.get_by_test_id("spot-5").locator('[data-circle="blazing_7s"]')
+        expect(refused).to_have_attribute("data-state", "not-wager")
         # the game stays on screen beside the alarms: the prompt, every spot's cards
         expect(page.get_by_test_id("next-newest")).to_be_in_viewport()
         for spot in range(1, 8):

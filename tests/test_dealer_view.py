@@ -45,8 +45,9 @@ def test_the_layout_is_every_spot_of_the_table_in_table_order():
     assert [s["playing"] for s in view["layout"]] == [False] * 7  # betting: nobody plays yet
     five = view["layout"][4]
     assert five["chips"] == [
-        {"circle": "main", "name": "Main", "amount": 2500},
-        {"circle": "lucky_ladies", "name": "Lucky Ladies", "amount": 100},  # side minimum
+        {"circle": "main", "name": "Main", "amount": 2500, "not_wager": False},
+        # a side bet not keyed: the table's side-bet minimum
+        {"circle": "lucky_ladies", "name": "Lucky Ladies", "amount": 100, "not_wager": False},
     ]
     assert view["layout"][0]["chips"] == [] and view["layout"][0]["hands"] == []
     assert view["betting"]["spots_bet"] == 2 and view["betting"]["chips_total"] == 3600
@@ -109,6 +110,27 @@ def test_a_wager_settled_during_the_round_shows_on_its_chip():
     six = view["layout"][5]["chips"][0]
     assert (six["settled"], six["settled_amount"]) == ("pay", 1500)
     assert all(s["settlement"] is None for s in view["layout"])  # rows once the round settles
+
+
+def test_chips_that_are_no_wager_and_wagers_without_chips_are_marked():
+    floor = seven(spots=(1, 2))
+    floor.do(ev.JackpotLink(False))
+    floor.do(ev.BetSensor(1, "blazing_7s", True))
+    floor.do(ev.Lockout())  # the Blazing 7's bet is refused: the link is down
+    floor.do(ev.BetSensor(4, "main", True))  # a late bet at an empty spot
+    floor.do(ev.BetSensor(2, "main", False))  # chips taken from a wager
+    layout = floor.view()["layout"]
+    states = {
+        (s["spot"], c["circle"]): (c.get("not_wager", False), c.get("chips_off", False))
+        for s in layout
+        for c in s["chips"]
+    }
+    assert states == {
+        (1, "main"): (False, False),
+        (1, "blazing_7s"): (True, False),
+        (2, "main"): (False, True),
+        (4, "main"): (True, False),
+    }
 
 
 def test_alarms_merge_by_kind_and_leave_when_their_cause_is_over():

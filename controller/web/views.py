@@ -241,7 +241,11 @@ def _chip_outcomes(row: dict[str, Any] | None, hands: int) -> dict[str, tuple[st
 def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, Any]]:
     """The table as a picture: every spot of the table in table order (first base first),
     each with its chips (the bets the sensors see, at the amount they would be taken, or the
-    wagers latched for the round), its hands and totals and its settlement row."""
+    wagers latched for the round), its hands and totals and its settlement row.
+
+    While a round is played a chip the sensors see that is no wager (a late bet, a
+    progressive bet refused while the link is down) has ``not_wager``; a wager whose chips
+    left the circle has ``chips_off``."""
     table = snap.get("table") or {}
     playing = {spot["spot"]: spot for spot in snap.get("spots") or []}
     numbers = range(1, (table.get("spots") or max(playing, default=0)) + 1)
@@ -251,6 +255,7 @@ def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, A
     for bet in sorted(bets, key=lambda b: (b["spot"], order.get(b["circle"], 99))):
         seen.setdefault(bet["spot"], []).append(bet)
     act = snap.get("in_action") or {}
+    in_round = bool(snap.get("in_progress"))
     out = []
     for number in numbers:
         spot = playing.get(number)
@@ -261,6 +266,7 @@ def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, A
             if spot.get("ez_bust"):
                 wagers["ez_bust"] = spot["ez_bust"]
             done = _chip_outcomes(rows.get(number), len(spot["hands"]))
+            on = {b["circle"] for b in seen.get(number, [])}
             chips = [
                 {
                     "circle": c,
@@ -268,8 +274,19 @@ def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, A
                     "amount": amount,
                     "settled": done[c][0] if c in done else None,
                     "settled_amount": done[c][1] if c in done else None,
+                    "chips_off": in_round and c in order and c not in on,
                 }
                 for c, amount in wagers.items()
+            ]
+            chips += [
+                {
+                    "circle": b["circle"],
+                    "name": circle_name(b["circle"]),
+                    "amount": b.get("amount"),
+                    "not_wager": True,
+                }
+                for b in seen.get(number, [])
+                if b["circle"] not in wagers and in_round
             ]
             natural = len(spot["hands"]) == 1
             hands = [
@@ -282,7 +299,12 @@ def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, A
             ]
         else:
             chips = [
-                {"circle": b["circle"], "name": circle_name(b["circle"]), "amount": b.get("amount")}
+                {
+                    "circle": b["circle"],
+                    "name": circle_name(b["circle"]),
+                    "amount": b.get("amount"),
+                    "not_wager": in_round,
+                }
                 for b in seen.get(number, [])
             ]
             hands = []

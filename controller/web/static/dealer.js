@@ -65,9 +65,14 @@
   function chipEl(chip) {
     const settled = chip.settled;
     const amount = settled ? chip.settled_amount : chip.amount;
+    const classes = ["chip"];
+    if (settled) classes.push("settled", `pay-${settled}`);
+    if (chip.not_wager) classes.push("not-wager");
+    if (chip.chips_off) classes.push("chips-off");
+    const title = chip.not_wager ? "not a wager: return the chips" : chip.chips_off ? "the chips left the circle" : null;
     return el(
       "div",
-      { class: settled ? `chip settled pay-${settled}` : "chip", "data-testid": "chip", "data-circle": chip.circle, "data-settled": settled },
+      { class: classes.join(" "), "data-testid": "chip", "data-circle": chip.circle, "data-settled": settled, "data-state": chip.not_wager ? "not-wager" : chip.chips_off ? "chips-off" : "wager", title },
       settled ? el("span", { class: "verb", text: VERBS[settled] || settled }) : null,
       settled ? " " : null,
       el("span", { class: "name", text: chip.name }),
