@@ -203,17 +203,20 @@ def test_the_table_unit_runs_the_daemon_with_its_devices_and_directories():
     )
     assert one(text, "Service", "TimeoutStopSec") == "20"
     assert one(text, "Service", "Group") == "table-controller"
-    assert set(one(text, "Service", "SupplementaryGroups").split()) == {"gpio", "dialout", "video"}
+    groups = set(one(text, "Service", "SupplementaryGroups").split())
+    assert groups == {"gpio", "i2c", "dialout", "video"}  # i2c: the expanders' /dev/i2c-*
     assert one(text, "Service", "RuntimeDirectory") == "table-controller"
     assert values(text, "Service", "PrivateDevices") == []  # it would hide /dev/gpiochip*
     allowed = {v.split()[0]: v.split()[1] for v in values(text, "Service", "DeviceAllow")}
     assert allowed == {
         "char-gpiochip": "rw",
+        "char-i2c": "rw",
         "char-ttyAMA": "rw",
         "char-ttyUSB": "rw",
         "char-ttyACM": "rw",
         "char-video4linux": "rw",
     }
+    assert "modprobe@i2c_dev.service" in values(text, "Unit", "Wants")
     # lgpio's FIFO needs a writable working directory: the runtime directory
     assert one(text, "Service", "WorkingDirectory") == "/run/table-controller"
     assert "LG_WD=/run/table-controller" in values(text, "Service", "Environment")
