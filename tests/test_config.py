@@ -748,3 +748,68 @@ def test_check_config_with_a_forced_kind_from_the_command_line(tmp_path):
     assert result.returncode == 2
     assert "config/gpio.example.toml: [table]: missing: the file needs a [table]" in result.stderr
     assert "config/gpio.example.toml: [mqtt]: missing" in result.stderr
+
+
+# -- a full table: check-config refuses a spot left unwired ------------------------------------
+
+
+def test_check_config_refuses_a_spot_left_unwired_naming_the_missing_keys(tmp_path):
+    path = write(
+        tmp_path,
+        ('"4.blazing_7s" = { expander = "spot4", line = "GPA3" }\n', ""),
+        ('"6.action" = { expander = "spot6", line = "GPB4" }\n', ""),
+    )
+    assert load_table_config(path).settings.spots == 7  # the daemon runs it (a bench rig)
+    check = check_config(path, files=False)
+    got = {(e.section, e.key): e.problem for e in check.errors}
+    assert list(got) == [("gpio.sensors", "4.blazing_7s"), ("gpio.lights", "6.action")]
+    assert got[("gpio.sensors", "4.blazing_7s")].startswith(
+        'missing: spot 4 is left unwired, it has no sensor for blazing_7s (add "4.blazing_7s";'
+    )
+    assert "no light for action" in got[("gpio.lights", "6.action")]
+    assert check.summary == ""
+
+
+def test_a_pin_map_wired_for_another_game_is_refused(tmp_path):
+    path = tmp_path / "table.toml"
+    path.write_text(with_pin_map(EXAMPLE_TEXT, "online-6deck"), encoding="utf-8")
+    error = one_error(path, "gpio", "game")
+    assert error.problem.startswith(
+        "this pin map is wired for 'online-6deck' but [table] game is 'pa-standard'"
+    )
+
+
+@pytest.mark.parametrize("game", ["double-up", "online-6deck", "blackjack-tie"])
+def test_every_games_pin_map_makes_a_complete_table_config(tmp_path, game):
+    text = edited(('game = "pa-standard"', f'game = "{game}"'))
+    path = tmp_path / "table.toml"
+    path.write_text(with_pin_map(text, game), encoding="utf-8")
+    check = check_config(path, files=False)
+    assert check.errors == [] and "7 spots" in check.summary and "expanders" in check.summary
+
+
+def test_check_config_of_a_pin_map_file_checks_its_game(tmp_path):
+    blank = tmp_path / "gpio.toml"
+    source = (ROOT / "config" / "gpio.double-up.toml").read_text(encoding="utf-8")
+    blank.write_text(source.replace('game = "double-up"', 'game = "double-down"'), "utf-8")
+    check = check_config(blank)
+    assert [(e.section, e.key) for e in check.errors] == [("gpio", "game")]
+    assert "'double-down' is no game profile; use one of: " in check.errors[0].problem
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(source.replace('game = "double-up"', 'game = "blackjack-tie"'), "utf-8")
+    check = check_config(wrong)
+    assert [(e.section, e.key) for e in check.errors] == [("gpio.sensors", "1.bonus_16")]
+    assert "'bonus_16' is no bet circle of this game" in check.errors[0].problem
+    online = (ROOT / "config" / "gpio.online-6deck.toml").read_text(encoding="utf-8")
+    short = tmp_path / "short.toml"
+    short.write_text(online.replace('game = "online-6deck"', 'game = "pa-standard"'), "utf-8")
+    check = check_config(short)
+    assert len(check.errors) == 14  # sensors and lights of three side bets, at 7 spots
+    assert check.errors[0].key == "1.lucky_ladies"
+    assert "spot 1 is left unwired" in check.errors[0].problem
+    ok = check_config(ROOT / "config" / "gpio.blackjack-tie.toml")
+    assert ok.errors == []
+    assert ok.summary == (
+        "pin map: 24 GPIO pins and 147 lines on 10 MCP23017 expanders (I2C buses 1, 3), "
+        "complete for 7 spots (game blackjack-tie, 9 circles a spot)"
+    )
