@@ -613,3 +613,12 @@ def test_the_sensor_latency_bench_prints_both_p99s_last():
     assert keys == ["pi_p99_ms", "expander_p99_ms"]
     assert all(float(item.split("=")[1]) > 0 for item in last.split())
     assert "pi_samples=20 expander_samples=20" in p50s
+
+
+def test_a_bus_that_cannot_be_opened_says_what_to_do():
+    from drivers.mcp23017 import open_bus
+
+    with pytest.raises(OSError) as caught:
+        open_bus(99)  # no /dev/i2c-99 here, as on a Pi with I2C off
+    assert "cannot open /dev/i2c-99" in str(caught.value)
+    assert "raspi-config nonint do_i2c 0" in str(caught.value) and "group i2c" in str(caught.value)
