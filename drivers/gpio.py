@@ -171,7 +171,10 @@ class GpioDriver:
     ``sink`` receives the events (it must only enqueue: it is called on the GPIO
     library's thread too); ``clock`` is the runtime's monotonic ms clock;
     ``pin_factory`` is gpiozero's (None: gpiozero's default, from
-    ``GPIOZERO_PIN_FACTORY``); every device is created with it.
+    ``GPIOZERO_PIN_FACTORY``); every device is created with it. ``buses``: the I2C bus of
+    each bus number of ``[gpio.expanders]`` (default: opened with smbus2, or simulated under
+    MockFactory); ``reconcile_ms``: the expanders' reconcile read; ``fault_reported``: the
+    table holds an active ``gpio`` fault (recovered from its journal).
     """
 
     def __init__(
@@ -186,6 +189,7 @@ class GpioDriver:
         hold_believed: bool = False,
         buses: Mapping[int, I2CBus] | None = None,
         reconcile_ms: int = 100,
+        fault_reported: bool = False,
     ):
         self.pin_map = pin_map
         self._sink = sink
@@ -205,7 +209,9 @@ class GpioDriver:
         self._stop = threading.Event()
         self._expanders: dict[int, MCP23017Factory] = {}
         self._down: dict[str, str] = {}
-        self._sent_fault = ""  # the expander fault the table last heard ("" none)
+        # the expander fault the table last heard ("" none); after a restart the table may
+        # still hold one: it hears that it is gone once every expander answers
+        self._sent_fault = "(reported before the restart)" if fault_reported else ""
         believed = dict(believed or {})
         try:
             self._open_expanders(pin_factory, buses or {}, reconcile_ms)

@@ -622,3 +622,18 @@ def test_a_bus_that_cannot_be_opened_says_what_to_do():
         open_bus(99)  # no /dev/i2c-99 here, as on a Pi with I2C off
     assert "cannot open /dev/i2c-99" in str(caught.value)
     assert "raspi-config nonint do_i2c 0" in str(caught.value) and "group i2c" in str(caught.value)
+
+
+def test_after_a_restart_the_table_hears_its_gpio_fault_is_gone():
+    """The journal says the table holds an active gpio fault; every expander answers now."""
+    pi = MockFactory()
+    events: list[ev.Event] = []
+    driver = GpioDriver(
+        parse_pin_map(MAP, circles=PA, spots=1), events.append, pin_factory=pi, fault_reported=True
+    )
+    try:
+        faults = [e for e in events if isinstance(e, ev.TableFault)]
+        assert [(f.kind, f.active) for f in faults] == [("gpio", False)]
+    finally:
+        driver.close()
+        pi.close()

@@ -215,6 +215,8 @@ class TableDaemon:
             pin_factory=self.pin_factory,
             believed=believed,
             hold_believed=cfg.gpio.pin_factory == "mock",
+            # an expander fault latched before a restart is told gone once all answer
+            fault_reported=state.faults.get("gpio", ("", False))[1],
         )
         self.parts.append(("gpio", self.gpio.close))
         if cfg.settings.card_source in ("shoe", "both"):
