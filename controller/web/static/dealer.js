@@ -73,11 +73,20 @@
     return el(
       "div",
       { class: classes.join(" "), "data-testid": "chip", "data-circle": chip.circle, "data-settled": settled, "data-state": chip.not_wager ? "not-wager" : chip.chips_off ? "chips-off" : "wager", title },
-      settled ? el("span", { class: "verb", text: VERBS[settled] || settled }) : null,
-      settled ? " " : null,
-      el("span", { class: "name", text: chip.name }),
-      " ",
-      el("span", { class: "amount", text: amount === null || amount === undefined || settled === "meter" ? "" : money(amount) }),
+      ...(settled
+        ? [
+            // settled: what to do first, as on the settlement rows ("Take $5.00 Lucky Ladies")
+            el("span", { class: "verb", text: VERBS[settled] || settled }),
+            " ",
+            el("span", { class: "amount", text: settled === "meter" ? "meter share" : money(amount) }),
+            " ",
+            el("span", { class: "name", text: chip.name }),
+          ]
+        : [
+            el("span", { class: "name", text: chip.name }),
+            " ",
+            el("span", { class: "amount", text: amount === null || amount === undefined ? "" : money(amount) }),
+          ]),
     );
   }
 
