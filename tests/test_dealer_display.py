@@ -213,8 +213,17 @@ def check_fits(page: Any, where: str) -> None:
     )
 
 
+DEVELOPER_WORDS = re.compile(
+    r"[a-z]_[a-z0-9]|\bcents\b|\b(True|False|None|null|undefined|NaN)\b"
+    r"|\b(10|[2-9AJQK])[HDCS]\b|Spot (\d+): Spot \3"
+)
+"""Words of the code, not of the casino: names with underscores, cents, booleans, cards
+without suit symbols, "Spot 3: Spot 3's"."""
+
+
 def check_step(floor: Floor, pages: dict[str, Any], where: str) -> None:
-    """After each event: both pages show the headline of the moment and fit the screen."""
+    """After each event: both pages show the headline of the moment, fit the screen and
+    speak casino words."""
     want = expected_headline(floor.oracle)
     if want is None:
         prompt = floor.oracle.snapshot()["prompt"]["text"]
@@ -223,6 +232,8 @@ def check_step(floor: Floor, pages: dict[str, Any], where: str) -> None:
         expect(page.get_by_test_id("round")).to_have_text(str(floor.oracle.state.round_number))
         expect(page.get_by_test_id("next-newest")).to_have_text(want)
         check_fits(page, where)
+        words = page.inner_text("body")
+        assert not DEVELOPER_WORDS.search(words), (where, DEVELOPER_WORDS.search(words))
 
 
 # -- the scripted round: seven spots, splits, a double after a split, a surrender ----------
