@@ -38,7 +38,7 @@ holds for them unchanged. The driver opens each bus (``smbus2``; with gpiozero's
 MockFactory a simulated bus with simulated chips wired to the mock interrupt pins, so the
 demo runs a full table) unless ``buses`` hands them in. An expander that stops answering
 is sent to the table as ``TableFault("gpio", why)`` (the table latches its safe state and
-raises the alarm); when every expander answers again, ``TableFault("gpio", active=False)``
+raises the alarm); when every expander answers and interrupts again, ``TableFault("gpio", active=False)``
 (the latch stays until the supervisor key clears it). Health shows ``connected`` false
 meanwhile and each expander's ``expanders`` entry.
 """
@@ -310,7 +310,8 @@ class GpioDriver:
             self._down.update(factory.down())
 
     def _expander_fault(self, name: str, detail: str | None) -> None:
-        """An expander stopped (detail) or started again (None) answering: worker thread."""
+        """An expander stopped (detail) or started again (None) answering, or its interrupt
+        line was lost (``NAME.interrupt``): the bus's worker thread."""
         with self._lock:
             if detail is None:
                 self._down.pop(name, None)
@@ -318,7 +319,8 @@ class GpioDriver:
                 self._down[name] = detail
             self._health.set(connected=not self._down)
             if detail is not None:
-                self._health.count("expander_down")
+                lost = name.endswith(".interrupt")
+                self._health.count("interrupt_lost" if lost else "expander_down")
             starting = not self._inputs and not self._lights
         if not starting:
             self._send_fault()
@@ -335,7 +337,9 @@ class GpioDriver:
             event = (
                 ev.TableFault("gpio", detail, t=self._clock())
                 if detail
-                else ev.TableFault("gpio", "every expander answers again", False, t=self._clock())
+                else ev.TableFault(
+                    "gpio", "every expander answers and interrupts again", False, t=self._clock()
+                )
             )
         try:
             self._sink(event)

@@ -31,8 +31,10 @@ again). Edge callbacks run on the worker thread; they must only record (as
 An I2C error is retried once; a chip that still does not answer is *down*: ``on_fault``
 hears ``(name, detail)`` (the GPIO driver turns it into a ``gpio`` table fault: the table
 latches its safe state), its inputs keep their last level, its outputs are written again
-when it answers (``on_fault(name, None)``). Nothing here raises into a device: a lamp
-written while its chip is down is kept and shown when the chip is back.
+when it answers (``on_fault(name, None)``). A lost interrupt line (three changes in a row
+found only by the reconcile read) is a fault the same way: the table still hears every change,
+up to ``reconcile_ms`` late, but a technician must mend the wire. Nothing here raises into a
+device: a lamp written while its chip is down is kept and shown when the chip is back.
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ ADDRESSES = range(0x20, 0x28)
 
 LINES = 16
 """GPA0-GPA7 are lines 0-7, GPB0-GPB7 lines 8-15."""
+
+LOST_AFTER = 3
+"""Changes in a row that only the reconcile read found: the chip's interrupt line is lost (a
+fault, like a chip that does not answer), until an interrupt brings a change again."""
 
 I2C_HZ = 400_000
 """The MCP23017's fast-mode clock (it does 1.7 MHz; the Pi's bus 1 runs 100 kHz unless
@@ -455,6 +461,8 @@ class _Chip:
     missed: int = 0
     resets: int = 0
     errors: int = 0
+    lost_streak: int = 0  # changes in a row found by the reconcile read, none by an interrupt
+    int_lost: bool = False
 
     @property
     def label(self) -> str:
@@ -613,7 +621,9 @@ class MCP23017Factory(Factory):
     interrupt lines go to (None: gpiozero's default); ``on_fault(name, detail | None)``:
     a chip stopped (detail) or started again (None) answering, called on the worker thread;
     ``reconcile_ms``: how often every chip is read whatever the interrupts say (0: never;
-    its register check runs every ``check_every`` reconciles).
+    its register check runs every ``check_every`` reconciles). ``on_fault`` also hears
+    ``("NAME.interrupt", detail | None)``: :data:`LOST_AFTER` changes in a row came only from
+    the reconcile read (the interrupt line is lost), or an interrupt brought one again.
     """
 
     def __init__(
@@ -885,7 +895,11 @@ class MCP23017Factory(Factory):
             for chip in chips:
                 if chip.up:
                     chip.interrupts += 1
-                    self._read_chip(chip)
+                    if self._read_chip(chip):
+                        chip.lost_streak = 0
+                        if chip.int_lost:
+                            chip.int_lost = False
+                            self._faults.append((f"{chip.spec.name}.interrupt", None))
             if device is None or not device.is_active:
                 break
         self._report_faults()
@@ -913,6 +927,18 @@ class MCP23017Factory(Factory):
             # its output first): none on its way for this change means one was lost
             if changed and self._received.get(pin, 0) == self._seen.get(pin, 0):
                 chip.missed += 1
+                chip.lost_streak += 1
+                if chip.lost_streak >= LOST_AFTER and not chip.int_lost:
+                    chip.int_lost = True
+                    self._faults.append(
+                        (
+                            f"{chip.spec.name}.interrupt",
+                            f"{chip.label} on I2C bus {self.bus_number}: its interrupt line "
+                            f"GPIO {pin} did not fall for the last {chip.lost_streak} changes "
+                            "(the reconcile read found them): check the INTA wire and its "
+                            "pull-up",
+                        )
+                    )
         self._report_faults()
 
     def sync(self, timeout: float = 2.0) -> bool:

@@ -335,7 +335,7 @@ def test_a_chip_that_stops_answering_is_a_gpio_fault_and_its_return_is_told(tabl
     chip.answering = True
     factory.reconcile()
     assert events[-1] == ev.TableFault(
-        "gpio", "every expander answers again", active=False, t=clock.now
+        "gpio", "every expander answers and interrupts again", active=False, t=clock.now
     )
     assert chip.output(8) is True, "the lamp the table asked for is shown again"
     assert chip.read(GPINTEN) == 0x13 and driver.health()["connected"] is True
@@ -637,3 +637,23 @@ def test_after_a_restart_the_table_hears_its_gpio_fault_is_gone():
     finally:
         driver.close()
         pi.close()
+
+
+def test_an_interrupt_line_lost_for_three_changes_is_a_gpio_fault_until_one_comes(table):
+    driver, factory, chip, clock, events = table
+    line = factory.bus.lines[16]
+    line.connected = False  # the INTA wire broke
+    for level in (False, None, False):
+        chip.set_input(1, level)
+        factory.reconcile()
+    faults = [e for e in events if isinstance(e, ev.TableFault)]
+    assert [(f.kind, f.active) for f in faults] == [("gpio", True)]
+    assert "its interrupt line GPIO 16 did not fall for the last 3 changes" in faults[0].detail
+    assert driver.health()["errors"]["interrupt_lost"] == 1
+    line.connected = True  # mended
+    chip.set_input(1, None)
+    line.update()
+    factory.sync()
+    assert events[-1] == ev.TableFault(
+        "gpio", "every expander answers and interrupts again", active=False, t=clock.now
+    )
