@@ -37,10 +37,11 @@ devices on a :class:`drivers.mcp23017.MCP23017Factory` per I2C bus, so every rul
 holds for them unchanged. The driver opens each bus (``smbus2``; with gpiozero's
 MockFactory a simulated bus with simulated chips wired to the mock interrupt pins, so the
 demo runs a full table) unless ``buses`` hands them in. An expander that stops answering
-is sent to the table as ``TableFault("gpio", why)`` (the table latches its safe state and
-raises the alarm); when every expander answers and interrupts again, ``TableFault("gpio", active=False)``
-(the latch stays until the supervisor key clears it). Health shows ``connected`` false
-meanwhile and each expander's ``expanders`` entry.
+(or whose interrupt line is lost) is sent to the table as ``TableFault("gpio", why)`` (the
+table latches its safe state and raises the alarm); when every expander answers and
+interrupts again, ``TableFault("gpio", active=False)`` (the latch stays until the supervisor
+key clears it). Health shows ``connected`` false meanwhile and each expander's
+``expanders`` entry.
 """
 
 from __future__ import annotations
