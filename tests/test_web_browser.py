@@ -310,7 +310,7 @@ def test_recall_lists_the_round_and_its_script_replays_the_same(
     expect(hands.nth(1)).to_contain_text("17")
     expect(round_1.get_by_test_id("recall-settlement").first).to_contain_text("net +$")
     expect(round_1.get_by_test_id("recall-settlement")).to_contain_text(
-        ["Spot 1 Blazing 7's: win $10", "Spot 1 main wager: win 1 to 1", "Spot 2 main wager"]
+        ["Spot 1 main wager: win 1 to 1", "Spot 1 Blazing 7's: win $10", "Spot 2 main wager"]
     )
     expect(round_1.locator("pre")).to_contain_text("Round 1")
     expect(round_1.locator("pre")).to_contain_text("dealer: 6♦ 10♣ 9♠ = bust 25")

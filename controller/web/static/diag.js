@@ -485,6 +485,8 @@
     supervisor_key: "Supervisor key",
     insurance: "Insurance",
     even_money: "Even money",
+    ez_bust: "EZ Bust",
+    double_up: "Double Up",
   };
   const LAMP_WORDS = { lockout: "No-more-bets lamp", alarm: "Alarm tower" };
   const STATE_WORDS = { on: "on", off: "off", unknown: "cannot be read", pending: "changing (not yet confirmed)" };
@@ -603,9 +605,9 @@
           (c.light ? `; circle lamp ${c.light}` : "");
         const node = svg(
           "g",
-          { class: `g-circle ${state} ${lamp}`, "data-testid": `gpio-${c.inputName || c.lightName}`, "data-state": state, "data-lamp": c.light || null },
+          { class: `g-circle ${state} ${lamp}`, "data-testid": c.inputName ? `gpio-${c.inputName}` : null, "data-state": state, "data-lamp": c.light || null },
           svg("title", { text: title }),
-          c.light ? svg("circle", { class: "ring", cx, cy, r: r + 4 }) : null,
+          c.light ? svg("circle", { class: "ring", cx, cy, r: r + 4, "data-testid": `gpio-${c.lightName}`, "data-state": c.light }) : null,
           svg("circle", { class: "disc", cx, cy, r }),
           svg("text", { x: cx, y: cy + 4, "text-anchor": "middle", class: "g-short", text: CIRCLE_SHORT[c.circle] ?? c.circle.slice(0, 3) }),
         );
@@ -641,7 +643,7 @@
           { class: `g-button ${state}`, "data-testid": `gpio-${b.name}`, "data-state": state },
           svg("title", { text: `${b.word}: ${b.keySwitch ? (state === "on" ? "key turned" : state === "off" ? "key off" : STATE_WORDS[state]) : state === "on" ? "pressed" : state === "off" ? "not pressed" : STATE_WORDS[state]} (${inputDetail(b.input)})` }),
           svg("rect", { x: bx, y: by, width: bw, height: 36, rx: 6 }),
-          svg("text", { x: bx + bw / 2, y: by + 23, "text-anchor": "middle", text: word }),
+          svg("text", { x: bx + bw / 2, y: by + 23, "text-anchor": "middle", "font-size": Math.min(13, (bw - 6) / (0.58 * word.length)).toFixed(1), text: word }),
         ),
       );
     });
@@ -703,6 +705,15 @@
     return `${where} ${betName(line.wager)}: ${line.outcome}${line.pays ? ` ${line.pays}` : ""}, stake ${money(line.stake)}, paid ${money(line.paid)}, returned ${money(line.returned)}, net ${sign}${money(Math.abs(net))}`;
   }
 
+  // a round's settlements spot by spot, each spot's main wager first (as the table pays)
+  function bySpot(settlements) {
+    const rank = (w) => (w === "main" ? 0 : ["double_down", "double_up", "insurance", "even_money"].includes(w) ? 1 : 2);
+    return settlements
+      .map((line, i) => [line, i])
+      .sort(([a, i], [b, j]) => a.spot - b.spot || (a.hand ?? 0) - (b.hand ?? 0) || rank(a.wager) - rank(b.wager) || i - j)
+      .map(([line]) => line);
+  }
+
   function recallHands(record) {
     if (!record.hands) return el("p", { class: "meta", text: "Hands not shown: this round's events do not replay (see the text below)." });
     const rows = record.hands.map((hand) =>
@@ -718,12 +729,16 @@
     return el("div", { class: "recall-hands" }, ...rows);
   }
 
+  let recallAsked = 0; // the last request: an older answer arriving late is dropped
+
   async function loadRecall(search) {
     recallSearch = search || null;
+    const asked = ++recallAsked;
     let path = "/api/rounds";
     if (recallSearch && recallSearch.before) path = `/api/rounds/older?before=${encodeURIComponent(recallSearch.before)}`;
     else if (recallSearch) path = `/api/rounds/search?${new URLSearchParams(recallSearch)}`;
     const { status, data } = await api("GET", path);
+    if (asked !== recallAsked) return;
     $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch)})` : "(newest 10 rounds)";
     if (status !== 200) {
       say($("recall-msg"), data.error || `recall failed (HTTP ${status})`, "err");
@@ -761,7 +776,7 @@
         { class: "round", "data-testid": "recall-round", "data-round": record.round },
         summary,
         recallHands(record),
-        el("ul", { class: "recall-settlements" }, ...settlements.map((line) => el("li", { "data-testid": "recall-settlement", text: settlementText(line, split) }))),
+        el("ul", { class: "recall-settlements" }, ...bySpot(settlements).map((line) => el("li", { "data-testid": "recall-settlement", text: settlementText(line, split) }))),
         el("details", { class: "round-full" }, el("summary", { text: "The whole record, with every action" }), el("pre", { class: "round-text", text: record.text })),
         link,
       );
@@ -846,10 +861,14 @@
     }, wait);
   }
 
+  let historyAsked = 0;
+
   async function loadHistory() {
     historyLoaded = Date.now();
+    const asked = ++historyAsked;
     const hours = $("history-hours").value;
     const { status, data } = await api("GET", `/api/history?hours=${encodeURIComponent(hours)}`);
+    if (asked !== historyAsked) return; // a later request answers instead
     if (status !== 200) {
       say($("history-msg"), data.error || `history failed (HTTP ${status})`, "err");
       return;
@@ -859,7 +878,8 @@
     if (data.par_problem) notes.push(data.par_problem);
     say($("history-msg"), notes.join("; "), notes.length ? "err" : null);
     const n = (data.t || []).length;
-    $("history-what").textContent = `(${n} point${n === 1 ? "" : "s"}; one every ${duration(data.every_s)}, and soon after each round)`;
+    const every = data.every_s === 60 ? "one a minute" : `one every ${duration(data.every_s)}`;
+    $("history-what").textContent = `(${n} point${n === 1 ? "" : "s"}; ${every}, and soon after each round)`;
     lastHistory = data;
     drawHistory(data);
     renderBetsTable(data);
@@ -900,7 +920,16 @@
     const axes = [{ stroke: COLOURS.muted, grid: { stroke: "#eef0f2" } }];
     const scales = { x: { time: true } };
     for (const axis of options.axes || [{ scale: "y" }]) {
-      axes.push({ scale: axis.scale, side: axis.side ?? 3, stroke: COLOURS.muted, grid: { show: axis.side !== 1, stroke: "#eef0f2" }, size: 60, values: axis.fmt ? (u, vals) => vals.map((v) => axis.fmt(v)) : undefined, splits: axis.splits });
+      axes.push({
+        scale: axis.scale,
+        side: axis.side ?? 3,
+        stroke: COLOURS.muted,
+        grid: { show: axis.side !== 1, stroke: "#eef0f2" },
+        // wide enough for its longest label ("$10,000.00")
+        size: (u, values) => 18 + 7 * Math.max(3, ...(values || []).map((v) => String(v).length)),
+        values: axis.fmt ? (u, vals) => vals.map((v) => axis.fmt(v)) : undefined,
+        splits: axis.splits,
+      });
       scales[axis.scale] = axis.range ? { range: axis.range } : { auto: true };
     }
     const opts = {
