@@ -39,6 +39,12 @@ log = logging.getLogger("jackpot.ha")
 
 #: The supervisor's own tick while active (seconds): how fast a fenced service is stopped.
 TICK_S = 0.05
+#: After a term that failed (the service did not start, or its thread died within
+#: :data:`SHORT_TERM_S`), this controller waits before asking for the lease again: the
+#: first wait, doubled each failure in a row, up to the cap (seconds). Without it, two
+#: controllers that cannot start (a bad key, a full disk) took a new epoch every tick.
+RETRY_FIRST_S, RETRY_CAP_S = 1.0, 60.0
+SHORT_TERM_S = 60.0
 
 
 class HaService:
@@ -91,6 +97,9 @@ class HaService:
         self._epoch: int | None = None
         self._leader = ""
         self._takeovers = 0
+        self._failed_terms = 0  # failed terms in a row
+        self._retry_at = 0.0  # monotonic: no bid for the lease before
+        self._term_started = 0.0
         self._stop = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="jackpot-ha", daemon=True)
@@ -118,6 +127,8 @@ class HaService:
                     "epoch": self._epoch,
                     "takeovers": self._takeovers,
                     "leader": self._leader,
+                    "failed_terms": self._failed_terms,
+                    "retry_in_s": max(0.0, self._retry_at - time.monotonic()),
                 },
             )
         if service is not None:
@@ -197,7 +208,20 @@ class HaService:
                 elector.resign()
             elector.close()
 
+    def _failed_term(self, why: str) -> None:
+        """A term that failed: wait longer before the next bid, each time in a row."""
+        self._failed_terms += 1
+        delay = min(RETRY_CAP_S, RETRY_FIRST_S * 2 ** (self._failed_terms - 1))
+        self._retry_at = time.monotonic() + delay
+        log.warning("%s: %d failed terms in a row; next bid for the lease in %.0f s",
+                    why, self._failed_terms, delay)  # fmt: skip
+
     def _stand_by(self) -> None:
+        if time.monotonic() < self._retry_at:  # after a failed term: let another one lead
+            lease = self.elector.lease()
+            self._set(leader=lease.holder)
+            self._stop.wait(self.poll_s)
+            return
         epoch = self.elector.try_lead()
         if epoch is None:
             lease = self.elector.lease()
@@ -215,13 +239,14 @@ class HaService:
             log.exception("could not start the service at epoch %d; giving the lease up", epoch)
             fence.lost.set()
             self.elector.resign()
-            self._stop.wait(self.poll_s)
+            self._failed_term(f"the service did not start at epoch {epoch}")
             return
         with self._lock:
             self._service, self._role, self._epoch = service, "active", epoch
             self._leader, self._fence = fence.name, fence
             self._takeovers += 1
             self._next_renew = started + self.renew_s
+            self._term_started = started
         log.info("active at epoch %d (boot %d)", epoch, service.boot)
 
     def _lead(self) -> None:
@@ -234,6 +259,8 @@ class HaService:
             return
         if not self._service._thread.is_alive():  # its log says why; another one takes over
             self._step_down("the service thread died")
+            if time.monotonic() - self._term_started < SHORT_TERM_S:
+                self._failed_term("the service thread died soon after it started")
             return
         if time.monotonic() >= self._next_renew:
             self._next_renew = time.monotonic() + self.renew_s
@@ -247,6 +274,8 @@ class HaService:
         PUBACK for what it did not commit; then a standby."""
         fence: Fence = self._fence
         fence.lost.set()  # before anything else: no transaction of this term commits now
+        if time.monotonic() - self._term_started >= SHORT_TERM_S:
+            self._failed_terms = 0  # a term that ran well: the failures before it are old
         service = self._service
         log.warning("stepping down from epoch %d: %s", fence.epoch, why)
         service.close(goodbye=False)

@@ -59,6 +59,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from controller import logs, sdnotify
 from controller.backoff import jittered_backoff
@@ -104,6 +105,16 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
 #: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
 BATCH_MAX = 256
+#: Seconds between republishing the retained ``online`` status while connected: a will of
+#: another controller (a killed leader's, published late by a broker) never stays for long.
+STATUS_EVERY_S = 60.0
+#: The fastest the status is published again in answer to someone else's on its topic.
+STATUS_AGAIN_S = 1.0
+#: After a table's live birth, how long its stream may stand still before the controller
+#: asks for a resend (seconds). A table starts again from its last ack on each connect, so
+#: one that streams needs none; asked at once, it made the table send its whole window
+#: twice (half of a backlog's messages were duplicates).
+BIRTH_RESEND_S = 2.0
 
 
 def _topic_table(topic: str) -> str | None:
@@ -242,6 +253,9 @@ class JackpotService:
         self._failures = 0
         self._drop = False
         self._queue: list[_Queued] = []  # received, not yet PUBACKed, in order
+        self._status_sent = float("-inf")  # monotonic time of the last online status
+        self._status_wanted = False  # another's status arrived: say online again
+        self._birth_checks: dict[str, tuple[float, int]] = {}  # table -> (due, its ack then)
         self.batch_max = batch_max
         self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
@@ -407,6 +421,13 @@ class JackpotService:
                     continue
                 if self._connected:
                     self._flush_meters()
+                    self._check_births()
+                    since = time.monotonic() - self._status_sent
+                    if since >= STATUS_EVERY_S or (
+                        self._status_wanted and since >= STATUS_AGAIN_S
+                    ):
+                        self._status_wanted = False
+                        self._publish_online()
                     if self.brokers.back_to_first():  # the first broker is back: go there
                         self._client.disconnect()
                         socket_up = False
@@ -479,9 +500,15 @@ class JackpotService:
         self._inflight.clear()
         self._queue.clear()  # mids of the last connection: the broker resends those messages
         no_delay(client)
-        client.subscribe(SUBSCRIPTION, qos=1)
-        info = client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), qos=1, retain=True)
-        self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
+        # the status topic without this client's own publishes (no local) and without the
+        # retained one (this client publishes its own now): what arrives is another's
+        client.subscribe([
+            (SUBSCRIPTION, SubscribeOptions(qos=1)),
+            (JACKPOT_STATUS_TOPIC, SubscribeOptions(
+                qos=1, noLocal=True, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND
+            )),
+        ])  # fmt: skip
+        self._publish_online()
         self._dirty.update(self.config.pools)  # the meters as they are, for any sign
         self._meter_sent.clear()
         self._set_connected(True)
@@ -497,12 +524,39 @@ class JackpotService:
             log.warning("disconnected: %s", reason_code)
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
-        failed = [code for code in reason_codes if code.is_failure]
-        if failed:
+        streams, status = [*reason_codes, None][:2]
+        if status is not None and status.is_failure:  # the link works; a late will lasts
+            log.warning(
+                "cannot watch %s (SUBACK %s): give this controller's broker user 'topic read "
+                "%s' (config/mosquitto/acl); until then a late will of another controller "
+                "shows it offline to the signs for up to %.0f s",
+                JACKPOT_STATUS_TOPIC, status, JACKPOT_STATUS_TOPIC, STATUS_EVERY_S,
+            )  # fmt: skip
+        if streams.is_failure:
             self._count("suback")
-            log.error("subscription to %s refused: SUBACK %s", SUBSCRIPTION, failed[0])
+            log.error("subscription to %s refused: SUBACK %s", SUBSCRIPTION, streams)
             return
         self._online.set()
+
+    def _publish_online(self) -> None:
+        """The retained ``online`` status (again)."""
+        info = self._client.publish(JACKPOT_STATUS_TOPIC, self._status("online"), 1, True)
+        self._inflight[info.mid] = JACKPOT_STATUS_TOPIC
+        self._status_sent = time.monotonic()
+
+    def _on_other_status(self, payload: bytes) -> None:
+        """Someone else published on the controller's status topic: a controller that
+        stepped down or died (its will, which a broker may publish after this one came
+        online), or a forgery. The signs must see this controller online: it says so again
+        from the loop (at most every :data:`STATUS_AGAIN_S`)."""
+        try:
+            state = json.loads(payload).get("state")
+        except (ValueError, AttributeError):
+            state = "unreadable"
+        self._count("status_again")
+        log.warning("the controller status said %r (another controller's will?): "
+                    "publishing online again", str(state)[:40])  # fmt: skip
+        self._status_wanted = True
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         topic = self._inflight.pop(mid, "?")
@@ -516,6 +570,18 @@ class JackpotService:
         if self._drop:  # the ledger failed in this pass: everything comes back on reconnect
             return
         queued = _Queued(message.mid, message.qos)
+        if message.topic == JACKPOT_STATUS_TOPIC:
+            self._on_other_status(message.payload)
+        else:
+            self._take_safely(message, queued)
+        if queued.body is None and not self._queue:  # nothing before it waits: PUBACK now
+            client.ack(queued.mid, queued.qos)
+            return
+        self._queue.append(queued)
+        if len(self._queue) >= self.batch_max:
+            self._flush()
+
+    def _take_safely(self, message: Any, queued: _Queued) -> None:
         try:
             self._take(message.topic, message.payload, bool(message.retain), queued)
         except (sqlite3.Error, OSError):  # a status' ledger work (or the flush before it)
@@ -527,12 +593,6 @@ class JackpotService:
             # (a true table message stays in the table's outbox and comes again).
             self._internal_error(message.topic, exc)
             queued.body = None
-        if queued.body is None and not self._queue:  # nothing before it waits: PUBACK now
-            client.ack(queued.mid, queued.qos)
-            return
-        self._queue.append(queued)
-        if len(self._queue) >= self.batch_max:
-            self._flush()
 
     def _ledger_failed(self, topic: str) -> None:
         """The ledger could not take a message (disk, lock, database...): no PUBACK for it or
@@ -742,15 +802,34 @@ class JackpotService:
             self._send_ack(table, acked)
         # Every birth asks for the rest of the stream. Retained: the table was online before
         # this subscription, so what it sent while no session of ours existed (a first start,
-        # an expired session, another broker) is lost. Live: a table behind a property broker
-        # is born again each time the bridge connects (it sends the retained statuses), and
-        # what crossed before may have died in a lost central broker; the table, still
-        # connected to its own broker, would wait for acks forever (docs/jackpot/brokers.md).
-        self._resent.pop(table, None)
-        self._ask_resend(table, acked + 1)
+        # an expired session, another broker) is lost: at once. Live: a table behind a
+        # property broker is born again each time the bridge connects (it sends the retained
+        # statuses), and what crossed before may have died in a lost central broker; the
+        # table, still connected to its own broker, would wait for acks forever
+        # (docs/jackpot/brokers.md): asked if its stream stands still for BIRTH_RESEND_S.
+        if retained:
+            self._resent.pop(table, None)
+            self._ask_resend(table, acked + 1)
+        else:
+            self._birth_checks[table] = (time.monotonic() + BIRTH_RESEND_S, acked)
         for award in self._ledger.awards(table):
             if award.state == "offered":
                 self._send_award(award)
+
+    def _check_births(self) -> None:
+        """Ask a resend of each table born :data:`BIRTH_RESEND_S` ago whose stream has not
+        moved since (nothing of it applied)."""
+        if not self._birth_checks:
+            return
+        now = time.monotonic()
+        for table, (due, acked_then) in list(self._birth_checks.items()):
+            if now < due:
+                continue
+            del self._birth_checks[table]
+            acked = self._ledger.ack(table)
+            if acked == acked_then:
+                self._resent.pop(table, None)
+                self._ask_resend(table, acked + 1)
 
     def _flush_meters(self, force: bool = False) -> None:
         if not self._dirty:
@@ -1018,8 +1097,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while not stop.wait(0.5):
             alive = service._thread.is_alive()
+            role = service.health().get("role")  # [ha]: "active" or "standby"
             if not alive:
                 state = "the service thread died: watchdog pings stopped"
+            elif role == "standby":
+                health = service.health()
+                leader = health.get("leader") or "nobody yet"
+                state = f"standby: {leader} leads; taking over if its lease runs out"
+                if health.get("retry_in_s"):
+                    state += f" (after a failed start, next try in {health['retry_in_s']:.0f} s)"
             elif service.health()["connected"]:
                 state = f"connected to {broker}"
                 health = service.health()

@@ -192,6 +192,37 @@ def test_ha_refuses_an_sqlite_ledger_and_a_config_without_ha(tmp_path):
         HaService(with_ha, str(tmp_path / "ledger.db"), "127.0.0.1", 1, "u", "p")
 
 
+def test_a_controller_that_cannot_start_backs_off_and_leaves_the_lease_to_another(pg_dsn):  # noqa: F811
+    """A controller whose service cannot start (a bad key, a full disk...) gives the lease up
+    and waits longer after each failed term (1 s, 2 s, 4 s...), so it does not take a new
+    epoch every tick, and a healthy controller gets the lease in the gap."""
+    config = dataclasses.replace(jackpot_config(), ha=HaConfig("a", LEASE_MS))
+    starts: list[int] = []
+
+    def broken(fence):
+        starts.append(fence.epoch)
+        raise OSError("No space left on device")
+
+    svc = HaService(config, pg_dsn, "127.0.0.1", 1, CONTROLLER, "x", service_factory=broken)
+    try:
+        wait_for(lambda: len(starts) >= 2, 10, "two failed starts")
+        time.sleep(1.0)
+        health = svc.health()
+        assert health["role"] == "standby" and health["failed_terms"] == len(starts)
+        assert len(starts) <= 3  # 0 s, 1 s, 3 s: not one every 0.25 s (poll) as before
+        assert health["retry_in_s"] > 0
+        healthy = Elector(pg_dsn, "b", LEASE_MS)
+        try:
+            epoch = wait_for(healthy.try_lead, 10, "b to lead while a waits")
+            assert epoch == max(starts) + 1  # no epoch churned between
+            time.sleep(1.0)
+            assert healthy.renew() and healthy.lease().holder == "b"
+        finally:
+            healthy.close()
+    finally:
+        svc.close()
+
+
 class StalledElector(Elector):
     """An elector whose renewal hangs while ``stall`` is set, until ``release``: the
     supervisor thread is stuck (a long GC pause, a hung DNS lookup) while the service thread

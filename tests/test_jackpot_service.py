@@ -28,11 +28,11 @@ from link_keys import (
     table_signer,
     write_key,
 )
-from mqtt_broker import CONTROLLER, OBSERVER, SIGN, TABLES, broker  # noqa: F401
+from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, OBSERVER, SIGN, TABLES, broker  # noqa: F401
 
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
-from controller.link.messages import envelope, parse_message, topic_for
+from controller.link.messages import JACKPOT_STATUS_TOPIC, envelope, parse_message, topic_for
 from controller.link.publisher import TablePublisher
 from controller.table.effects import Publish
 from jackpot.ledger import Ledger
@@ -535,3 +535,37 @@ def test_a_status_in_a_burst_is_handled_after_the_messages_before_it(tmp_path, b
         table.close()
     assert counts["table_online"] == 1 and counts["applied"] == 9
     assert acks.count(5) == 2 and acks == sorted(acks) and acks[-1] == 9, acks
+
+
+def test_a_late_will_of_another_controller_is_answered_with_online(tmp_path, broker):  # noqa: F811
+    """A killed leader's will (``offline``, retained) can reach the broker's status topic
+    after the new leader came online; the signs would show the jackpots offline for good.
+    The controller watches its status topic (without its own publishes) and says ``online``
+    again within a second; a sign that connects later gets the new controller's ``online``."""
+    old_leader = broker.client(CONTROLLER_TWIN)
+    sign = broker.client(SIGN)
+    with service(broker, tmp_path / "ledger.db") as svc:
+        time.sleep(0.2)
+        will = controller_signer().sign(
+            JACKPOT_STATUS_TOPIC, {"v": 1, "state": "offline", "boot": 99, "sent_t": 1}
+        )
+        assert old_leader.publish(JACKPOT_STATUS_TOPIC, json.dumps(will), retain=True).value == 0
+
+        def latest():
+            late = broker.client(SIGN, client_id="late-sign")
+            try:
+                late.subscribe(JACKPOT_STATUS_TOPIC)
+                got = late.get(2)
+                return got and json.loads(got.payload)
+            finally:
+                late.close()
+
+        deadline = time.monotonic() + 5
+        status = latest()
+        while status["state"] != "online" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status = latest()
+        assert (status["state"], status["boot"]) == ("online", svc.boot)
+        assert svc.health()["counts"]["status_again"] == 1
+    old_leader.close()
+    sign.close()

@@ -97,6 +97,18 @@ def test_envelope_copies_the_payload():
     assert publish.payload["stake"] == 500
 
 
+def test_envelope_without_a_copy_still_refuses_a_float_for_cents():
+    """The publisher wraps payloads it just read from the outbox without copying them: the
+    checks are the same (500.0 is not an exact number of cents)."""
+    payload = _contribution_payload()
+    assert envelope(TABLE, 1, 1, Publish("contribution", "k", payload), 0, copy=False)[
+        "payload"
+    ] is payload
+    payload["stake"] = 500.0
+    with pytest.raises(LinkMessageError, match="integer"):
+        envelope(TABLE, 1, 1, Publish("contribution", "k", payload), 0, copy=False)
+
+
 def test_envelope_refuses_a_kind_a_table_does_not_publish():
     with pytest.raises(LinkMessageError, match="kind"):
         envelope(TABLE, 1, 1, Publish("ack", "k", {}), 0)

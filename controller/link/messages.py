@@ -115,11 +115,14 @@ def meter_topic(pool: str) -> str:
     return f"{PREFIX}/meters/{pool}"
 
 
-def envelope(table_id: str, boot: int, seq: int, publish: Publish, sent_t: int) -> dict[str, Any]:
+def envelope(
+    table_id: str, boot: int, seq: int, publish: Publish, sent_t: int, *, copy: bool = True
+) -> dict[str, Any]:
     """Wrap one table ``Publish`` effect for the wire (the outbox stores exactly this).
 
-    The payload is copied, never shared with the effect. The result is checked against the
-    kind's schema, so nothing malformed reaches the outbox.
+    The payload is copied, never shared with the effect (``copy=False``: the caller's payload
+    is its own to give, as one just read from the outbox is). The result is checked against
+    the kind's schema, so nothing malformed reaches the outbox.
     """
     if publish.topic not in TABLE_KINDS:
         raise LinkMessageError(
@@ -136,10 +139,15 @@ def envelope(table_id: str, boot: int, seq: int, publish: Publish, sent_t: int) 
         "key": publish.key,
         "kind": publish.topic,
         "sent_t": sent_t,
-        "payload": json.loads(json.dumps(publish.payload), parse_float=floats.seen),
+        "payload": (
+            json.loads(json.dumps(publish.payload), parse_float=floats.seen)
+            if copy
+            else publish.payload
+        ),
     }
-    floats.seen_any |= any(isinstance(v, float) for v in message.values())
-    validate(publish.topic, message, floats=floats.seen_any)
+    if copy:
+        floats.seen_any |= any(isinstance(v, float) for v in message.values())
+    validate(publish.topic, message, floats=floats.seen_any if copy else None)
     return message
 
 

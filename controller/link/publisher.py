@@ -503,6 +503,7 @@ class TablePublisher:
                     row.seq,
                     Publish(topic=row.kind, key=row.key, payload=row.payload),
                     int(self.clock() * 1000),
+                    copy=False,  # the row's payload was just read from the outbox
                 )
                 topic = topic_for(self.table_id, row.kind)
                 data = self.signer.wire(topic, message)
