@@ -139,12 +139,12 @@ fi
 # -- the service's user ----------------------------------------------------------------------
 
 if [ "$ROLE" = table ]; then
-    GROUPS_=gpio,dialout,video      # /dev/gpiochip*, the serial ports and /dev/bj-shoe, /dev/video*
+    GROUPS_=gpio,i2c,dialout,video  # /dev/gpiochip*, /dev/i2c-* (the expanders), the serial ports and /dev/bj-shoe, /dev/video*
 else
     GROUPS_=
 fi
 for group in ${GROUPS_//,/ }; do
-    # gpio exists on Raspberry Pi OS; plain Debian lacks it, and the unit's
+    # gpio and i2c exist on Raspberry Pi OS; plain Debian lacks them, and the unit's
     # SupplementaryGroups= would refuse to start without it
     if [ -n "$DESTDIR" ]; then
         echo "would run (where there is no group $group): groupadd --system $group"

@@ -27,14 +27,14 @@ from drivers.gpio_pins import load_pin_map
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = load_game("pa-standard")
-SETTINGS = TableSettings(spots=3)
+SETTINGS = TableSettings(spots=7)
 
 
 @pytest.fixture
 def rig(tmp_path):
     factory = MockFactory()
     pin_map = load_pin_map(
-        ROOT / "config" / "gpio.example.toml", circles=table_circles(RULES), spots=3
+        ROOT / "config" / "gpio.example.toml", circles=table_circles(RULES), spots=7
     )
     table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
     clock = RuntimeClock(table.state.now)
