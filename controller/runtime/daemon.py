@@ -370,7 +370,15 @@ class TableDaemon:
         status = self.runtime.status()
         snap = status.get("snapshot") or {}
         link = self.publisher.health() if self.publisher is not None else {}
-        meters = getattr(self.publisher, "meters", None)  # if the link ever reads them
+        # the progressive meters, once the table knows them: the status (as the dealer
+        # display reads them, ``pool`` and ``amount``) or the link
+        meters = status.get("meters") or getattr(self.publisher, "meters", None)
+        if callable(meters):
+            meters = meters()
+        if isinstance(meters, list):
+            meters = {
+                m["pool"]: m.get("amount") for m in meters if isinstance(m, dict) and m.get("pool")
+            }
         return {
             "round": snap.get("round"),
             "phase": snap.get("phase"),
@@ -378,7 +386,7 @@ class TableDaemon:
             "connected": link.get("connected"),
             "outbox": link.get("depth"),
             "shoe": self.shoe.health() if self.shoe is not None else None,
-            "meters": meters() if callable(meters) else None,
+            "meters": meters if isinstance(meters, dict) else None,
         }
 
     def history_series(self, hours: float) -> dict[str, Any]:
