@@ -190,6 +190,20 @@ def table_families(bundle: dict[str, Any], web: dict[str, Any]) -> list[Metric]:
         "Actions refused for a missing login or CSRF token.",
         web.get("refused"),
     )
+    history = bundle.get("history") or {}
+    if history:
+        m.add(
+            "history_samples_written",
+            "counter",
+            "Samples the history for the charts wrote.",
+            history.get("samples_written"),
+        )
+        m.add(
+            "history_ok",
+            "gauge",
+            "1 while the history for the charts is written, 0 when it cannot be.",
+            not history.get("problem"),
+        )
     return list(m)
 
 
