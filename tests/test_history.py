@@ -506,3 +506,33 @@ def test_the_par_figures_are_computed_once_and_kept_with_the_history(tmp_path, m
         assert other.par is None and "the par sheet was computed again" in other.par_problem
     finally:
         store.close()
+
+
+def test_a_link_outage_shorter_than_a_minute_has_its_own_points(tmp_path):
+    live = {"round": 1, "phase": "betting", "link_up": True, "connected": True, "outbox": 0}
+    rig = Recorder(tmp_path, Library(), live)
+    try:
+        assert rig.at(0)
+        live.update(link_up=False, connected=False, outbox=3)  # the broker goes away
+        assert rig.at(0.5) is False  # not twice within a second
+        assert rig.at(0.5)
+        assert not rig.at(20)
+        live.update(link_up=True, connected=True, outbox=0)  # back 50 s later
+        assert rig.at(30)
+        lines = series(rig.store.samples())
+        assert lines["link_up"] == [1, 0, 1] and lines["outbox"] == [0, 3, 0]
+    finally:
+        rig.close()
+
+
+def test_metrics_say_whether_the_history_is_written():
+    from controller.web.metrics import TableMetrics
+
+    bundle = {"table": "t", "game": "g", "version": "1", "config_checksum": "c", "uptime_s": 1,
+              "status": {"snapshot": {"round": 1, "alarms": []}, "faults": {}}, "health": {},
+              "history": {"samples_written": 5, "problem": None}}  # fmt: skip
+    text = TableMetrics(lambda: (bundle, {})).text()
+    assert "table_controller_history_samples_written_total 5.0" in text
+    assert "table_controller_history_ok 1.0" in text
+    bundle["history"] = {"samples_written": 5, "problem": "disk full"}
+    assert "table_controller_history_ok 0.0" in TableMetrics(lambda: (bundle, {})).text()

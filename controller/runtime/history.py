@@ -5,7 +5,8 @@ opened like the journal: WAL, ``synchronous = FULL``, so a sample is on disk whe
 commit returns and a restart (or a power cut) keeps the history. A
 :class:`HistoryRecorder` thread adds one **sample** a minute (:data:`EVERY_S`), and one
 soon after a round settles (at most every :data:`AFTER_ROUND_S`), so a short run still
-draws; samples older than :data:`KEEP_HOURS` are deleted in the same transaction, so the
+draws, and one when the jackpot link goes down or comes back (a short outage shows);
+samples older than :data:`KEEP_HOURS` are deleted in the same transaction, so the
 file stays small (a day of one sample a minute is about 1,440 rows).
 
 A sample holds **cumulative** counts since the store began (rounds, cards, shoe errors and
@@ -63,6 +64,8 @@ KEEP_HOURS = 72.0
 """Samples older than this are deleted (three days: a weekend's shifts)."""
 MAX_POINTS = 720
 """At most this many points per line are sent to a page (older samples are thinned)."""
+LINK_CHANGE_S = 1.0
+"""A sample when the jackpot link goes down or comes back, at most this often."""
 CATCH_UP_ROUNDS = 2000
 """At most this many journal rounds are counted in one sample (the rest at the next)."""
 Z95 = 1.959963984540054
@@ -349,6 +352,7 @@ class HistoryRecorder:
         self._last_sample: float | None = None
         self._last_round_key: tuple[Any, Any] | None = None
         self._round_pending = False
+        self._last_link: tuple[int | None, int | None] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="history", daemon=True)
 
@@ -411,6 +415,10 @@ class HistoryRecorder:
         since = None if self._last_sample is None else now - self._last_sample
         due = since is None or since >= self.every_s
         due = due or (self._round_pending and since >= self.after_round_s)
+        # the link going down or coming back is a point of its own: an outage shorter than
+        # a minute still shows (at most one such point a second)
+        link = (_flag(live.get("link_up")), _flag(live.get("connected")))
+        due = due or (link != self._last_link and since >= LINK_CHANGE_S)
         return self.sample(live) if due else False
 
     def sample(self, live: dict[str, Any] | None = None) -> bool:
@@ -443,6 +451,7 @@ class HistoryRecorder:
             }
             self.store.add(self._utc(), sample)
             self._seen_shoe = (errors, reconnects)
+            self._last_link = (sample["link_up"], sample["connected"])
         except Exception as exc:
             text = str(exc) or type(exc).__name__
             if text != self.problem:
