@@ -11,7 +11,7 @@ Runs the real :class:`drivers.gpio.GpioDriver` twice, each time placing and remo
   callback thread adds its wake-up).
 - **expander pins**: the shipped pin map ``config/gpio.example.toml`` (seven spot boards, 28
   sensors, each board's interrupt on its own Pi pin) on simulated MCP23017s behind a
-  :class:`~drivers.mcp23017.SimulatedBus` that sleeps each transfer's time on the wire at
+  :class:`~drivers.mcp23017_sim.SimulatedBus` that sleeps each transfer's time on the wire at
   ``--hz`` (400 kHz: 210 us for the 6-byte INTF/INTCAP/GPIO read). The path is the real one:
   the chip's interrupt output, the Pi input's edge, the bus worker's read, the edge callback.
   The worker's reconcile read of all seven chips (every 100 ms) and a lamp blinking on a board
@@ -45,7 +45,8 @@ from controller.table.effects import Light  # noqa: E402
 from controller.table.machine import table_circles  # noqa: E402
 from drivers.gpio import GpioDriver  # noqa: E402
 from drivers.gpio_pins import parse_pin_map  # noqa: E402
-from drivers.mcp23017 import ExpanderSpec, simulated_bus  # noqa: E402
+from drivers.mcp23017 import ExpanderSpec  # noqa: E402
+from drivers.mcp23017_sim import simulated_bus  # noqa: E402
 
 CIRCLES = table_circles(load_game("pa-standard"))
 PI_PINS = (4, 5, 6, 14, 15, 16, 17)

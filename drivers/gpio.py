@@ -66,8 +66,8 @@ from drivers.mcp23017 import (
     MCP23017Factory,
     MCP23017Pin,
     open_bus,
-    simulated_bus,
 )
+from drivers.mcp23017_sim import simulated_bus
 
 BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {
     "lockout": lambda spot, t: ev.Lockout(t=t),

@@ -2,7 +2,7 @@
 its bus, and the GPIO driver on expander lines (chips placed and removed, bounces, a bus
 error, a missed interrupt recovered by a read, a chip reset by a power dip).
 
-The chip is :class:`drivers.mcp23017.SimulatedMCP23017` behind :class:`SimulatedBus`, the same
+The chip is :class:`drivers.mcp23017_sim.SimulatedMCP23017` behind :class:`SimulatedBus`, the same
 smbus2-shaped interface the factory drives on a Pi; its interrupt output drives a gpiozero
 MockPin (the Pi's input) through an open-drain :class:`InterruptLine`. The factory's worker
 thread services the interrupts, so a test waits with ``factory.sync()``. The same tests on a
@@ -37,13 +37,10 @@ from drivers.mcp23017 import (
     IPOL,
     OLAT,
     ExpanderSpec,
-    InterruptLine,
     MCP23017Factory,
-    SimulatedBus,
-    SimulatedMCP23017,
-    simulated_bus,
     transfer_seconds,
 )
+from drivers.mcp23017_sim import InterruptLine, SimulatedBus, SimulatedMCP23017, simulated_bus
 
 # -- the simulated chip, register by register ---------------------------------------------------
 

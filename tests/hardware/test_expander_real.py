@@ -26,7 +26,8 @@ import pytest
 from controller.table import events as ev
 from drivers.gpio import GpioDriver
 from drivers.gpio_pins import parse_pin_map
-from drivers.mcp23017 import IODIR, OLAT, SimulatedBus
+from drivers.mcp23017 import IODIR, OLAT
+from drivers.mcp23017_sim import SimulatedBus
 
 INTERRUPT = os.environ.get("EXPANDER_TEST_INTERRUPT")
 ADDRESS = int(os.environ.get("EXPANDER_TEST_ADDRESS", "0x20"), 0)
@@ -95,7 +96,7 @@ def rig():
 
             pin_factory = MockFactory()
             loop = LoopbackBus()
-            from drivers.mcp23017 import InterruptLine
+            from drivers.mcp23017_sim import InterruptLine
 
             wired = int(INTERRUPT)  # the chip's INTA, whatever pin the factory listens to
             pin = pin_factory.pin(wired)
