@@ -369,6 +369,40 @@ def test_recall_download_replays_to_the_same_settlement(web_rig, tmp_path):
     assert web.request("GET", "/api/rounds/2/script")[0] == 404  # round 2 is not settled
 
 
+def test_history_older_rounds_and_the_vendored_charts_are_served(web_rig):
+    web = Http(web_rig.http_port)
+    assert web.request("GET", "/api/history")[0] == 401  # technicians only
+    web.login()
+    web_rig.bets()
+    web_rig.play_round()
+    # the history the daemon keeps: a point at start and one soon after the round
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        history = web.get_json("/api/history?hours=1")
+        if sum(v is not None for v in history["rounds_per_hour"]) >= 1:
+            break
+        time.sleep(0.5)
+    assert history["ok"] and history["problem"] is None and len(history["t"]) >= 2
+    assert history["link_up"][-1] == 1
+    assert history["bets"]["blazing_7s"]["wagers"] == 1  # spot 1's Blazing 7's
+    assert (web_rig.tmp / "data" / "history.sqlite").is_file()
+    for bad in ("0", "73", "six", "nan"):
+        status, _h, body = web.request("GET", f"/api/history?hours={bad}")
+        assert status == 400, bad
+        assert json.loads(body)["error"].startswith("hours must be a number of hours from 1 to 72")
+    # older rounds: paging back by number
+    assert web.get_json("/api/rounds/older?before=2")["rounds"][0]["round"] == 1
+    assert web.get_json("/api/rounds/older?before=1")["rounds"] == []
+    status, _h, body = web.request("GET", "/api/rounds/older?before=x")
+    assert status == 400 and "before must be a round number" in json.loads(body)["error"]
+    # uPlot from the table itself, nothing else under /static/vendor/
+    status, headers, body = web.request("GET", "/static/vendor/uPlot.iife.min.js")
+    assert status == 200 and headers["content-type"] == "text/javascript; charset=utf-8"
+    assert body.startswith(b"/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
+    for path in ("/static/vendor/../server.py", "/static/vendor/README.md", "/static/x/a.js"):
+        assert web.request("GET", path)[0] == 404, path
+
+
 def test_healthz_and_metrics(web_rig):
     web = Http(web_rig.http_port)
     deadline = time.monotonic() + 15  # the daemon answers before its link has connected

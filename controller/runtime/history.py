@@ -357,6 +357,9 @@ class HistoryRecorder:
         self._thread = threading.Thread(target=self._run, name="history", daemon=True)
 
     def start(self) -> HistoryRecorder:
+        """The first sample now, on the caller's thread (a new store starts counting at the
+        round the journal holds now, before the table plays another), then the thread."""
+        self.poll()
         self._thread.start()
         return self
 
@@ -372,7 +375,7 @@ class HistoryRecorder:
     # -- the thread --------------------------------------------------------------------
 
     def _run(self) -> None:
-        self._compute_par()
+        self._compute_par()  # seconds of CPU the first time for these rules, then kept
         while not self._stop.is_set():
             self.poll()
             self._stop.wait(0.5)

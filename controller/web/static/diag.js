@@ -556,6 +556,13 @@
     return { spots: sorted, buttons, lamps };
   }
 
+  // "spot3.action" -> "spot 3 action lamp"; "spot1.main" -> "spot 1 main wager lamp"
+  function lampWords(name) {
+    const m = String(name).match(/^spot(\d+)\.(.+)$/);
+    if (m) return `spot ${m[1]} ${m[2] === "action" ? "action" : betName(m[2])} lamp`;
+    return (LAMP_WORDS[name] || String(name).replace(/_/g, " ")).replace(/^./, (c) => c.toLowerCase());
+  }
+
   function lampClass(state) {
     return state === "on" ? "lamp-on" : state === "blink" ? "lamp-blink" : state === "off" ? "lamp-off" : "lamp-unknown";
   }
@@ -683,7 +690,7 @@
     if (test.running) {
       out.dataset.state = "running";
       out.replaceChildren(
-        `Light test running (${test.by}): ${test.light || "…"} — ${test.done} of ${test.lights} lights done `,
+        `Light test running (${test.by}): ${test.light ? lampWords(test.light) : "…"} — ${test.done} of ${test.lights} lights done `,
         el("progress", { max: test.lights, value: test.done }),
       );
     } else {
