@@ -59,6 +59,13 @@ from controller.table.state import (
 from controller.table.view import bet_name, settlement_prompt
 
 
+def _settled_words(rnd: RoundState) -> str:
+    """The prompt of a settled round (void: every wager goes back)."""
+    if rnd.void:
+        return f"Round {rnd.number} void: return every wager, then press end round"
+    return f"Round {rnd.number} settled: pay and collect, then press end round"
+
+
 def _where(spot: int, hand: int, spot_hands: int) -> str:
     return f"spot {spot}" + (f" hand {hand + 1}" if spot_hands > 1 else "")
 
@@ -425,8 +432,7 @@ class Procedure:
             if len(rnd.dealer) < 2:
                 return Prompt("dealer_draws", "Deal the dealer's second card")
             return Prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
-        text = f"Round {rnd.number} void" if rnd.void else f"Round {rnd.number} settled"
-        return Prompt("round_settled", f"{text}: pay and collect, then press end round")
+        return Prompt("round_settled", _settled_words(rnd))
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
         rules, state = self.rules, self._hand_state(hand)
@@ -758,8 +764,7 @@ class Procedure:
         for line in lines:
             if line.get("meter") is not None:
                 self._out.append(self._hit_claim(line))
-        text = f"Round {rnd.number} void" if rnd.void else f"Round {rnd.number} settled"
-        self._prompt("round_settled", f"{text}: pay and collect, then press end round")
+        self._prompt("round_settled", _settled_words(rnd))
         events = [*state.carried, *state.log]
         if self._event is not None:
             events.append(self._event)
