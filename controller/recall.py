@@ -16,6 +16,8 @@ is an epoch time, else raw.
 2026-02-02 02:40:00 UTC
 >>> print(format_time(None))
 no time
+>>> print(format_time(626486))
+no time of day (recorded before the journal kept the wall clock; 626.5 s on the table's clock)
 >>> print(format_local(1770000000000, "America/New_York"))
 2026-02-01 21:40:00 EST
 >>> print(round_times({"started_utc_ms": 1769999880000, "settled_utc_ms": 1770000000000},
@@ -49,7 +51,10 @@ def format_time(t: int | None) -> str:
         return "no time"
     if t >= EPOCH_2000_MS:
         return datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"t={t} ms"
+    return (
+        f"no time of day (recorded before the journal kept the wall clock; "
+        f"{t / 1000:.1f} s on the table's clock)"
+    )
 
 
 def local_time(utc_ms: int, zone: str | None = None) -> datetime:
