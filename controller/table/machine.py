@@ -13,7 +13,8 @@ Every handler checks before it changes anything: a refused event (``Step.accepte
 False, one :class:`Refused` effect naming the reason) leaves the state untouched.
 
 Every :class:`Alarm` of an accepted step enters the alarm register (``state.alarms``) with an
-id, until a technician acknowledges it (:class:`~controller.table.events.AcknowledgeAlarm`):
+id, until a technician acknowledges it (:class:`~controller.table.events.AcknowledgeAlarm`);
+one whose cause is over is marked cleared on the way (:class:`AlarmCleared`, docs/table.md):
 
 >>> table.handle(BetSensor(1, "lucky_ladies", True)).accepted  # after no more bets
 True
