@@ -635,7 +635,7 @@
     });
 
     // the dealer's console: a panel of buttons, the table's lamps beside it
-    const panelW = W - 20 - (model.lamps.length ? 190 : 0);
+    const panelW = W - 20 - (model.lamps.length ? 215 : 0);
     picture.append(svg("rect", { class: "console", x: 10, y: consoleTop, width: panelW, height: H - consoleTop - 6, rx: 8 }));
     picture.append(svg("text", { x: 20, y: consoleTop + 22, class: "g-label", text: "Dealer's console" }));
     const bw = Math.min(112, (panelW - 20) / Math.min(perRow, Math.max(1, model.buttons.length)) - 8);
@@ -655,7 +655,7 @@
       );
     });
     model.lamps.forEach((l, k) => {
-      const lx = W - 175;
+      const lx = W - 195;
       const ly = consoleTop + 20 + k * 34;
       picture.append(
         svg(
