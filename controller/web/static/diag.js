@@ -286,7 +286,7 @@
       tiles.push(
         tile("history", "History", history.problem ? "warn" : "ok", [
           ["samples written", history.samples_written ?? "–"],
-          ["one a", history.every_s ? duration(history.every_s) : undefined],
+          ["samples", history.every_s ? `${history.every_s === 60 ? "one a minute" : `one every ${duration(history.every_s)}`}, and after each round` : undefined],
           ["kept", history.keep_hours ? `${history.keep_hours} h` : undefined],
           ["problem", history.problem || "none"],
         ]),
