@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from controller.errors import TableControllerError
 from controller.games import load_game
@@ -542,3 +544,50 @@ def test_a_float_anywhere_is_checked_by_the_reference_validator():
         messages.validate("contribution", bad)
     with pytest.raises(LinkMessageError, match="integer"):
         parse_message(CONTRIBUTION_TOPIC, _bytes(_good()).replace(b'"stake": 500', b'"stake": 5e2'))
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path into ``value`` (dict keys and list indexes), the root excluded."""
+    out = []
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        out.append((*prefix, key))
+        if isinstance(item, (dict, list)):
+            out.extend(_paths(item, (*prefix, key)))
+    return out
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=12)
+    | st.sampled_from(["", "\n", "7D", "10H", "hcm-bj-07\n", "blazing_7s", "500", "1/3"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_what_the_compiled_check_accepts_the_reference_accepts(real_publishes, data):
+    """Differential: a real message of each kind, one field replaced (or removed, or a field
+    added) at random; whenever jsonschema-rs says valid, python-jsonschema has no objection
+    either (the compiled check never lets through what the reference refuses)."""
+    publishes = [p for ps in real_publishes.values() for p in ps]
+    publish = data.draw(st.sampled_from(publishes))
+    message = envelope(TABLE, 1, 1, publish, 1_700_000_000_000)
+    path = data.draw(st.sampled_from(_paths(message)))
+    target = message
+    for key in path[:-1]:
+        target = target[key]
+    change = data.draw(st.sampled_from(["replace", "remove", "add"]))
+    if change == "replace":
+        target[path[-1]] = data.draw(_JSON)
+    elif change == "remove" and isinstance(target, dict):
+        del target[path[-1]]
+    elif isinstance(target, dict):
+        target[data.draw(st.text(min_size=1, max_size=6))] = data.draw(_JSON)
+    kind = publish.topic
+    compiled = messages._compiled()[kind].is_valid(message)
+    refusals = list(messages._validators()[kind].iter_errors(message))
+    if compiled:
+        assert not refusals, (path, change, refusals[0].message)
