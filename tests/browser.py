@@ -32,19 +32,32 @@ TIMEOUT_MS = 10_000
 """How long a locator or navigation waits: a live page updates within a second."""
 
 
+_SHARED: dict[str, Any] = {"users": 0}
+"""The one Playwright and browser of the session: every test module that says
+``chromium = browser.chromium`` gets a fixture of its own (pytest registers it per module),
+and a second ``sync_playwright()`` in the same thread fails ("Sync API inside the asyncio
+loop"), so they share this one, started by the first and stopped by the last."""
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM.exists():
         pytest.skip(f"no browser at {CHROMIUM}: run `bash scripts/setup.sh --test`")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
+    if not _SHARED["users"]:
+        playwright = sync_api.sync_playwright().start()
+        _SHARED["playwright"] = playwright
+        _SHARED["browser"] = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
         )
-        try:
-            yield browser
-        finally:
-            browser.close()
+    _SHARED["users"] += 1
+    try:
+        yield _SHARED["browser"]
+    finally:
+        _SHARED["users"] -= 1
+        if not _SHARED["users"]:
+            _SHARED.pop("browser").close()
+            _SHARED.pop("playwright").stop()
 
 
 @pytest.fixture
