@@ -299,6 +299,7 @@ def test_every_effect_reads_back_from_its_dict():
         "light",
         "prompt",
         "alarm",
+        "alarm_cleared",
         "refused",
         "settled",
         "publish",
@@ -358,3 +359,18 @@ def test_a_field_of_a_type_the_checkpoint_cannot_write_stops_it():
     assert checkpoint._codec("dict[tuple[int, str], bool]")[0]({(3, "main"): True}) == [
         ["3/main", True]
     ]
+
+
+def test_a_checkpoint_from_before_alarms_cleared_themselves_restores():
+    """Issue 20 added OpenAlarm.about, cleared and cleared_t: a checkpoint written before
+    (a rotated journal's origin among them) decodes with the defaults."""
+    table = Table(load_game("pa-standard"), SETTINGS)
+    table.handle(ev.JackpotLink(False))
+    data = json.loads(json.dumps(encode(table.state)))
+    for _id, alarm in data["state"]["alarms"]:
+        for key in ("about", "cleared", "cleared_t"):
+            del alarm[key]
+    restored = restore(table.rules, SETTINGS, data)
+    assert restored.state.alarms[1].cleared == "" and restored.state.alarms[1].about == ""
+    step = restored.handle(ev.JackpotLink(True))  # and it clears as a new one would
+    assert [e.KIND for e in step.effects].count("alarm_cleared") == 1

@@ -38,7 +38,16 @@ from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
 from controller.runtime.rotator import JournalRotator
 from controller.table import events as ev
-from controller.table.effects import Alarm, Effect, Light, Prompt, Refused, Settled, Step
+from controller.table.effects import (
+    Alarm,
+    AlarmCleared,
+    Effect,
+    Light,
+    Prompt,
+    Refused,
+    Settled,
+    Step,
+)
 
 log = logging.getLogger("table-controller")
 
@@ -388,6 +397,14 @@ class TableRuntime:
             if isinstance(effect, Light):
                 if self._lights is not None:
                     self._lights(effect)
+            elif isinstance(effect, AlarmCleared):
+                log.info(
+                    "alarm %d cleared by itself (%s): %s: %s",
+                    effect.alarm,
+                    effect.code,
+                    effect.reason,
+                    effect.text,
+                )
             elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
                 item = effect_dict(effect, event.t)
                 item["round"] = self.table.state.round_number  # after the event: end round's

@@ -66,7 +66,9 @@ from controller.table.state import (
 CHECKPOINT_VERSION = 1
 """The format :func:`encode` writes and the only one :func:`decode` reads."""
 
-ADDED_FIELDS: frozenset[str] = frozenset()
+ADDED_FIELDS: frozenset[str] = frozenset(
+    {"OpenAlarm.about", "OpenAlarm.cleared", "OpenAlarm.cleared_t"}  # issue 20
+)
 """Fields (``"SpotInPlay.ez_bust"``) added after version 1 with a default: a checkpoint
 without them decodes with the default. Every other field is required."""
 
