@@ -453,6 +453,7 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
                  "fraction": "0/1", "seq": 10**9, "must_hit_by": 100_000, "sent_t": 1}),
                 (JACKPOT_STATUS_TOPIC, {"v": 1, "state": "offline", "boot": 99, "sent_t": 1}),
             ]
+            signatures = live.pub.health()["errors"].get("signature", 0)
             for topic, message in fake_meters:
                 for signer in (None, STRANGER):
                     ATTEMPTS["the controller's broker rights, not its key"] += 1
@@ -463,6 +464,14 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
             assert board.refused == refused + 2 * len(fake_meters)
             assert {p: m["amount"] for p, m in board.meters.items()} == shown
             assert board.status["state"] == "online"
+            # the table reads the meters too (its dealer display): the same four forged
+            # meters are refused there, and it still shows the true ones
+            wait_for(
+                lambda: live.pub.health()["errors"].get("signature", 0) == signatures + 4,
+                what="the table to refuse the forged meters",
+            )
+            live.pump(0.3)
+            assert {m["pool"]: m["amount"] for m in live.pub.meters()} == shown
         finally:
             twin.close()
 

@@ -30,7 +30,7 @@ from link_keys import (
     table_verifier,
     write_key,
 )
-from mqtt_broker import CONTROLLER, OBSERVER, TABLES, broker  # noqa: F401
+from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, OBSERVER, TABLES, broker  # noqa: F401
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
@@ -419,3 +419,39 @@ def test_a_killed_publisher_leaves_the_retained_will_with_its_boot(
         assert json.loads(msg.payload)["state"] == "offline"
     finally:
         sub.close()
+
+
+def test_the_table_reads_the_meters_the_controller_signed(tmp_path, pa, broker):  # noqa: F811
+    """The dealer display shows the progressive meters: the table reads the retained
+    ``bj/v1/meters/{pool}`` the controller signs, keeps the highest ``seq`` of each pool and
+    refuses (alarm, nothing shown) a meter that is unsigned, signed by another key or
+    unreadable."""
+    path = tmp_path / "t.journal"
+    fill(path, pa, rounds=1)
+    controller, genuine = broker.client(CONTROLLER_TWIN), controller_signer()
+
+    def meter(pool, amount, seq, signer=genuine):
+        topic = f"bj/v1/meters/{pool}"
+        body = {"v": 1, "pool": pool, "amount": amount, "fraction": "1/4", "seq": seq,
+                "sent_t": 0}  # fmt: skip
+        return topic, json.dumps(signer.sign(topic, body) if signer else body)
+
+    assert controller.publish(*meter("blazing_7s", 1_000_075, 5), retain=True).value in (0, 16)
+    pub = publisher(broker, path)
+    try:
+        wait_for(pub.meters, what="the retained meter")
+        controller.publish(*meter("blazing_7s", 999, 4))  # an older copy: ignored
+        controller.publish(*meter("blazing_7s", 5, 9, signer=table_signer(T7)))  # forged
+        controller.publish(*meter("mystery", 25_000, 2, signer=None))  # unsigned
+        controller.publish("bj/v1/meters/mystery", b"not json")
+        controller.publish(*meter("mystery", 25_107, 3))
+        wait_for(lambda: len(pub.meters()) == 2 and len(pub.alarms) == 3, what="all of it")
+        time.sleep(0.2)
+        assert pub.meters() == [
+            {"pool": "blazing_7s", "amount": 1_000_075, "seq": 5, "must_hit_by": None},
+            {"pool": "mystery", "amount": 25_107, "seq": 3, "must_hit_by": None},
+        ]
+        assert pub.health()["errors"] == {"signature": 2, "meter_malformed": 1}
+    finally:
+        pub.close()
+        controller.close()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import random
 import socket
 import sqlite3
@@ -61,6 +62,7 @@ from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
 from controller.link.brokers import BrokerList
 from controller.link.messages import (
+    PREFIX,
     VERSION,
     LinkMessageError,
     envelope,
@@ -72,7 +74,12 @@ from controller.link.signing import SignatureError, Signer, Verifier
 from controller.table.effects import Publish
 from controller.table.events import JackpotAward
 
+log = logging.getLogger("table-controller.link")
+
 SESSION_EXPIRY_S = 86_400
+#: The progressive meters the jackpot controller publishes (retained, signed) for the signs;
+#: the table reads them too, for the dealer display and its history.
+METERS = f"{PREFIX}/meters/+"
 #: MQTT 5 "Disconnect with Will Message", for a thread that fails.
 WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
@@ -214,6 +221,8 @@ class TablePublisher:
         self._client.message_callback_add(topic_for(table_id, "ack"), self._on_ack)
         self._client.message_callback_add(topic_for(table_id, "resend"), self._on_resend)
         self._client.message_callback_add(topic_for(table_id, "award"), self._on_award)
+        self._client.message_callback_add(METERS, self._on_meter)
+        self._meters: dict[str, dict[str, Any]] = {}  # pool -> the latest checked meter
         # the thread's state
         self._outbox: Outbox | None = None
         self._inflight: dict[int, int] = {}  # mid -> seq (0 for status)
@@ -385,6 +394,7 @@ class TablePublisher:
         _no_delay(client)
         client.subscribe(
             [(topic_for(self.table_id, kind), 1) for kind in ("ack", "resend", "award")]
+            + [(METERS, 1)]
         )
         topic, payload = self._status("online")
         info = client.publish(topic, payload, qos=1, retain=True)
@@ -395,9 +405,49 @@ class TablePublisher:
         self._set(connected=False)
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
-        for code in reason_codes:
+        codes = list(reason_codes)  # ack, resend, award, then the meters
+        streams, meters = codes[:3], (codes[3] if len(codes) > 3 else None)
+        for code in streams:
             if code.is_failure:
                 self._alarm("suback", f"SUBACK {code.value} {code}", None, code.value)
+        if meters is not None and meters.is_failure:  # the money flows; only the display lacks
+            with self._lock:
+                self._health.errors["meters_refused"] += 1
+            log.warning(
+                "the broker refused the meters (SUBACK %s): give the tables 'pattern read "
+                "%s/meters/#' (config/mosquitto/acl) for the meters on the dealer display",
+                meters, PREFIX,
+            )  # fmt: skip
+
+    def meters(self) -> list[dict[str, Any]]:
+        """The progressive meters as the jackpot controller last published them, each
+        checked against its schema and the controller's signature: ``pool``, ``amount``
+        (whole cents), ``seq``, ``must_hit_by`` (the Mystery's ceiling, or None); by pool."""
+        with self._lock:
+            return [dict(self._meters[pool]) for pool in sorted(self._meters)]
+
+    def _on_meter(self, client, userdata, message) -> None:
+        try:
+            _, _, body = parse_message(message.topic, message.payload)
+            self.verifier.verify(message.topic, body, "meter")
+        except SignatureError as exc:
+            self._alarm("signature", f"{exc}; a meter refused, nothing shown")
+            return
+        except LinkMessageError as exc:
+            self._alarm("meter_malformed", str(exc))
+            return
+        except Exception as exc:  # nothing a message holds may stop the link
+            self._alarm("meter_malformed", f"meter unreadable: {type(exc).__name__}")
+            return
+        with self._lock:
+            known = self._meters.get(body["pool"])
+            if known is None or body["seq"] > known["seq"]:  # a lower one is an older copy
+                self._meters[body["pool"]] = {
+                    "pool": body["pool"],
+                    "amount": body["amount"],
+                    "seq": body["seq"],
+                    "must_hit_by": body.get("must_hit_by"),
+                }
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         seq = self._inflight.pop(mid, None)

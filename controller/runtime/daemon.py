@@ -432,7 +432,10 @@ class TableDaemon:
         }
 
     def status(self) -> dict[str, Any]:
-        return self.runtime.status()
+        """The table's runtime status, with ``meters``: the progressive meters the link
+        last read (``pool``, ``amount`` in cents...; empty before any, or without a link)."""
+        meters = self.publisher.meters() if self.publisher is not None else []
+        return {**self.runtime.status(), "meters": meters}
 
     def feed(self) -> list[dict[str, Any]]:
         return self.runtime.recent()

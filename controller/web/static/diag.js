@@ -327,20 +327,22 @@
 
   function renderAlarms(snap) {
     const alarms = snap.alarms || [];
-    $("alarm-count").textContent = String(alarms.length);
-    $("alarm-count").classList.toggle("hot", alarms.length > 0);
+    // an alarm whose cause has ended stays until acknowledged, marked, and is not counted
+    const active = alarms.filter((alarm) => alarm.active !== false).length;
+    $("alarm-count").textContent = String(active);
+    $("alarm-count").classList.toggle("hot", active > 0);
     $("ack-all").disabled = alarms.length === 0;
     const items = alarms.map((alarm) => {
       const button = el("button", { type: "button", class: "ack", "data-testid": "ack", "data-alarm-id": alarm.id }, "Acknowledge");
       button.addEventListener("click", () => action(button, $("alarms-msg"), "/api/alarms/ack", { alarm: alarm.id }, `Alarm ${alarm.id} acknowledged`));
       return el(
         "li",
-        { class: "alarm", "data-testid": "alarm", "data-alarm-id": alarm.id, "data-code": alarm.code },
+        { class: alarm.active === false ? "alarm cleared" : "alarm", "data-testid": "alarm", "data-alarm-id": alarm.id, "data-code": alarm.code },
         el(
           "div",
           { class: "alarm-text" },
           el("strong", { class: "alarm-what", text: alarm.count > 1 ? `${alarm.text} (×${alarm.count})` : alarm.text }),
-          el("div", { class: "alarm-action", text: alarm.action }),
+          el("div", { class: "alarm-action", text: alarm.active === false ? `Cleared by itself: ${alarm.cleared || "its cause has ended"}; acknowledge to remove it` : alarm.action }),
           el(
             "div",
             { class: "meta" },
