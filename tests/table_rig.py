@@ -16,6 +16,7 @@ controller's.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -225,6 +226,15 @@ class Rig:
         if op == "wager":
             assert answer["accepted"], answer
         self.wait(lambda a: a["status"]["journal_events"] > before, f"{op} {fields} journaled")
+        sensor = re.fullmatch(r"sensors\.(\d+)\.(\w+)", str(fields.get("name", "")))
+        if op == "input" and sensor:  # its event comes through the pin's debounce (and an
+            # expander's interrupt): another event may be journaled first; wait for the table
+            # to see the chips, so what the test does next comes after it, as a dealer's would
+            bet = {"spot": int(sensor[1]), "circle": sensor[2]}
+            self.wait(
+                lambda a: (bet in a["status"]["snapshot"]["bets"]) == bool(fields.get("active")),
+                f"the table to see {fields['name']}",
+            )
 
     def deal(self) -> None:
         before = self.events()
