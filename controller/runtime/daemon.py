@@ -397,6 +397,7 @@ class TableDaemon:
         recorder = self.history
         if recorder is None:
             return {"ok": False, "error": f"no history is kept: {self.history_problem}"}
+        recorder.want_par(15.0)  # the first time: computed now (seconds), then kept
         rows = recorder.store.samples(self.utc() - int(hours * 3_600_000))
         return {
             "ok": True,

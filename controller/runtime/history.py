@@ -58,6 +58,8 @@ HISTORY_NAME = "history.sqlite"
 """The store's file, in the table's ``data_dir`` beside the journal."""
 EVERY_S = 60.0
 """One sample this often, round or not."""
+PAR_AFTER_S = 120.0
+"""Seconds after the start when the par sheet is computed if no page asked for it first."""
 AFTER_ROUND_S = 5.0
 """A sample soon after a round settles, but not more often than this."""
 KEEP_HOURS = 72.0
@@ -346,6 +348,8 @@ class HistoryRecorder:
         self._clock = clock
         self.par: dict[str, dict[str, Any]] | None = None
         self.par_problem: str | None = None
+        self._par_wanted = threading.Event()  # a page asked for the charts
+        self._par_done = threading.Event()  # computed, read from the store, or failed
         self.problem: str | None = None
         self.samples_written = 0
         self._seen_shoe = (0, 0)  # this process's shoe errors and reconnects counted so far
@@ -374,17 +378,31 @@ class HistoryRecorder:
 
     # -- the thread --------------------------------------------------------------------
 
+    def want_par(self, timeout: float) -> bool:
+        """Ask for the par figures (the charts need them) and wait up to ``timeout`` s for
+        them; True once they are known (or known to be missing: ``par_problem``)."""
+        self._par_wanted.set()
+        return self._par_done.wait(timeout)
+
     def _run(self) -> None:
-        self._compute_par()  # seconds of CPU the first time for these rules, then kept
+        started = self._clock()
         while not self._stop.is_set():
             self.poll()
-            self._stop.wait(0.5)
+            # the par sheet takes seconds of CPU (more on a Pi): not at every start beside
+            # the table's loop, but when a page first asks, or once the table has run a while
+            if not self._par_done.is_set() and (
+                self._par_wanted.is_set() or self._clock() - started >= PAR_AFTER_S
+            ):
+                self._compute_par()
+            asked = self._par_wanted.is_set() and not self._par_done.is_set()
+            self._stop.wait(0.05 if asked else 0.5)
         self.sample()  # what the last minute saw
 
     def _compute_par(self) -> None:
         """The game's par figures: kept in the store for the rules they were computed for
         (a restart does not compute them again: seconds of CPU beside the table's loop)."""
         if self._rules is None:
+            self._par_done.set()
             return
         try:
             import hashlib
@@ -400,6 +418,8 @@ class HistoryRecorder:
         except Exception as exc:  # the charts then show what was seen, without par
             self.par_problem = f"no par sheet: {exc}"
             log.exception("history: the par sheet could not be computed")
+        finally:
+            self._par_done.set()
 
     def poll(self) -> bool:
         """Take a sample if one is due (a minute since the last, or a round settled and
