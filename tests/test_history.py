@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -536,3 +537,31 @@ def test_metrics_say_whether_the_history_is_written():
     assert "table_controller_history_ok 1.0" in text
     bundle["history"] = {"samples_written": 5, "problem": "disk full"}
     assert "table_controller_history_ok 0.0" in TableMetrics(lambda: (bundle, {})).text()
+
+
+def test_the_par_sheet_waits_until_a_page_asks_for_it(tmp_path, monkeypatch):
+    """Computing a par sheet takes seconds of CPU (more on a Pi): a running recorder does
+    not do it at start beside the table's loop, only when the charts are first asked for
+    (or two minutes in), and the asker gets them."""
+    import controller.parsheet
+
+    calls = []
+    real = controller.parsheet.compute_par_sheet
+
+    def counted(rules):
+        calls.append(rules)
+        return real(rules)
+
+    monkeypatch.setattr(controller.parsheet, "compute_par_sheet", counted)
+    store = HistoryStore(tmp_path / "history.sqlite")
+    recorder = HistoryRecorder(store, Library(), dict, rules=load_game("pa-standard")).start()
+    try:
+        time.sleep(1.2)  # two turns of the thread's loop
+        assert calls == [] and recorder.par is None
+        assert recorder.want_par(30)
+        assert len(calls) == 1 and recorder.par["lucky_ladies"]["title"] == "Lucky Ladies"
+        assert recorder.want_par(0)  # known now: no wait, no second computation
+        assert len(calls) == 1
+    finally:
+        recorder.close()
+        store.close()
