@@ -565,3 +565,16 @@ def test_the_par_sheet_waits_until_a_page_asks_for_it(tmp_path, monkeypatch):
     finally:
         recorder.close()
         store.close()
+
+
+def test_the_par_sheet_is_given_without_a_running_recorder(tmp_path):
+    """A recorder whose thread is not running (stopped, or never started) computes the par
+    sheet for the page that asks, instead of making every request wait for nothing."""
+    store = HistoryStore(tmp_path / "history.sqlite")
+    try:
+        recorder = HistoryRecorder(store, Library(), dict, rules=load_game("pa-standard"))
+        started = time.monotonic()
+        assert recorder.want_par(30) and recorder.par is not None
+        assert time.monotonic() - started < 25
+    finally:
+        store.close()

@@ -382,6 +382,8 @@ class HistoryRecorder:
         """Ask for the par figures (the charts need them) and wait up to ``timeout`` s for
         them; True once they are known (or known to be missing: ``par_problem``)."""
         self._par_wanted.set()
+        if not self._par_done.is_set() and not self._thread.is_alive():
+            self._compute_par()  # no thread to do it (stopped, or never started): here
         return self._par_done.wait(timeout)
 
     def _run(self) -> None:
