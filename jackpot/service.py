@@ -84,10 +84,11 @@ from controller.link.signing import (
     load_signing_key,
     make_link_key,
 )
+from jackpot import config_check
 from jackpot.alarms import AlarmLog, AlarmLogError
 from jackpot.ledger import Award, Ledger, Result, Status
 from jackpot.metrics import JackpotMetrics
-from jackpot.pools import JackpotConfig, JackpotConfigError, load_config
+from jackpot.pools import JackpotConfig
 from jackpot.store import Fence, is_dsn, ledger_location
 
 log = logging.getLogger("jackpot.service")
@@ -961,30 +962,6 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
     return 0
 
 
-def check_config_main(argv: list[str]) -> int:
-    """``jackpot-controller check-config FILE [FILE...]``: ``FILE: ok (...)`` on stdout, or
-    the first error of each file (file, section, key) on stderr and exit 2."""
-    p = argparse.ArgumentParser(
-        prog="jackpot-controller check-config",
-        description="Check jackpot controller configs (pools, properties, tables and their "
-        "keys): the first error of each file, naming section and key (docs/config.md).",
-    )
-    p.add_argument(
-        "files", nargs="+", metavar="FILE", help="e.g. /etc/jackpot-controller/jackpot.toml"
-    )
-    args = p.parse_args(argv)
-    failed = False
-    for name in args.files:
-        try:
-            config = load_config(name)
-        except JackpotConfigError as exc:
-            failed = True
-            print(exc, file=sys.stderr, flush=True)
-            continue
-        print(f"{name}: ok ({config.summary()})", flush=True)
-    return 2 if failed else 0
-
-
 def backup_main(argv: list[str]) -> int:
     """``jackpot-controller backup --ledger PATH --to DIR [--keep N]``."""
     from jackpot.backup import BackupError, backup_ledger
@@ -1013,23 +990,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
     if argv[:1] == ["check-config"]:
-        return check_config_main(argv[1:])
+        return config_check.main(argv[1:])
     if argv[:1] in (["alarms"], ["ack-alarm"]):
         return alarms_main(argv[1:], acknowledge=argv[0] == "ack-alarm")
     parser = _parser()
     args = parser.parse_args(argv)
     # journald: each line's priority (journalctl -p warning shows the alarms); a terminal: time
     logs.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
+    # what check-config checks, every error of it (jackpot/config_check.py)
+    config, errors = config_check.config_errors(args.config)
+    if errors:
+        parser.exit(2, "".join(f"jackpot-controller: bad config: {e}\n" for e in errors))
     try:
-        config = load_config(args.config)
-    except JackpotConfigError as exc:
-        parser.exit(2, f"jackpot-controller: bad config: {exc}\n")
-    try:
-        password = Path(args.password_file).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        parser.exit(2, f"jackpot-controller: cannot read --password-file: {exc}\n")
-    if not password:
-        parser.exit(2, f"jackpot-controller: --password-file {args.password_file} is empty\n")
+        password = config_check.read_password(args.password_file)
+    except config_check.PasswordFileError as exc:
+        parser.exit(2, f"jackpot-controller: {exc}\n")
     key_path = args.signing_key or config.link_signing_key or DEFAULT_SIGNING_KEY
     key_id = args.key_id or config.link_key_id or "jackpot-1"
     try:

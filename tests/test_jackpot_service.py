@@ -362,6 +362,7 @@ def controller_status(broker) -> dict | None:  # noqa: F811
 def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, broker):  # noqa: F811
     box, ledger, pw = tmp_path / "t.journal", tmp_path / "ledger.db", tmp_path / "pw"
     pw.write_text(broker.passwords[CONTROLLER] + "\n")
+    pw.chmod(0o600)
     rows = fill(box, pa, rounds=60)
     n = len(rows)
     child = start_child(broker, ledger, pw)
