@@ -382,6 +382,39 @@ def test_a_stale_ack_is_old_news_and_a_forged_one_still_an_alarm(
         pub.close()
 
 
+def test_a_stale_ack_the_broker_kept_through_its_restart_is_no_alarm(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    """The audit's case on a real broker: an ack queued for the table's session while it was
+    offline, saved by the broker and delivered after the broker came back, below what the
+    table has acknowledged since. Old news: no alarm (it said "may be forged" before)."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=2)
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: outbox_state(path)[1:] == (len(keys), 0), what="everything acked")
+    finally:
+        pub.close()  # offline; its session (and what is queued for it) stays on the broker
+    twin = broker.client(CONTROLLER_TWIN)
+    try:
+        topic = f"bj/v1/jackpot/{T7}/ack"
+        old = controller_signer().sign(topic, {"v": 1, "table": T7, "seq": 2, "sent_t": 0})
+        assert twin.publish(topic, json.dumps(old)).value == 0  # the broker holds it
+    finally:
+        twin.close()
+    broker.restart()  # saves its store, comes back with the session and the queued ack
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: pub.health()["errors"], what="the stale ack delivered")
+        assert pub.alarms == [] and pub.health()["errors"] == {"ack_stale": 1}, pub.alarms
+        assert outbox_state(path)[1:] == (len(keys), 0)
+    finally:
+        pub.close()
+
+
 def test_a_publish_the_acl_denies_is_an_alarm_with_reason_135(
     tmp_path,
     pa,
