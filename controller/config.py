@@ -11,11 +11,12 @@ first error: that is the ``[gpio]`` section's error).
 What :func:`load_table_config` checks needs no file but the config and the game
 profile: it is testable anywhere. The files the config names are checked by
 :func:`check_paths` (the MQTT password file readable, not empty, and no more open than
-the installer's 0640 root:table-controller, the CA certificate readable, ``data_dir`` a writable folder or creatable): ``table-controller
-run`` and ``check-config`` call it after loading; ``check-config --no-files`` skips it
-to check a file away from its machine. :func:`check_config_file` checks the table side's
-config kinds (table, gpio pin map, game profile); a jackpot controller's config is told
-apart and referred to ``jackpot-controller check-config`` (the other product reads it).
+the installer's 0640 root:table-controller, the CA certificate readable, ``data_dir`` a
+writable folder or creatable): ``table-controller run`` and ``check-config`` call it after
+loading; ``check-config --no-files`` skips it to check a file away from its machine.
+:func:`check_config_file` checks the table side's config kinds (table, gpio pin map, game
+profile); a jackpot controller's config is told apart and referred to ``jackpot-controller
+check-config`` (the other product reads it).
 
 A relative path in the file (``data_dir``, ``password_file``, ``tls_ca``, ``socket``,
 a ``game`` given as a ``.toml`` path) is taken from the folder of the config file.
