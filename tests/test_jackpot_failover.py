@@ -207,6 +207,40 @@ def test_a_paused_session_nobody_may_end_is_cut_off_by_its_idle_timeout(pg_dsn):
         b.close()
 
 
+def test_a_takeover_ends_the_sessions_its_role_may_end(pg_server, pg_dsn, caplog):  # noqa: F811
+    """PostgreSQL lets a role end its own sessions without superuser, another role's only with
+    pg_signal_backend. A session of an older term under another role is named in the log (with
+    the grant that would let the takeover end it) and left to its bounds; the takeover goes on.
+    With the grant it is ended."""
+    other = "jackpot_other"
+    pg_server.sql(f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='{other}') "
+                  f"THEN CREATE ROLE {other} LOGIN; END IF; END$$")  # fmt: skip
+    a, b = Elector(pg_dsn, "a", 1000), Elector(pg_dsn, "b", 1000)
+    fence = a.fence_for(a.try_lead())
+    theirs = psycopg.connect(pg_dsn.replace("jackpot_test@", f"{other}@"), autocommit=True,
+                             **session_kwargs(fence.session))  # fmt: skip
+    ours = psycopg.connect(pg_dsn, autocommit=True, **session_kwargs(fence.session))
+    try:
+        assert wait_for(take(b), 5, "b to take over") == 2
+        assert "grant this controller's database role pg_signal_backend" in caplog.text
+        assert theirs.execute("SELECT 1").fetchone() == (1,)  # not ended
+        with pytest.raises(psycopg.OperationalError):
+            ours.execute("SELECT 1")  # ended: the same role
+        pg_server.sql("GRANT pg_signal_backend TO jackpot_test")
+        try:
+            b.resign()
+            assert wait_for(take(a), 5, "a to take over") == 3
+        finally:
+            pg_server.sql("REVOKE pg_signal_backend FROM jackpot_test")
+        with pytest.raises(psycopg.OperationalError):
+            theirs.execute("SELECT 1")  # ended: epoch 1 < 3
+    finally:
+        theirs.close()
+        ours.close()
+        a.close()
+        b.close()
+
+
 def session_kwargs(session) -> dict:
     """psycopg.connect's keywords for a term's session (as jackpot/store/postgres.py opens)."""
     return {"application_name": session.application_name, "options": session.options()}
