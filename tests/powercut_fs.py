@@ -80,12 +80,23 @@ class PowerCutError(RuntimeError):
 
 
 def _detach(mountpoint: Path) -> None:
-    """Lazy unmount (``umount -l``): the server may be dead (its connection aborted)."""
+    """Lazy unmount (``umount -l``): the server may be dead (its connection aborted). Not as
+    root (libfuse mounted through the setuid ``fusermount3``): ``fusermount3 -u -z``."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.umount2(os.fsencode(mountpoint), 2) != 0:  # MNT_DETACH
-        code = ctypes.get_errno()
-        if code not in (errno.EINVAL, errno.ENOENT):  # EINVAL: not mounted
-            raise PowerCutError(f"umount {mountpoint}: {os.strerror(code)}")
+    if libc.umount2(os.fsencode(mountpoint), 2) == 0:  # MNT_DETACH
+        return
+    code = ctypes.get_errno()
+    if code == errno.EPERM and _mounted(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], capture_output=True)
+    if _mounted(mountpoint):
+        raise PowerCutError(f"cannot unmount {mountpoint}: {os.strerror(code)}")
+
+
+def _mounted(mountpoint: Path) -> bool:
+    """Whether something is mounted there (a dead FUSE mount too, which ``ismount`` misses)."""
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        where = os.path.realpath(mountpoint)
+        return any(line.split()[1].replace("\\040", " ") == where for line in mounts)
 
 
 class PowerCutMount:
