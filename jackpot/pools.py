@@ -32,6 +32,7 @@ from controller.link.messages import POOL, RESERVED_PREFIXES, TABLE_ID, VERSION
 from controller.link.signing import SigningKeyError, check_key_id, parse_public_key
 from controller.rules.pays import parse_money
 from controller.rules.schema import Where
+from jackpot.gaming_day import GamingDay, read_gaming_day
 
 _PERCENT = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*%\s*$")
 _SHARE = re.compile(r"^(\d+)(?:\.(\d+))?% of meter$")
@@ -134,6 +135,7 @@ class Property:
     name: str
     tables: tuple[str, ...]
     games: tuple[str, ...] | None = None
+    gaming_day: GamingDay = GamingDay()  # its time zone and gaming-day start (central time)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,11 @@ class JackpotConfig:
     #: the key (``--host``); ``tls_ca``: their CA file, TLS on (docs/jackpot/brokers.md).
     mqtt_brokers: tuple[tuple[str, int], ...] = ()
     mqtt_tls_ca: str | None = None
+    #: ``[gaming_day]``: the controller's own gaming day (and every property's by default).
+    gaming_day: GamingDay = GamingDay()
+    #: ``[ledger] trigger_key``: the key file sealing the live Mystery triggers (None: the
+    #: default beside the signing key; jackpot/draws.py).
+    trigger_key: str | None = None
 
     @property
     def tables(self) -> frozenset[str]:
@@ -200,6 +207,11 @@ class JackpotConfig:
             f"jackpot: {len(self.pools)} pools, {len(self.properties)} properties, "
             f"{tables} tables"
         )
+
+    def gaming_day_for(self, table: str | None) -> GamingDay:
+        """The gaming day of ``table``'s property (the controller's own for None)."""
+        prop = self.properties.get(table.split("-", 1)[0]) if table else None
+        return prop.gaming_day if prop is not None else self.gaming_day
 
     def games_for(self, table: str) -> tuple[str, ...] | None:
         """The game profiles ``table`` may run: its ``[tables.ID] games``, else its
@@ -310,13 +322,20 @@ def _games(raw: dict, where: Where) -> tuple[str, ...] | None:
     return games
 
 
-def _read_property(pid: str, raw: Any, where: Where, seen: set[str]) -> Property:
+_PROPERTY_KEYS = {"name", "tables", "games", "time_zone", "gaming_day_start"}
+
+
+def _read_property(
+    pid: str, raw: Any, where: Where, seen: set[str], day: GamingDay | None = None
+) -> Property:
     raw = _table(raw, where)
     if not _PROPERTY.match(pid) or pid in RESERVED_PREFIXES:
         raise where.error(None, f"property id {pid!r} must be 2-8 lower-case letters")
-    unknown = sorted(set(raw) - {"name", "tables", "games"})
+    unknown = sorted(set(raw) - _PROPERTY_KEYS)
     if unknown:
-        raise where.error(unknown[0], "unknown key; allowed keys here: name, tables, games")
+        raise where.error(
+            unknown[0], f"unknown key; allowed keys here: {', '.join(sorted(_PROPERTY_KEYS))}"
+        )
     name = raw.get("name", pid)
     if not isinstance(name, str):
         raise where.error("name", "must be a string")
@@ -327,7 +346,8 @@ def _read_property(pid: str, raw: Any, where: Where, seen: set[str]) -> Property
         if table in seen:
             raise where.error("tables", f"{table!r} is listed twice")
         seen.add(table)
-    return Property(pid, name, tables, _games(raw, where))
+    gaming_day = read_gaming_day(raw, "time_zone", "gaming_day_start", where, day or GamingDay())
+    return Property(pid, name, tables, _games(raw, where), gaming_day)
 
 
 def _read_table(table: str, raw: Any, where: Where, tables: frozenset[str]) -> TableEntry:
@@ -414,13 +434,26 @@ def _read_ha(raw: Any, where: Where) -> HaConfig:
 _DSN = re.compile(r"^postgres(?:ql)?://[^\s]*$")
 
 
-def _read_ledger(raw: Any, where: Where) -> str:
+def _read_trigger_key(raw: Any, where: Where) -> str | None:
+    """``[ledger] trigger_key``: the path of the key file sealing the live Mystery triggers."""
+    path = _table(raw, where).get("trigger_key")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise where.error(
+            "trigger_key", f"{path!r}: the path of the Mystery trigger key file (a string), "
+            "e.g. /etc/jackpot-controller/mystery-trigger.key"
+        )  # fmt: skip
+    return path
+
+
+def _read_ledger(raw: Any, where: Where) -> str | None:
     """``[ledger] dsn``: the PostgreSQL ledger's URL, without a password (libpq reads it from
     a passfile: ``?passfile=/etc/jackpot-controller/pgpass``, docs/jackpot/postgres.md)."""
     raw = _table(raw, where)
-    unknown = sorted(set(raw) - {"dsn"})
+    unknown = sorted(set(raw) - {"dsn", "trigger_key"})
     if unknown:
-        raise where.error(unknown[0], "unknown key; allowed keys here: dsn")
+        raise where.error(unknown[0], "unknown key; allowed keys here: dsn, trigger_key")
+    if "dsn" not in raw:
+        return None
     dsn = raw.get("dsn")
     if not isinstance(dsn, str) or not _DSN.match(dsn):
         raise where.error(
@@ -475,12 +508,16 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         raise JackpotConfigError(source, "", None, f"not valid TOML: {exc}") from None
     top = _Where(source, "")
     unknown = sorted(set(data) - {"pools", "properties", "tables", "link", "metrics", "ha",
-                                  "ledger", "mqtt"})
+                                  "ledger", "mqtt", "gaming_day"})
     if unknown:
         raise top.error(
             unknown[0], "unknown section; allowed: pools, properties, tables, link, metrics, ha, "
-            "ledger, mqtt"
+            "ledger, mqtt, gaming_day"
         )
+    day_raw = _table(data.get("gaming_day", {}), top.child("gaming_day"))
+    if unknown := sorted(set(day_raw) - {"time_zone", "start"}):
+        raise top.child("gaming_day").error(unknown[0], "unknown key; allowed: time_zone, start")
+    day = read_gaming_day(day_raw, "time_zone", "start", top.child("gaming_day"), GamingDay())
     pools_raw = _table(data.get("pools", {}), top.child("pools"))
     props_raw = _table(data.get("properties", {}), top.child("properties"))
     if not pools_raw:
@@ -502,7 +539,7 @@ def parse_config(text: str, source: str) -> JackpotConfig:
                     fed[wager] = pool.name
     seen: set[str] = set()
     properties = {
-        p: _read_property(p, r, top.child("properties").child(p), seen)
+        p: _read_property(p, r, top.child("properties").child(p), seen, day)
         for p, r in props_raw.items()
     }
     tables = frozenset(seen)
@@ -516,10 +553,11 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     address, port = _read_metrics(data.get("metrics", {}), top.child("metrics"))
     ha = _read_ha(data["ha"], top.child("ha")) if "ha" in data else None
     dsn = _read_ledger(data["ledger"], top.child("ledger")) if "ledger" in data else None
+    trigger_key = _read_trigger_key(data.get("ledger", {}), top.child("ledger"))
     brokers, tls_ca = _read_mqtt(data["mqtt"], top.child("mqtt")) if "mqtt" in data else ((), None)
     return JackpotConfig(
         source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn,
-        brokers, tls_ca,
+        brokers, tls_ca, day, trigger_key,
     )  # fmt: skip
 
 

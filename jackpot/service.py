@@ -139,12 +139,13 @@ def _topic_of(body: dict[str, Any]) -> str:
 class _Queued:
     """A received message waiting for its PUBACK: ``body`` is a checked table message for
     the next batch, None for one refused (or a status) that only needs its PUBACK in turn;
-    ``text`` is the body as it arrived (the ledger keeps it as the signed record)."""
+    ``text`` is the body as it arrived (the ledger keeps it as the signed record); ``t`` the
+    controller's UTC ms it arrived (the ledger's central time)."""
 
-    __slots__ = ("body", "mid", "qos", "text")
+    __slots__ = ("body", "mid", "qos", "t", "text")
 
-    def __init__(self, mid: int, qos: int) -> None:
-        self.mid, self.qos = mid, qos
+    def __init__(self, mid: int, qos: int, t: int = 0) -> None:
+        self.mid, self.qos, self.t = mid, qos, t
         self.body: dict[str, Any] | None = None
         self.text = ""
 
@@ -187,6 +188,7 @@ class JackpotService:
         fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
+        trigger_key: Any = None,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -210,8 +212,10 @@ class JackpotService:
         self.resend_interval = resend_interval
         self.rng = rng or random.SystemRandom()
         self._randbelow = randbelow
+        self._trigger_key = trigger_key  # the Mystery trigger key file (jackpot/draws.py)
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
-        with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence) as ledger:
+        with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
+                    trigger_key=trigger_key) as ledger:  # fmt: skip
             self.boot = bump_boot(ledger)
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
@@ -390,8 +394,9 @@ class JackpotService:
 
     def _run(self) -> None:
         self._ledger = Ledger(
-            self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence
-        )
+            self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence,
+            clock=self.clock, trigger_key=self._trigger_key,
+        )  # fmt: skip
         self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms)
         with self._lock:
             self._open_alarms = self._alarm_log.open_count()
@@ -569,7 +574,7 @@ class JackpotService:
         ``client.loop()``); :meth:`_flush` applies the queue and sends the PUBACKs in order."""
         if self._drop:  # the ledger failed in this pass: everything comes back on reconnect
             return
-        queued = _Queued(message.mid, message.qos)
+        queued = _Queued(message.mid, message.qos, self._ms())
         if message.topic == JACKPOT_STATUS_TOPIC:
             self._on_other_status(message.payload)
         else:
@@ -678,8 +683,13 @@ class JackpotService:
             return
         bodies = [q.body for q in queue if q.body is not None]
         texts = [q.text for q in queue if q.body is not None]
+        times = [q.t for q in queue if q.body is not None]
         try:
-            results = self._ledger.apply_batch(bodies, checked=True, texts=texts) if bodies else []
+            results = (
+                self._ledger.apply_batch(bodies, checked=True, texts=texts, received=times)
+                if bodies
+                else []
+            )
         except (sqlite3.Error, OSError):  # nothing committed (LedgerFenced is one)
             self._ledger_failed(_topic_of(bodies[-1]))
             return
@@ -883,6 +893,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--key-id", help="its key id (default: [link] key_id, else jackpot-1)")
     p.add_argument("--meter-rate", type=float, default=4.0, help="meter messages/s per pool")
+    p.add_argument(
+        "--trigger-key",
+        help="the Mystery trigger key file (default: [ledger] trigger_key, else "
+        "mystery-trigger.key beside the signing key; made at the first start if absent)",
+    )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     return p
 
@@ -1008,6 +1023,10 @@ def backup_main(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from jackpot.commands import run as run_command  # reports, audited changes, checks
+
+    if (status := run_command(argv)) is not None:
+        return status
     if argv[:1] == ["backup"]:
         return backup_main(argv[1:])
     if argv[:1] == ["link-key"]:
@@ -1052,6 +1071,14 @@ def main(argv: list[str] | None = None) -> int:
     ledger = ledger_location(args.ledger or config.ledger_dsn)
     if not is_dsn(ledger) and not ledger.parent.is_dir():
         parser.exit(2, f"jackpot-controller: --ledger: no directory {ledger.parent}\n")
+    from jackpot.draws import key_path
+
+    trigger_key = args.trigger_key or key_path(config, args.signing_key)
+    # the terms before any broker: a config that differs from the ledger's starts nothing
+    try:
+        Ledger(ledger, config, trigger_key=trigger_key).close()
+    except TableControllerError as exc:
+        parser.exit(2, f"jackpot-controller: {exc}\n")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -1073,6 +1100,7 @@ def main(argv: list[str] | None = None) -> int:
             meter_rate=args.meter_rate,
             brokers=brokers,
             tls_ca=config.mqtt_tls_ca,
+            trigger_key=trigger_key,
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")
