@@ -240,6 +240,8 @@ class Rig:
         table_pw.write_text(self.broker.passwords[TABLE] + "\n")
         ctl_pw = self.tmp / "controller.pw"
         ctl_pw.write_text(self.broker.passwords[CONTROLLER] + "\n")
+        for secret in (table_pw, ctl_pw):
+            secret.chmod(0o600)  # others may not read it (issue 26)
         keys = make_keys(self.tmp / "keys", [TABLE])
         config = table_config(self.tmp, self.broker.port, table_pw, self.tick_ms, keys)
         jackpot = self.tmp / "jackpot.toml"

@@ -10,12 +10,13 @@ first error: that is the ``[gpio]`` section's error).
 
 What :func:`load_table_config` checks needs no file but the config and the game
 profile: it is testable anywhere. The files the config names are checked by
-:func:`check_paths` (the MQTT password file readable and not empty, the CA
-certificate readable, ``data_dir`` a writable folder or creatable): ``table-controller
-run`` and ``check-config`` call it after loading; ``check-config --no-files`` skips it
-to check a file away from its machine. :func:`check_config_file` checks the table side's
-config kinds (table, gpio pin map, game profile); a jackpot controller's config is told
-apart and referred to ``jackpot-controller check-config`` (the other product reads it).
+:func:`check_paths` (the MQTT password file readable, not empty, and no more open than
+the installer's 0640 root:table-controller, the CA certificate readable, ``data_dir`` a
+writable folder or creatable): ``table-controller run`` and ``check-config`` call it after
+loading; ``check-config --no-files`` skips it to check a file away from its machine.
+:func:`check_config_file` checks the table side's config kinds (table, gpio pin map, game
+profile); a jackpot controller's config is told apart and referred to ``jackpot-controller
+check-config`` (the other product reads it).
 
 A relative path in the file (``data_dir``, ``password_file``, ``tls_ca``, ``socket``,
 a ``game`` given as a ``.toml`` path) is taken from the folder of the config file.
@@ -46,6 +47,7 @@ from controller.link.brokers import (
     parse_address,
 )
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
+from controller.link.password_file import password_mode_problem
 from controller.link.signing import (
     Signer,
     SigningKeyError,
@@ -133,7 +135,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "key_id",
         "controller_keys",
     ),
-    "web": ("bind", "port", "password_hash"),
+    "web": ("bind", "port", "password_hash", "dealer_addresses"),
     "control": ("socket",),
     "journal": ("gaming_day_starts", "timezone", "keep_days", "rotate_on_upgrade"),
 }
@@ -216,6 +218,9 @@ class WebConfig:
     port: int = 8080
     password_hash: str = ""
     enabled: bool = False
+    #: Where the dealer's screen connects from (its connections are never closed for a
+    #: stranger's; docs/web.md, "Limits"): the Pi's own loopback unless the config says.
+    dealer_addresses: tuple[str, ...] = ("127.0.0.1", "::1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -753,11 +758,39 @@ def _read_web(sec: _Section) -> WebConfig | None:
         except PasswordHashError as exc:
             sec.error("password_hash", str(exc).removeprefix("password_hash "))
             password_hash = None
+    dealer = _read_dealer_addresses(sec)
     sec.check_unknown()
-    values = (bind, port, password_hash)
+    values = (bind, port, password_hash, dealer)
     if None in values:
         return None
-    return WebConfig(bind, port, password_hash, enabled=sec.present)
+    return WebConfig(bind, port, password_hash, enabled=sec.present, dealer_addresses=dealer)
+
+
+def _read_dealer_addresses(sec: _Section) -> tuple[str, ...] | None:
+    """``dealer_addresses``: a list of IP addresses (each in its shortest form, an IPv4 one
+    mapped into IPv6 as IPv4), at most 16; empty: no address is the dealer's screen."""
+    default = ["127.0.0.1", "::1"]
+    _, raw = sec._get("dealer_addresses", default, '["127.0.0.1", "::1"]')
+    example = 'e.g. dealer_addresses = ["127.0.0.1", "::1"] (the kiosk browser on this Pi)'
+    if not isinstance(raw, list) or len(raw) > 16 or not all(isinstance(a, str) for a in raw):
+        sec.error(
+            "dealer_addresses",
+            f"must be a list of at most 16 IP addresses in quotes, {example}; got {raw!r}",
+        )
+        return None
+    out: list[str] = []
+    for text in raw:
+        try:
+            ip = ipaddress.ip_address(text.strip())
+        except ValueError:
+            sec.error(
+                "dealer_addresses",
+                f"{text!r} is not an IP address (no host names, no networks): {example}",
+            )
+            return None
+        mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:10.7.0.21 is how a dual-stack
+        out.append((mapped or ip).compressed)  # socket names 10.7.0.21: the same client
+    return tuple(dict.fromkeys(out))
 
 
 def _read_control(sec: _Section, base: Path) -> ControlConfig | None:
@@ -921,8 +954,13 @@ def load_table_config(path: str | os.PathLike[str]) -> TableConfig:
 # -- the files a config names ----------------------------------------------------------------
 
 
+#: The table service's user and group (systemd/table-controller.service, the installer).
+SERVICE_USER = "table-controller"
+
+
 def read_password(config: TableConfig) -> str:
-    """The MQTT password: the stripped contents of ``[mqtt] password_file``."""
+    """The MQTT password: the stripped contents of ``[mqtt] password_file``, a file others
+    cannot read and only its owner can write (``controller.link.password_file``)."""
     path = config.mqtt.password_file
     try:
         text = path.read_text(encoding="utf-8").strip()
@@ -933,8 +971,11 @@ def read_password(config: TableConfig) -> str:
             "mqtt",
             "password_file",
             f"cannot read {path}: {reason}; write this table's broker password there (one "
-            "line, readable by the table-controller user only: chmod 600)",
+            "line; owner root, group table-controller, mode 0640)",
         ) from None
+    problem = password_mode_problem(path, SERVICE_USER)  # issue 26: 0644 passed
+    if problem:
+        raise ConfigError(config.source, "mqtt", "password_file", problem)
     if not text:
         raise ConfigError(
             config.source,
@@ -997,7 +1038,8 @@ def _writable_dir(path: Path) -> str | None:
 
 
 def check_paths(config: TableConfig) -> list[ConfigError]:
-    """Check the files ``config`` names: the MQTT password file (readable, not empty), the
+    """Check the files ``config`` names: the MQTT password file (readable, not empty, not
+    readable by others nor writable by the group or others: 0640 root:table-controller), the
     link signing key (an Ed25519 PEM file only its owner may read), the CA
     file (readable, a PEM certificate) and ``data_dir`` (a writable folder, or creatable).
     Creates nothing. ``run`` refuses to start on any of these; ``check-config`` reports them

@@ -8,6 +8,10 @@ flood of forged messages is one row, not a full disk. A repeat is written at mos
 message. ``jackpot-controller alarms`` lists them and ``jackpot-controller ack-alarm``
 acknowledges them with a name; acknowledged rows stay as the history.
 
+The log file is spared the same way: :class:`LineLimiter` lets the service log the first few
+alarms of a kind from a source each minute and then one line that counts the rest (issue 26:
+500 forged messages in half a second were 500 log lines).
+
 Its own connection to the ledger's database (:func:`jackpot.store.open_store`: an SQLite file
 with WAL and ``synchronous=FULL``, or PostgreSQL), in its own table: a ledger transaction never
 waits for an alarm, and an alarm never rolls back with a refused message.
@@ -16,7 +20,7 @@ waits for an alarm, and an alarm never rolls back with a refused message.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,54 @@ DETAIL_MAX = 500
 
 class AlarmLogError(TableControllerError, OSError):
     """The alarm log could not be read or written; the message names the file."""
+
+
+class LineLimiter:
+    """At most ``burst`` log lines per key (an alarm's kind and source) in each window of
+    ``window_s`` seconds from the key's first line; the rest are held back and counted, and
+    :meth:`ended` gives each window that ended with lines held back, for one summary line.
+    ``clock()``: monotonic seconds. The keys must be few (kinds times configured tables): a
+    source an attacker chooses (a table id not in the config) belongs under one key."""
+
+    def __init__(
+        self, burst: int = 5, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if burst < 1 or window_s <= 0:
+            raise ValueError(f"burst {burst} and window_s {window_s}: at least 1 line, > 0 s")
+        self.burst, self.window_s, self.clock = burst, window_s, clock
+        self._windows: dict[Hashable, list[float]] = {}  # key -> [start, shown, held]
+        self._ended: list[tuple[Hashable, int, float]] = []
+
+    def allow(self, key: Hashable) -> bool:
+        """True: log this line; False: it is held back (and counted)."""
+        now = self.clock()
+        window = self._windows.get(key)
+        if window is not None and now - window[0] >= self.window_s:
+            self._end(key, now)
+            window = None
+        if window is None:
+            window = self._windows[key] = [now, 0, 0]
+        if window[1] < self.burst:
+            window[1] += 1
+            return True
+        window[2] += 1
+        return False
+
+    def ended(self, *, all_windows: bool = False) -> list[tuple[Hashable, int, float]]:
+        """``(key, lines held back, seconds of its window)`` for each window that ended since
+        the last call with lines held back (``all_windows``: end every window now, when the
+        service stops); a window that held nothing back ends quietly."""
+        now = self.clock()
+        for key, window in list(self._windows.items()):
+            if all_windows or now - window[0] >= self.window_s:
+                self._end(key, now)
+        out, self._ended = self._ended, []
+        return out
+
+    def _end(self, key: Hashable, now: float) -> None:
+        start, _, held = self._windows.pop(key)
+        if held:
+            self._ended.append((key, int(held), now - start))
 
 
 @dataclass(frozen=True)

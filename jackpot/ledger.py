@@ -542,7 +542,10 @@ class Ledger:
         self, table: str, p: dict[str, Any], alarm: str
     ) -> tuple[HouseRules, Any, ProgressivePool]:
         """The game's profile, its side bet for the payload's wager and the pool it feeds;
-        the stake must be the wager the game fixes. Refused (``alarm``) otherwise."""
+        the stake must be the wager the game fixes, the spot one the table has. Refused
+        (``alarm``) otherwise."""
+        if problem := self.config.spot_problem(table, p["spot"]):  # issue 26: spot 9 of 7
+            raise _Refused(alarm, problem)
         profile = self._profile(table, p["game"], alarm)
         game, wager = p["game"], p["wager"]
         rules = getattr(profile.side_bets, wager) if wager in PROGRESSIVE_WAGERS else None
@@ -677,6 +680,9 @@ class Ledger:
         """Recorded as the proof of the round's cards; no money moves."""
         table, p = message["table"], message["payload"]
         profile = self._profile(table, p["game"], "round_result_terms")
+        for spot in sorted({s["spot"] for s in p["spots"] + p["settlements"]}):
+            if problem := self.config.spot_problem(table, spot):
+                raise _Refused("round_result_terms", problem)
         if (reported := self._reported(table, p["round"])) is not None:
             raise _Refused(
                 "round_result_duplicate",

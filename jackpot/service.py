@@ -27,7 +27,9 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   ``jackpot-controller alarms`` lists and ``ack-alarm`` acknowledges, ``health()``, the
   systemd status line) for every message it refuses: a bad signature, a malformed or
   unknown-table message, a contribution off the game's terms, an unproven claim, a sequence
-  reused with other content.
+  reused with other content. The log gets the first 5 alarms of a kind from a table each
+  minute, then one line counting the rest (``alarm_lines``; tables not in the config count
+  as one source): a flood of forgeries is a few lines, not one a message.
 
 The Must-Hit-By Mystery trigger never leaves the ledger: nothing here reads it.
 See docs/jackpot/controller.md ("Service").
@@ -84,10 +86,11 @@ from controller.link.signing import (
     load_signing_key,
     make_link_key,
 )
-from jackpot.alarms import AlarmLog, AlarmLogError
+from jackpot import config_check
+from jackpot.alarms import AlarmLog, AlarmLogError, LineLimiter
 from jackpot.ledger import Award, Ledger, Result, Status
 from jackpot.metrics import JackpotMetrics
-from jackpot.pools import JackpotConfig, JackpotConfigError, load_config
+from jackpot.pools import JackpotConfig
 from jackpot.store import Fence, is_dsn, ledger_location
 
 log = logging.getLogger("jackpot.service")
@@ -110,6 +113,9 @@ BATCH_MAX = 256
 STATUS_EVERY_S = 60.0
 #: The fastest the status is published again in answer to someone else's on its topic.
 STATUS_AGAIN_S = 1.0
+#: Log lines per alarm kind and source in each window, and the window (s): the rest are
+#: counted in one line when the window ends (the alarm log and health() count every one).
+ALARM_LINES = (5, 60.0)
 #: After a table's live birth, how long its stream may stand still before the controller
 #: asks for a resend (seconds). A table starts again from its last ack on each connect, so
 #: one that streams needs none; asked at once, it made the table send its whole window
@@ -161,7 +167,9 @@ class JackpotService:
     ``signer`` signs what the controller publishes; each table's messages are checked against
     that table's public keys in ``config.table_keys``.
     ``clock()`` gives wall time in seconds (``sent_t``); ``randbelow`` draws mystery triggers
-    (tests inject one); ``rng`` draws the reconnect jitter. The thread starts at once;
+    (tests inject one); ``rng`` draws the reconnect jitter. ``alarm_lines``: (lines, seconds),
+    how many ``ALARM`` log lines a kind from a source gets in each window before the rest are
+    counted in one line (:class:`~jackpot.alarms.LineLimiter`). The thread starts at once;
     :meth:`close` publishes offline, disconnects and stops it (safe twice).
     """
 
@@ -188,6 +196,7 @@ class JackpotService:
         fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
+        alarm_lines: tuple[int, float] = ALARM_LINES,
         trigger_key: Any = None,
     ) -> None:
         if meter_rate <= 0:
@@ -222,6 +231,7 @@ class JackpotService:
         self._alarms: deque[dict[str, Any]] = deque(maxlen=ALARMS_KEPT)
         self._alarm_counts: Counter[str] = Counter()
         self._alarm_log: AlarmLog | None = None
+        self._log_limit = LineLimiter(*alarm_lines)  # the thread's: log lines per kind, source
         self._open_alarms = 0
         self._messages: Counter[tuple[str, str]] = Counter()  # (kind, outcome) -> messages
         self._last_seq: dict[str, int] = {}  # table -> the ledger's last sequence
@@ -336,7 +346,8 @@ class JackpotService:
         """A refused message a technician must see: logged, kept for health(), counted."""
         detail = detail.replace("\n", "\\n").replace("\r", "\\r")  # one log line, always
         entry = {"kind": kind, "table": table, "seq": seq, "detail": detail, "t": self._ms()}
-        log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
+        if self._may_log(f"ALARM {kind}", table):
+            log.warning("ALARM %s from %s seq %s: %s", kind, table or "?", seq, detail)
         open_alarms = self._open_alarms
         if self._alarm_log is not None:
             try:
@@ -350,6 +361,25 @@ class JackpotService:
             self._alarms.append(entry)
             self._alarm_counts[kind] += 1
             self._open_alarms = open_alarms
+
+    def _may_log(self, what: str, table: str | None) -> bool:
+        """Whether a log line about ``what`` from ``table`` may be written now (issue 26:
+        one line per forged message); the lines held back are counted by
+        :meth:`_log_held`. A table id not in the config is the sender's choice: all of them
+        are one source, so a flood under made-up ids is a few lines too."""
+        self._log_held()  # a window that ended says so before the next line
+        source = table if table in self.config.tables else None
+        return self._log_limit.allow((what, source))
+
+    def _log_held(self, *, stopping: bool = False) -> None:
+        """One line for each window that held log lines back (when it ends, or at the stop)."""
+        for (what, source), held, seconds in self._log_limit.ended(all_windows=stopping):
+            counted = " (each one counted in the alarm log: jackpot-controller alarms)"
+            log.warning(
+                "%s: ... and %d more like it from %s in the last %.0f s%s", what, held,
+                source or "tables not in the config", seconds,
+                counted if what.startswith("ALARM") else "",
+            )  # fmt: skip
 
     def _status(self, state: str) -> bytes:
         message = {"v": VERSION, "state": state, "boot": self.boot, "sent_t": self._ms()}
@@ -453,10 +483,12 @@ class JackpotService:
             self._ledger.close()
             with contextlib.suppress(AlarmLogError, sqlite3.Error):
                 self._alarm_log.close()
+            self._log_held(stopping=True)
 
     def _flush_alarms(self) -> None:
         """Write counted repeats of open alarms when due; refresh the open count (a
         technician may acknowledge them from another process)."""
+        self._log_held()
         alarm_log = self._alarm_log
         if time.monotonic() - alarm_log._flushed < alarm_log.flush_s:
             return
@@ -559,8 +591,9 @@ class JackpotService:
         except (ValueError, AttributeError):
             state = "unreadable"
         self._count("status_again")
-        log.warning("the controller status said %r (another controller's will?): "
-                    "publishing online again", str(state)[:40])  # fmt: skip
+        if self._may_log("controller status", None):
+            log.warning("the controller status said %r (another controller's will?): "
+                        "publishing online again", str(state)[:40])  # fmt: skip
         self._status_wanted = True
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
@@ -609,7 +642,8 @@ class JackpotService:
 
     def _internal_error(self, topic: str, exc: Exception) -> None:
         self._count("internal_error")
-        log.exception("could not handle a message on %r", topic[:120])
+        if self._may_log("traceback", _topic_table(topic)):
+            log.exception("could not handle a message on %r", topic[:120])
         self._alarm(
             "internal_error", _topic_table(topic), None,
             f"a message on {topic[:120]!r} raised {type(exc).__name__}: call the supplier with "
@@ -672,7 +706,8 @@ class JackpotService:
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
             self._count("malformed")
             self._message(kind, "malformed")
-            log.warning("ignored a %s message on %s", kind, topic)
+            if self._may_log("ignored", table):
+                log.warning("ignored a %s message on %s", kind, topic[:120])
 
     def _flush(self) -> None:
         """Apply the queued table messages in one ledger transaction (group commit), then
@@ -976,30 +1011,6 @@ def alarms_main(argv: list[str], acknowledge: bool) -> int:
     return 0
 
 
-def check_config_main(argv: list[str]) -> int:
-    """``jackpot-controller check-config FILE [FILE...]``: ``FILE: ok (...)`` on stdout, or
-    the first error of each file (file, section, key) on stderr and exit 2."""
-    p = argparse.ArgumentParser(
-        prog="jackpot-controller check-config",
-        description="Check jackpot controller configs (pools, properties, tables and their "
-        "keys): the first error of each file, naming section and key (docs/config.md).",
-    )
-    p.add_argument(
-        "files", nargs="+", metavar="FILE", help="e.g. /etc/jackpot-controller/jackpot.toml"
-    )
-    args = p.parse_args(argv)
-    failed = False
-    for name in args.files:
-        try:
-            config = load_config(name)
-        except JackpotConfigError as exc:
-            failed = True
-            print(exc, file=sys.stderr, flush=True)
-            continue
-        print(f"{name}: ok ({config.summary()})", flush=True)
-    return 2 if failed else 0
-
-
 def backup_main(argv: list[str]) -> int:
     """``jackpot-controller backup --ledger PATH --to DIR [--keep N]``."""
     from jackpot.backup import BackupError, backup_ledger
@@ -1032,23 +1043,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
     if argv[:1] == ["check-config"]:
-        return check_config_main(argv[1:])
+        return config_check.main(argv[1:])
     if argv[:1] in (["alarms"], ["ack-alarm"]):
         return alarms_main(argv[1:], acknowledge=argv[0] == "ack-alarm")
     parser = _parser()
     args = parser.parse_args(argv)
     # journald: each line's priority (journalctl -p warning shows the alarms); a terminal: time
     logs.setup(getattr(logging, str(args.log_level).upper(), logging.INFO))
+    # what check-config checks, every error of it (jackpot/config_check.py)
+    config, errors = config_check.config_errors(args.config)
+    if errors:
+        parser.exit(2, "".join(f"jackpot-controller: bad config: {e}\n" for e in errors))
     try:
-        config = load_config(args.config)
-    except JackpotConfigError as exc:
-        parser.exit(2, f"jackpot-controller: bad config: {exc}\n")
-    try:
-        password = Path(args.password_file).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        parser.exit(2, f"jackpot-controller: cannot read --password-file: {exc}\n")
-    if not password:
-        parser.exit(2, f"jackpot-controller: --password-file {args.password_file} is empty\n")
+        password = config_check.read_password(args.password_file)
+    except config_check.PasswordFileError as exc:
+        parser.exit(2, f"jackpot-controller: {exc}\n")
     key_path = args.signing_key or config.link_signing_key or DEFAULT_SIGNING_KEY
     key_id = args.key_id or config.link_key_id or "jackpot-1"
     try:
@@ -1071,9 +1080,9 @@ def main(argv: list[str] | None = None) -> int:
     ledger = ledger_location(args.ledger or config.ledger_dsn)
     if not is_dsn(ledger) and not ledger.parent.is_dir():
         parser.exit(2, f"jackpot-controller: --ledger: no directory {ledger.parent}\n")
-    from jackpot.draws import key_path
+    from jackpot.draws import key_path as trigger_key_path
 
-    trigger_key = args.trigger_key or key_path(config, args.signing_key)
+    trigger_key = args.trigger_key or trigger_key_path(config, key_path)
     # the terms before any broker: a config that differs from the ledger's starts nothing
     try:
         Ledger(ledger, config, trigger_key=trigger_key).close()

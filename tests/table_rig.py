@@ -122,6 +122,8 @@ class Rig:
         table_pw.write_text(broker.passwords[TABLE] + "\n")
         ctl_pw = tmp / "controller.pw"
         ctl_pw.write_text(broker.passwords[CONTROLLER] + "\n")
+        for secret in (table_pw, ctl_pw):
+            secret.chmod(0o600)  # others may not read it (issue 26)
         self.config = table_config(tmp, broker.port, table_pw, web)
         self.jackpot_config = tmp / "jackpot.toml"
         self.jackpot_config.write_text(  # /metrics on a free port (named in jackpot.log)

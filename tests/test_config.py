@@ -82,6 +82,7 @@ def on_this_machine(tmp_path: Path, password: str = "s3cret\n") -> Path:
     """The example with its files in tmp_path: password, CA, data_dir."""
     secret = tmp_path / "mqtt-password"
     secret.write_text(password, encoding="utf-8")
+    secret.chmod(0o640)  # as the installer lays it out (root:table-controller)
     ca = tmp_path / "ca.crt"
     ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     key = tmp_path / "link-signing.key"
@@ -623,8 +624,8 @@ def test_a_missing_password_file_is_reported_by_check_config_unless_no_files(tmp
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         f"{path}: [mqtt] key 'password_file': cannot read {tmp_path / 'mqtt-password'}: No such "
-        "file or directory; write this table's broker password there (one line, readable by the "
-        "table-controller user only: chmod 600)"
+        "file or directory; write this table's broker password there (one line; owner root, "
+        "group table-controller, mode 0640)"
     ]
     result = run_cli("check-config", str(path), "--no-files")
     assert result.returncode == 0, result.stderr
@@ -638,6 +639,49 @@ def test_read_password_refuses_an_empty_file(tmp_path):
     assert (caught.value.section, caught.value.key) == ("mqtt", "password_file")
     assert f"{tmp_path / 'mqtt-password'} is empty" in str(caught.value)
     assert [e.key for e in check_paths(config)] == ["password_file"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "loose"),
+    [
+        (0o644, "readable by others"),
+        (0o604, "readable by others"),
+        (0o660, "writable by its group"),
+        (0o622, "writable by its group and writable by others"),
+    ],
+    ids=["0644", "0604", "0660", "0622"],
+)
+def test_a_password_file_others_can_read_or_write_is_refused_at_check_and_start(
+    tmp_path, caplog, mode, loose
+):
+    """Issue 26: 0644 passed. The installer's 0640 (group read, for the service) passes;
+    readable by others or writable by the group or others is refused, naming the fix, by
+    check-config and by the daemon before it starts anything."""
+    from controller.runtime.daemon import run_table
+
+    path = on_this_machine(tmp_path)
+    secret = tmp_path / "mqtt-password"
+    config = load_table_config(path)
+    for fine in (0o640, 0o600, 0o400):
+        secret.chmod(fine)
+        assert check_paths(config) == [], oct(fine)
+    secret.chmod(mode)
+    with pytest.raises(ConfigError) as caught:
+        read_password(config)
+    assert (caught.value.section, caught.value.key) == ("mqtt", "password_file")
+    expected = (
+        f"{path}: [mqtt] key 'password_file': {secret} is mode {mode:04o}, {loose}: the broker "
+        "password must be readable by root and the service only; chmod 640 (owner root, group "
+        f"table-controller): sudo chown root:table-controller {secret} && sudo chmod 640 {secret}"
+    )
+    assert str(caught.value) == expected
+    assert [str(e) for e in check_paths(config)] == [expected]
+    result = run_cli("check-config", str(path))
+    assert (result.returncode, result.stderr.splitlines()) == (2, [expected])
+    caplog.set_level("ERROR")
+    assert run_table(config) == 2  # the daemon refuses before it opens anything
+    assert expected in caplog.text
+    assert not config.data_dir.exists()
 
 
 def test_check_paths_names_a_missing_ca_and_a_data_dir_that_is_a_file(tmp_path):

@@ -2,11 +2,13 @@
 ledger until a technician acknowledges it, a flood is one row, and the command line
 lists and acknowledges them. Every test runs on both backends (``ledger_at``): real SQLite
 with the production settings and a real PostgreSQL (tests/pg_server.py); the service test
-runs against a real Mosquitto, end to end."""
+runs against a real Mosquitto, end to end, and so does the flood that must stay a few log
+lines (issue 26)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -18,7 +20,7 @@ from mqtt_broker import CONTROLLER, TABLES, broker  # noqa: F401
 from pg_server import ledger_at, pg_server  # noqa: F401
 
 from controller.link.messages import topic_for
-from jackpot.alarms import AlarmLog, AlarmLogError
+from jackpot.alarms import AlarmLog, AlarmLogError, LineLimiter
 from jackpot.service import JackpotService
 from jackpot.store import open_store
 
@@ -143,3 +145,89 @@ def test_forged_messages_are_alarms_in_the_ledger_file_a_technician_lists_and_ac
         assert db.execute("SELECT acked FROM tables WHERE table_id=?", (T7,)).fetchone() == (1,)
     finally:
         db.close()
+
+
+# -- the log file: a few lines per kind and source, then a count --------------------------------
+
+
+class Seconds:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_line_limiter_lets_a_few_lines_through_and_counts_the_rest():
+    clock = Seconds()
+    limit = LineLimiter(burst=5, window_s=60.0, clock=clock)
+    key, other = ("ALARM signature", T7), ("ALARM signature", "hcm-bj-01")
+    assert [limit.allow(key) for _ in range(500)].count(True) == 5
+    assert [limit.allow(other) for _ in range(3)] == [True] * 3  # each source its own
+    clock.now += 59.9
+    assert limit.ended() == []  # the window is not over
+    assert limit.allow(key) is False
+    clock.now += 0.2
+    assert limit.ended() == [(key, 496, pytest.approx(60.1))]  # the quiet one ends silently
+    assert limit.ended() == []
+    assert [limit.allow(key) for _ in range(7)].count(True) == 5  # a new window
+    assert limit.ended(all_windows=True) == [(key, 2, 0.0)]  # at the stop, whatever is held
+    assert limit.ended() == []
+    with pytest.raises(ValueError):
+        LineLimiter(burst=0)
+
+
+def test_a_flood_of_forged_messages_is_a_few_log_lines_and_every_one_is_counted(
+    tmp_path,
+    broker,  # noqa: F811
+    caplog,
+):
+    """Issue 26: 500 forged messages in half a second were 500 ALARM log lines. Through the
+    real broker, 500 unsigned contributions from one table: at most 5 ALARM lines a window,
+    then one line saying how many more; every one counted in health() and the alarm log.
+    The window is 2 s here (60 s in production); the test holds on any machine speed: the
+    lines shown and the counted ones add up to 500, at most 5 shown per window."""
+    caplog.set_level("WARNING", logger="jackpot.service")
+    ledger = tmp_path / "ledger.db"
+    svc = JackpotService(jackpot_config(), ledger, broker.host, broker.port, CONTROLLER,
+                         broker.passwords[CONTROLLER], signer=controller_signer(),
+                         backoff=(0.05, 0.5), alarm_lines=(5, 2.0))  # fmt: skip
+    raw = broker.client(T7)
+    flood = 500
+    try:
+        assert svc.wait_online(10)
+        topic = topic_for(T7, "contribution")
+        for seq in range(1, flood + 1):
+            message = {"v": 1, "table": T7, "boot": 1, "seq": seq, "key": f"k{seq}",
+                       "kind": "contribution", "sent_t": 1, "payload": {"round": seq,
+                       "game": "pa-standard", "spot": 1, "wager": "blazing_7s",
+                       "pool": "blazing_7s", "stake": 500, "mystery": True}}  # fmt: skip
+            raw.publish(topic, json.dumps(message))  # unsigned: refused as a forgery
+        summary = re.compile(
+            rf"^ALARM signature: \.\.\. and (\d+) more like it from {T7} in the last (\d+) s"
+        )
+
+        def tally() -> tuple[int, list[int]]:
+            lines = [r.getMessage() for r in caplog.records if r.name == "jackpot.service"]
+            shown = sum(line.startswith(f"ALARM signature from {T7} ") for line in lines)
+            held = [int(m[1]) for line in lines if (m := summary.match(line))]
+            return shown, held
+
+        deadline = time.monotonic() + 60
+        while (lambda shown, held: shown + sum(held))(*tally()) < flood:  # the last window ends
+            assert time.monotonic() < deadline, f"lines and counts: {tally()}"
+            time.sleep(0.1)
+        health = svc.health()
+    finally:
+        raw.close()
+        svc.close()
+    shown, held = tally()
+    assert shown + sum(held) == flood
+    assert health["counts"]["signature"] == health["alarm_counts"]["signature"] == flood
+    assert 5 <= shown <= 5 * (len(held) + 1), (shown, held)  # 5 a window at most
+    assert len(held) < 30  # a window is 2 s: the flood took far less than a minute
+    with AlarmLog(ledger) as log:
+        (row,) = log.rows()
+    assert (row.kind, row.table, row.count) == ("signature", T7, flood)

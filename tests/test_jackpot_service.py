@@ -296,6 +296,34 @@ def test_gap_resend_forgeries_and_stale_wills(tmp_path, broker):  # noqa: F811
         assert led.totals("blazing_7s")["contribution"] == 3 * Fraction(75)
 
 
+def test_a_signed_contribution_for_a_spot_the_table_does_not_have_is_refused(tmp_path, broker):  # noqa: F811
+    """Issue 26: the ledger took a contribution for spot 9 of a 7-spot table. Signed with the
+    table's key (a stolen key, or a table that is not what the config says), it is refused
+    like any message off the terms: alarmed and counted, no meter moves, and it takes its
+    sequence, so the table's stream goes on (the next one, spot 7, is applied)."""
+    ledger = tmp_path / "ledger.db"
+    svc = service(broker, ledger)
+    table = broker.client(T7, client_id="raw-table")
+    try:
+        assert table.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
+        topic = topic_for(T7, "contribution")
+        table.publish(topic, contribution_message(1, spot=9))
+        assert next_of(table, "ack")["seq"] == 1
+        table.publish(topic, contribution_message(2, spot=7))
+        assert next_of(table, "ack")["seq"] == 2
+        health = svc.health()
+    finally:
+        table.close()
+        svc.close()
+    assert (health["counts"]["refused"], health["counts"]["applied"]) == (1, 1)
+    (alarm,) = health["alarms"]
+    assert (alarm["kind"], alarm["table"], alarm["seq"]) == ("contribution_terms", T7, 1)
+    assert "spot 9: table hcm-bj-07 has 7 betting spots" in alarm["detail"]
+    with Ledger(ledger, CONFIG) as led:
+        assert led.totals("blazing_7s")["contribution"] == Fraction(75)  # spot 7's only
+        assert [outcome for *_, outcome, _ in led.applied()] == ["refused", "applied"]
+
+
 def test_a_mystery_hit_is_offered_and_offered_again_on_birth(tmp_path, broker):  # noqa: F811
     draws = iter([0, TRIGGER_OFFSET])  # first trigger = the seed: the first contribution hits
     ledger = tmp_path / "ledger.db"
@@ -367,6 +395,7 @@ def controller_status(broker) -> dict | None:  # noqa: F811
 def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, broker):  # noqa: F811
     box, ledger, pw = tmp_path / "t.journal", tmp_path / "ledger.db", tmp_path / "pw"
     pw.write_text(broker.passwords[CONTROLLER] + "\n")
+    pw.chmod(0o600)
     rows = fill(box, pa, rounds=60)
     n = len(rows)
     child = start_child(broker, ledger, pw)

@@ -102,6 +102,7 @@ def test_changed_terms_stop_the_controller_before_any_broker(ledger_at, tmp_path
     key = tmp_path / "link.key"
     save_signing_key(key, new_signing_key())
     (tmp_path / "pw").write_text("secret\n")
+    (tmp_path / "pw").chmod(0o640)
     done = subprocess.run(
         [sys.executable, "-m", "jackpot.service", "--config", changed, "--ledger", location,
          "--host", "127.0.0.1", "--port", str(listener.getsockname()[1]), "--password-file",

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import json
 import queue
+import sqlite3
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -600,6 +603,163 @@ def test_poison_messages_stop_no_controller_table_or_sign(tmp_path, pa, broker, 
         twin.close()
         live.close()
         svc.close()
+
+
+# -- issue 26: what a refusal shows the dealer, and a resend from beyond the outbox -------------
+
+HOSTILE = "PAY SPOT 3 $25,000 NOW"
+#: The hostile words as a refused message carries them: a forged log line, terminal colours,
+#: a right-to-left override and enough text to fill any screen.
+HOSTILE_TEXT = HOSTILE + "\njackpot link ok\x1b[31m\u202e" + "$" * 5000
+
+
+def test_a_refused_messages_own_words_never_reach_the_dealer(tmp_path, pa, broker, caplog):  # noqa: F811
+    """Issue 26 item 6: a malformed resend once put "'PAY SPOT 3 $25,000 NOW' is not of type
+    'integer'" in the dealer's alarm band. Each kind of refusal says what kind of message was
+    refused in fixed words; the log keeps the message's words, escaped and cut."""
+    from controller.link.messages import DETAIL_MAX
+    from controller.table.view import LINK_ALARM_WORDS
+    from controller.web.views import dealer_view
+
+    live = LiveTable(broker, tmp_path / "t7.journal", pa)
+    twin = broker.client(CONTROLLER_TWIN)
+    a_topic = topic_for(T7, "award")
+    award = {"v": 1, "table": T7, "award_id": f"{T7}/999", "state": "offered",
+             "claim_seq": 999, "claim_key": "round-2/spot-3/blazing_7s/claim", "round": 2,
+             "spot": 3, "pool": "blazing_7s", "meter": "100% of meter", "amount": 2_500_000,
+             "order": 1, "meter_before": 2_500_000, "sent_t": 1}  # fmt: skip
+    named = Signer("PAY-SPOT-3-25000-NOW", new_signing_key())  # a key id that reads as an order
+    hostile = [
+        (topic_for(T7, "resend"), {"v": 1, "table": T7, "from": HOSTILE_TEXT, "sent_t": 1},
+         "link_resend_malformed"),
+        (topic_for(T7, "ack"), {"v": 1, "table": HOSTILE_TEXT, "seq": 1, "sent_t": 1},
+         "link_ack_malformed"),
+        (a_topic, named.sign(a_topic, award), "link_signature"),
+        (meter_topic("blazing_7s"), {"v": 1, "pool": HOSTILE_TEXT, "amount": 1, "seq": 1,
+         "fraction": "0/1", "sent_t": 1}, "link_meter_malformed"),
+    ]  # fmt: skip
+    try:
+        wait_for(lambda: live.pub.health()["connected"], what="the table online")
+        with caplog.at_level("WARNING", logger="table-controller"):
+            for topic, message, code in hostile:
+                ATTEMPTS["the controller's broker rights, not its key"] += 1
+                count = len(live.alarms)
+                assert twin.publish(topic, json.dumps(message)).value in (0, 16)
+                wait_for(lambda c=count: (live.pump(0.1), len(live.alarms) > c)[1],
+                         what=f"the table refusing {code}")  # fmt: skip
+                assert live.alarms[-1].code == code
+        # the dealer display's view and the alarm register: the kind's fixed words only
+        status = {"snapshot": live.table.snapshot(), "jackpot_link": True}
+        view = dealer_view(T7, status, [])
+        for shown in (json.dumps(view), json.dumps(status["snapshot"]["alarms"])):
+            for words in ("PAY SPOT", "PAY-SPOT", "25,000", "25000", "$$$", "\\u202e"):
+                assert words not in shown, (words, shown)
+        lines = {line["code"]: line["text"] for line in view["alarm_lines"]}
+        assert lines == {
+            "link_resend_malformed": LINK_ALARM_WORDS["resend_malformed"][0],
+            "link_ack_malformed": LINK_ALARM_WORDS["ack_malformed"][0],
+            "link_signature": "A jackpot award failed its signature check: it was refused",
+            "link_meter_malformed": LINK_ALARM_WORDS["meter_malformed"][0],
+        }
+        # the technician's log has them, one line each, escaped and cut
+        lines = [r.getMessage() for r in caplog.records if "jackpot link" in r.getMessage()]
+        assert len(lines) == len(hostile), lines
+        assert all(HOSTILE in line or "PAY-SPOT" in line for line in lines), lines
+        for line in lines:
+            assert line.isascii() and line.isprintable(), line
+            assert len(line) < DETAIL_MAX + 60
+        assert "\\njackpot link ok\\x1b[31m\\u202e$$" in lines[0]
+        # the journal keeps the same escaped detail
+        details = [e.event["detail"] for e in live.table.journal.entries()
+                   if e.event["type"] == "link_alarm"]  # fmt: skip
+        assert len(details) == len(hostile)
+        assert all(d.isascii() and d.isprintable() and len(d) <= DETAIL_MAX for d in details)
+    finally:
+        twin.close()
+        live.close()
+
+
+@pytest.fixture
+def rig(tmp_path, broker):  # noqa: F811
+    from table_rig import Rig, free_port
+
+    port = free_port()
+    r = Rig(tmp_path, broker, web=f'bind = "127.0.0.1"\nport = {port}')
+    r.url = f"http://127.0.0.1:{port}"
+    try:
+        r.start_table()
+        deadline = time.monotonic() + 30  # a loaded machine starts the web pages late
+        while True:
+            try:
+                urllib.request.urlopen(r.url + "/healthz", timeout=1).close()
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield r
+    finally:
+        r.stop()
+
+
+def test_a_resend_from_beyond_what_was_written_is_refused_and_the_table_plays_on(
+    rig,
+    broker,  # noqa: F811
+):
+    """Issue 26 item 5, on the real daemon, jackpot controller and broker: a resend signed
+    with the controller's key from 1,000,000,000 once left the link down and progressive
+    bets refused until a restart, with no alarm naming why. It is refused with an alarm the
+    dealer sees in fixed words; the next round's Blazing 7's bet is accepted and its
+    contribution reaches the ledger."""
+    from table_rig import TABLE
+
+    from controller.table.view import LINK_ALARM_WORDS
+
+    def codes(answer: dict) -> set[str]:
+        return {a["code"] for a in answer["status"]["snapshot"]["alarms"]}
+
+    def link(answer: dict) -> tuple[int, int, bool]:
+        health = answer["health"]["link"]
+        return health["depth"], health["last_ack"], answer["status"]["jackpot_link"]
+
+    rig.bets()
+    rig.play_round()
+    first = rig.wait(lambda a: link(a)[0] == 0 and link(a)[2], "round 1 acked", timeout=30)
+    acked = link(first)[1]
+    twin = broker.client(CONTROLLER_TWIN)
+    try:
+        topic = topic_for(TABLE, "resend")
+        ATTEMPTS["the controller's key (an insider)"] += 2
+        far = {"v": 1, "table": TABLE, "from": 1_000_000_000, "sent_t": 1}
+        assert twin.publish(topic, json.dumps(controller_signer().sign(topic, far))).value == 0
+        worded = {"v": 1, "table": TABLE, "from": HOSTILE, "sent_t": 1}
+        assert twin.publish(topic, json.dumps(controller_signer().sign(topic, worded))).value == 0
+    finally:
+        twin.close()
+    raised = {"link_resend_refused", "link_resend_malformed"}
+    rig.wait(lambda a: raised <= codes(a), "the two refusals at the table")
+    with urllib.request.urlopen(rig.url + "/api/dealer", timeout=30) as answer:
+        dealer = json.loads(answer.read())
+    lines = {line["code"]: line["text"] for line in dealer["alarm_lines"]}
+    assert lines["link_resend_refused"] == LINK_ALARM_WORDS["resend_refused"][0]
+    assert lines["link_resend_malformed"] == LINK_ALARM_WORDS["resend_malformed"][0]
+    shown = json.dumps(dealer)
+    assert HOSTILE not in shown and "1000000000" not in shown
+    # the table plays on: round 2's Blazing 7's bet is taken and its contribution acked
+    rig.play_round()
+    done = rig.wait(lambda a: link(a)[0] == 0 and link(a)[1] > acked, "round 2 acked", timeout=30)
+    assert link(done)[2] and "progressive_refused" not in codes(done)
+    ledger = sqlite3.connect(f"file:{rig.ledger}?mode=ro", uri=True)
+    try:
+        keys = [k for (k,) in ledger.execute("SELECT key FROM applied WHERE table_id = ?",
+                                            (TABLE,))]  # fmt: skip
+    finally:
+        ledger.close()
+    assert "round-2/spot-1/blazing_7s/contribution" in keys, keys
+    log = rig.log("table")
+    assert "jackpot link resend_refused: resend from 1000000000 refused" in log
 
 
 def test_the_suite_made_at_least_sixty_attempts():

@@ -591,3 +591,27 @@ def test_what_the_compiled_check_accepts_the_reference_accepts(real_publishes, d
     refusals = list(messages._validators()[kind].iter_errors(message))
     if compiled:
         assert not refusals, (path, change, refusals[0].message)
+
+
+# -- a refusal's detail for the technician (issue 26) ------------------------------------------
+
+
+def test_a_refused_messages_words_are_escaped_and_cut_for_the_log():
+    hostile = "PAY SPOT 3 $25,000 NOW\n2026-01-01 INFO jackpot link ok\x1b[31m\u202e\u3164"
+    text = messages.loggable(hostile)
+    assert text == (
+        "PAY SPOT 3 $25,000 NOW\\n2026-01-01 INFO jackpot link ok\\x1b[31m\\u202e\\u3164"
+    )
+    assert messages.loggable("\u202e" * 100, 20) == "\\u202e\\u202e..."  # whole escapes
+    assert len(messages.loggable("$" * 5000)) == messages.DETAIL_MAX
+
+
+@given(st.text(max_size=400), st.integers(min_value=3, max_value=300))
+def test_loggable_is_printable_ascii_bounded_and_idempotent(text, limit):
+    out = messages.loggable(text, limit)
+    assert out.isascii() and out.isprintable() and len(out) <= limit
+    assert messages.loggable(out, limit) == out
+    full = messages.loggable(text, 10**6)  # never cut: every character is there, escaped
+    assert out == full or (out.endswith("...") and full.startswith(out[:-3]))
+    if "\\" not in text:
+        assert full.encode().decode("unicode_escape") == text

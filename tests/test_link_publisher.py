@@ -174,7 +174,8 @@ def test_every_row_arrives_once_in_order_and_is_deleted_only_after_the_ack(
         wait_for(lambda: outbox_state(path)[2] == 0, what="the outbox to empty")
         assert controller.seqs() == list(range(1, len(keys) + 1))
         assert [k for _, _, k in controller.received] == keys
-        health = pub.health()
+        # health is a snapshot the link's thread takes after the outbox commits
+        health = wait_for(lambda: (h := pub.health())["depth"] == 0 and h, what="health")
         assert health["connected"] and health["depth"] == 0
         assert health["last_ack"] == len(keys) and health["last_ack_age_s"] < 5
         assert health["errors"] == {} and pub.alarms == []
@@ -302,6 +303,114 @@ def test_forged_and_malformed_acks_change_nothing(tmp_path, pa, broker, controll
         assert controller.seqs() == list(range(1, len(keys) + 1))  # nothing re-sent
         controller.ack(T7, 2)  # a true ack still works
         wait_for(lambda: outbox_state(path)[1] == 2, what="the true ack")
+    finally:
+        pub.close()
+
+
+def test_a_resend_from_beyond_what_was_written_is_refused_and_the_stream_goes_on(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    """Issue 26 item 5: a signed resend from 1,000,000,000 once set the next sequence there,
+    and nothing was sent again until a restart. It is refused like an ack beyond what was
+    written, with an alarm, and the stream carries on."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: outbox_state(path)[1:] == (len(keys), 0), what="everything acked")
+        sent = len(controller.seqs())
+        for start in (len(keys) + 2, 1_000_000_000):
+            controller.send(T7, "resend", {"v": 1, "table": T7, "from": start, "sent_t": 0})
+        wait_for(lambda: len(pub.alarms) == 2, what="two refusals")
+        assert [(a.kind, a.seq) for a in pub.alarms] == [
+            ("resend_refused", len(keys) + 2),
+            ("resend_refused", 1_000_000_000),
+        ]
+        assert f"written only up to {len(keys)}" in pub.alarms[-1].detail
+        # from the next one to write: nothing to send again, no alarm
+        controller.send(T7, "resend", {"v": 1, "table": T7, "from": len(keys) + 1, "sent_t": 0})
+        fill(path, pa, rounds=3, seed=11)  # the table plays on
+        written = outbox_state(path)[0]
+        assert written > len(keys)
+        wait_for(lambda: outbox_state(path)[1:] == (written, 0), what="the new rows acked")
+        assert controller.seqs()[sent:] == list(range(len(keys) + 1, written + 1))
+        assert len(pub.alarms) == 2 and pub.health()["errors"] == {"resend_refused": 2}
+        assert pub.health()["stopped_at"] is None
+    finally:
+        pub.close()
+
+
+def test_a_stale_ack_is_old_news_and_a_forged_one_still_an_alarm(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+    caplog,
+):
+    """Issue 26 item 6: after a broker crash its store redelivered a true ack below the last
+    one, and the dealer saw "it may be forged". A validly signed ack at or below the last is
+    old news (counted, logged once a minute at most); a bad signature is still an alarm."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=3)
+    controller.acking = False
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: len(controller.seqs()) == len(keys), what="everything once")
+        controller.ack(T7, 5)
+        wait_for(lambda: outbox_state(path)[1] == 5, what="ack 5")
+        with caplog.at_level("INFO", logger="table-controller.link"):
+            for seq in (2, 3, 5):  # the broker's stored copies, the last one again
+                controller.ack(T7, seq)
+            wait_for(lambda: pub.health()["errors"].get("ack_stale") == 2, what="two stale")
+        controller.ack(T7, 6)  # the stream goes on
+        wait_for(lambda: outbox_state(path)[1] == 6, what="ack 6")
+        assert pub.alarms == [] and pub.health()["last_ack"] == 6
+        stale = [r.getMessage() for r in caplog.records if "stale" in r.getMessage()]
+        assert len(stale) == 1 and "below the acknowledged 5" in stale[0], stale
+        # an old ack with a signature that does not match: still refused as a forgery
+        topic = f"bj/v1/jackpot/{T7}/ack"
+        moved = controller_signer().sign(topic, {"v": 1, "table": T7, "seq": 1, "sent_t": 0})
+        controller.send(T7, "ack", json.dumps({**moved, "seq": 2}).encode())
+        controller.send(T7, "ack", json.dumps(table_signer(T7).sign(topic, moved)).encode())
+        wait_for(lambda: len(pub.alarms) == 2, what="two signature alarms")
+        assert [a.kind for a in pub.alarms] == ["signature", "signature"]
+        assert outbox_state(path)[1] == 6
+    finally:
+        pub.close()
+
+
+def test_a_stale_ack_the_broker_kept_through_its_restart_is_no_alarm(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    """The audit's case on a real broker: an ack queued for the table's session while it was
+    offline, saved by the broker and delivered after the broker came back, below what the
+    table has acknowledged since. Old news: no alarm (it said "may be forged" before)."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=2)
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: outbox_state(path)[1:] == (len(keys), 0), what="everything acked")
+    finally:
+        pub.close()  # offline; its session (and what is queued for it) stays on the broker
+    twin = broker.client(CONTROLLER_TWIN)
+    try:
+        topic = f"bj/v1/jackpot/{T7}/ack"
+        old = controller_signer().sign(topic, {"v": 1, "table": T7, "seq": 2, "sent_t": 0})
+        assert twin.publish(topic, json.dumps(old)).value == 0  # the broker holds it
+    finally:
+        twin.close()
+    broker.restart()  # saves its store, comes back with the session and the queued ack
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: pub.health()["errors"], what="the stale ack delivered")
+        assert pub.alarms == [] and pub.health()["errors"] == {"ack_stale": 1}, pub.alarms
+        assert outbox_state(path)[1:] == (len(keys), 0)
     finally:
         pub.close()
 

@@ -52,6 +52,7 @@ def run_jackpot(tmp_path: Path, log: Path, env: dict[str, str]) -> str:
         write_key(controller_signer(), key)
     pw = tmp_path / "pw"
     pw.write_text("secret\n")
+    pw.chmod(0o600)  # others may not read it (issue 26)
     argv = [sys.executable, "-m", "jackpot.service", "--config", str(config),
             "--ledger", str(tmp_path / "ledger.sqlite"), "--port", str(free_port()),
             "--password-file", str(pw), "--signing-key", str(key),

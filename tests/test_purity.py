@@ -21,7 +21,9 @@ PURE_MODULES = [
     RULES.parent / "parsheet.py",
     *sorted(TABLE.rglob("*.py")),
     RULES.parent.parent / "drivers" / "shoe_protocol.py",  # the shoe's parser, fuzzed
-    RULES.parent.parent / "jackpot" / "pools.py",  # meter arithmetic and pool config
+    RULES.parent.parent / "jackpot" / "pools.py",  # meter arithmetic
+    RULES.parent.parent / "jackpot" / "config.py",  # the jackpot config's dataclasses
+    RULES.parent.parent / "jackpot" / "config_read.py",  # reading it (the file's text only)
     RULES.parent / "backoff.py",
     RULES.parent / "runtime" / "watch.py",  # fault watchers: health samples in, events out
     RULES.parent / "demo" / "autopilot.py",  # the demo's dealer and players

@@ -205,6 +205,7 @@ def test_jackpot_controller_is_ready_pings_the_watchdog_and_says_stopping(tmp_pa
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     pw = tmp_path / "pw"
     pw.write_text("secret\n")
+    pw.chmod(0o600)  # others may not read it (issue 26)
     args = ["--config", str(ROOT / "config" / "jackpot.example.toml")]
     args += ["--ledger", str(tmp_path / "ledger.sqlite"), "--host", "127.0.0.1"]
     args += ["--port", str(free_port()), "--password-file", str(pw), "--log-level", "ERROR"]

@@ -150,7 +150,10 @@ def test_a_thousand_idle_connections_do_not_starve_the_dealer_display(web_rig): 
         assert still_open == IDLE  # all held while the dealer display was served
 
         # past the cap: the longest-waiting idle connections make room, nobody is refused
-        extra = [connect(port, "127.0.0.200") for _ in range(LIMITS.max_connections - IDLE + 100)]
+        extra = [  # from five addresses: each stays under its own cap
+            connect(port, f"127.0.0.{200 + n % 5}")
+            for n in range(LIMITS.max_connections - IDLE + 100)
+        ]
         held += extra
         time.sleep(0.5)
         status, took = timed_get(port, "/dealer")

@@ -307,6 +307,23 @@ def test_alarms_list_the_journal_fault_then_faults_then_open_table_alarms():
     assert set(by_code["late_bet"]) == {"code", "text", "action", "spot"}
 
 
+@pytest.mark.parametrize("kind", ["resend_malformed", "ack_refused", "signature", "x_unknown"])
+def test_a_refused_link_messages_own_words_never_reach_the_dealers_screen(kind):
+    """Issue 26 item 6: a malformed resend's refusal quoted "'PAY SPOT 3 $25,000 NOW' is
+    not of type 'integer'" on the dealer's alarm band. The dealer's screen says what kind of
+    message was refused, in the table's fixed words (the log keeps the detail, escaped and
+    cut); nothing the view adds brings the words back."""
+    floor = Floor()
+    floor.bets(1)
+    forged = "'PAY SPOT 3 $25,000 NOW' is not of type 'integer'"
+    floor.do(ev.LinkAlarm(kind, forged))
+    view = floor.view()
+    shown = json.dumps([view["alarm_lines"], view["alarms"], view["prompt"], view["recent"]])
+    assert "PAY SPOT" not in shown and "25,000" not in shown, shown
+    (line,) = [a for a in view["alarm_lines"] if a["code"] == f"link_{kind}"]
+    assert line["text"] and line["action"].startswith("Call a technician")
+
+
 def test_no_faults_and_no_alarm_list_is_no_alarm():
     floor = Floor()
     assert floor.view()["alarms"] == []

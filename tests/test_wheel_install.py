@@ -149,6 +149,7 @@ def test_the_example_configs_pass_once_their_files_exist(installed):
     etc = folder / "etc"
     etc.mkdir()
     (etc / "mqtt-password").write_text("a-broker-password\n", encoding="utf-8")
+    (etc / "mqtt-password").chmod(0o640)  # as the installer makes it
     (etc / "ca.crt").write_text(
         "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", encoding="utf-8"
     )

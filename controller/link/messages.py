@@ -85,6 +85,35 @@ class LinkMessageError(TableControllerError, ValueError):
         super().__init__(f"{kind or 'message'}: {field}: {problem}")
 
 
+#: Characters of a refusal's detail kept for the technician (the log, /diag, the journal).
+DETAIL_MAX = 240
+
+
+def loggable(text: str, limit: int = DETAIL_MAX) -> str:
+    """``text`` fit for one log line and a technician's page: each character that is not
+    printable ASCII written as its Python escape (a newline as ``\\n``, ESC as ``\\x1b``,
+    U+202E as ``\\u202e``), cut after ``limit`` characters (whole escapes) with ``...``.
+    A refused message's words reach no one as they came; applying this twice changes nothing.
+
+    >>> print(loggable("PAY\\nSPOT 3\\u202e $25,000"))
+    PAY\\nSPOT 3\\u202e $25,000
+    >>> loggable("x" * 300, 10)
+    'xxxxxxx...'
+    """
+    out: list[str] = []
+    size = 0
+    for char in str(text):
+        piece = char if " " <= char <= "~" else ascii(char)[1:-1]
+        if size + len(piece) > limit:
+            while out and size > limit - 3:
+                size -= len(out.pop())
+            out.append("...")
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
 def _check_table_id(table_id: str) -> None:
     if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
         raise LinkMessageError(

@@ -20,14 +20,17 @@ and the alarms). It:
   from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``), and after
   a resend request from its ``from``; paho's own in-flight limit stays at its 20, Mosquitto's
   Receive Maximum (the broker PUBACKs at once: the window is the application ack's);
-- on an ack: ``Outbox.acknowledge(seq)``; on a resend: rewinds to ``from``; on an award:
+- on an ack: ``Outbox.acknowledge(seq)`` (one below the last ack is old news, a copy the
+  broker kept: counted and logged, not an alarm); on a resend: rewinds to ``from`` (one from
+  beyond what the table wrote is refused with an alarm, and the stream carries on); on an award:
   hands ``on_award`` the :class:`~controller.table.events.JackpotAward` event
   (``controller.link.awards.award_event``, ``t`` = the clock in ms); the runtime gives it to
   the table, which ignores a repeated ``award_id`` (the controller re-offers on each birth);
 - raises alarms (``alarms`` list, ``on_alarm`` callback, counted in ``health()``) for a
   PUBACK or SUBACK failure reason code (the row stays pending; the stream pauses and retries
   from the last ack after a backoff), a refused or malformed ack/resend/award, or one for
-  another table (nothing changes, ``on_award`` is not called),
+  another table (nothing changes, ``on_award`` is not called; the detail, which may quote the
+  message, is escaped and cut by :func:`~controller.link.messages.loggable`),
   and a row that fails the schema or exceeds the size limit (never sent, and the stream stops
   there rather than skip a sequence number).
 
@@ -66,6 +69,7 @@ from controller.link.messages import (
     VERSION,
     LinkMessageError,
     envelope,
+    loggable,
     parse_message,
     topic_for,
     validate,
@@ -94,6 +98,8 @@ WINDOW = 256
 POLL_S = 0.005
 #: The outbox is read at least this often whatever happened (a resumed pause, say).
 PUMP_EVERY_S = 0.05
+#: At most one log line about stale acknowledgements in this many seconds.
+STALE_LOG_EVERY_S = 60.0
 
 
 def _no_delay(client: mqtt.Client) -> None:
@@ -106,9 +112,11 @@ def _no_delay(client: mqtt.Client) -> None:
 @dataclass(frozen=True, slots=True)
 class Alarm:
     """Something a technician must look at. ``kind``: ``puback``, ``suback``, ``invalid``,
-    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_malformed``,
-    ``award_malformed``, ``award_refused`` (the ``on_award`` callback raised), ``connect``,
-    ``signature`` (an ack, resend or award not signed by a key of the jackpot controller)."""
+    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_refused`` (from beyond what
+    the table wrote), ``resend_malformed``, ``award_malformed``, ``award_refused`` (the
+    ``on_award`` callback raised), ``meter_malformed``, ``connect``, ``signature`` (an ack,
+    resend, award or meter not signed by a key of the jackpot controller). ``detail`` is for
+    the technician (the log): printable ASCII, at most ``DETAIL_MAX`` characters."""
 
     kind: str
     detail: str
@@ -233,6 +241,8 @@ class TablePublisher:
         self._kick = True  # something happened that the outbox's next look must see
         self._data_version: int | None = None  # the journal's PRAGMA data_version last seen
         self._pumped = 0.0
+        self._stale_logged: float | None = None  # monotonic s of the last stale-ack log line
+        self._stale_held = 0  # stale acks since that line
         self._thread = threading.Thread(target=self._run, name=f"link-{table_id}", daemon=True)
         self._thread.start()
 
@@ -276,7 +286,8 @@ class TablePublisher:
     # -- the thread ------------------------------------------------------------------------
 
     def _alarm(self, kind: str, detail: str, seq: int | None = None, rc: int | None = None):
-        alarm = Alarm(kind, detail, seq, rc, self.clock())
+        # a refused message's own words are escaped and cut: they reach the log, no screen
+        alarm = Alarm(kind, loggable(detail), seq, rc, self.clock())
         with self._lock:
             self.alarms.append(alarm)
             self._health.errors[kind] += 1
@@ -492,6 +503,10 @@ class TablePublisher:
         if body is None:
             return
         try:
+            acked = self._outbox.last_acknowledged()
+            if body["seq"] < acked:  # signed and old: the broker kept it, not a forgery
+                self._stale_ack(body["seq"], acked)
+                return
             self._outbox.acknowledge(body["seq"])
         except (OutboxError, JournalError) as exc:
             self._alarm("ack_refused", str(exc), body["seq"])
@@ -504,10 +519,37 @@ class TablePublisher:
 
     def _on_resend(self, client, userdata, message) -> None:
         body = self._parse(message, "resend")
-        if body is not None:
-            self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
-            self._pause_until = 0.0
-            self._kick = True
+        if body is None:
+            return
+        written = self._outbox.last_written()
+        if body["from"] > written + 1:  # the stream would wait for rows never written
+            self._alarm(
+                "resend_refused",
+                f"resend from {body['from']} refused: the table has written only up to "
+                f"{written}; a jackpot controller ahead of the table means a wrong table id, "
+                "a replaced journal or a forged message; the stream carries on",
+                body["from"],
+            )
+            return
+        self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
+        self._pause_until = 0.0
+        self._kick = True
+
+    def _stale_ack(self, seq: int, acked: int) -> None:
+        """A validly signed ack below the last one: a copy the broker kept (redelivered
+        after its restart) or a replay of an old one. Old news: counted (``ack_stale``) and
+        logged at most once per :data:`STALE_LOG_EVERY_S`, never an alarm."""
+        with self._lock:
+            self._health.errors["ack_stale"] += 1
+        self._stale_held += 1
+        now = time.monotonic()
+        if self._stale_logged is None or now - self._stale_logged >= STALE_LOG_EVERY_S:
+            log.info(
+                "jackpot link: %d stale acknowledgement(s) ignored (the last of seq %d, "
+                "below the acknowledged %d): a copy the broker kept or an old one replayed",
+                self._stale_held, seq, acked,
+            )  # fmt: skip
+            self._stale_logged, self._stale_held = now, 0
 
     def _on_award(self, client, userdata, message) -> None:
         body = self._parse(message, "award")

@@ -72,7 +72,10 @@ class LinkAlarmGate:
     """The publisher's ``on_alarm``: logs every alarm and submits a
     :class:`~controller.table.events.LinkAlarm` for the alarm register, at most one per kind
     per ``every_s`` (``clock``: seconds); the ones held back are counted in the log and in the
-    next one's detail. Called on the publisher's thread."""
+    next one's detail. The detail (which may quote a refused message) is escaped and cut
+    (``controller.link.messages.loggable``) for the log and the journal; the dealer's words
+    are fixed per kind (``controller.table.view.link_alarm_words``). Called on the
+    publisher's thread."""
 
     def __init__(
         self,
@@ -89,7 +92,9 @@ class LinkAlarmGate:
         self._lock = threading.Lock()
 
     def __call__(self, alarm: Any) -> None:
-        kind, detail = str(alarm.kind), str(alarm.detail)
+        from controller.link.messages import loggable  # the link's modules load with it
+
+        kind, detail = loggable(str(alarm.kind), 60), loggable(str(alarm.detail))
         log.warning("jackpot link %s: %s", kind, detail)
         if kind in LINK_ALARMS_NOT_AT_TABLE:
             return
@@ -111,7 +116,7 @@ class LinkAlarmGate:
             held = self.held.pop(kind, 0)
         if held:
             detail += f" ({held} more of this kind before it, in the log)"
-        self._submit(ev.LinkAlarm(kind, detail[:1000]))
+        self._submit(ev.LinkAlarm(kind, detail))
 
 
 def _utc_ms() -> int:

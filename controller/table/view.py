@@ -41,11 +41,15 @@ _CALL = "Call a technician"
 _FORGED = f"{_CALL}: it may be forged; keep dealing, pay no jackpot that is not prompted"
 LINK_ALARM_WORDS = {
     "ack_refused": (
-        "The jackpot controller's acknowledgement was refused (it does not match what this "
-        "table sent)",
+        "The jackpot controller's acknowledgement was refused: it does not match what this "
+        "table sent",
         _FORGED,
     ),
     "ack_malformed": ("A malformed acknowledgement arrived on the jackpot link", _FORGED),
+    "resend_refused": (
+        "A resend request for messages this table never sent was refused: its messages go on",
+        _FORGED,
+    ),
     "resend_malformed": ("A malformed resend request arrived on the jackpot link", _FORGED),
     "award_malformed": (
         "A malformed jackpot award arrived on the jackpot link: it was not shown",
@@ -54,6 +58,10 @@ LINK_ALARM_WORDS = {
     "award_refused": (
         "A jackpot award could not be handed to the table",
         f"{_CALL}: check the jackpot controller's awards for this table",
+    ),
+    "meter_malformed": (
+        "A malformed progressive meter arrived on the jackpot link: it was not shown",
+        _FORGED,
     ),
     "signature": ("A jackpot link message failed its signature check: it was refused", _FORGED),
     "puback": (
@@ -76,23 +84,35 @@ LINK_ALARM_WORDS = {
 }
 """Link alarms (:class:`~controller.table.events.LinkAlarm`) in casino words: kind ->
 (what happened, what to do). Another kind is said as "Jackpot link problem (kind)"."""
-MAX_DETAIL = 200
-"""A link alarm's detail is cut to this many characters in its text."""
+SIGNED_KINDS = {
+    "ack": "An acknowledgement",
+    "resend": "A resend request",
+    "award": "A jackpot award",
+    "meter": "A progressive meter",
+}
+"""What a ``signature`` alarm names, by the kind of message its detail starts with."""
 
 
-def link_alarm_words(kind: str, detail: str) -> tuple[str, str]:
-    """The text and action of a link alarm of ``kind``.
+def link_alarm_words(kind: str, detail: str = "") -> tuple[str, str]:
+    """The text and action of a link alarm of ``kind``: fixed words per kind (issue 26).
 
-    >>> link_alarm_words("ack_refused", "ack 7 is beyond seq 5")[0]
-    "The jackpot controller's acknowledgement was refused (it does not match what this table \
-sent): ack 7 is beyond seq 5"
+    The detail may quote the refused message, which anyone on the broker can write: it is
+    never shown (the log and the journal keep it, escaped and cut). A ``signature`` alarm
+    names the kind of message its detail starts with, from :data:`SIGNED_KINDS` only.
+
+    >>> link_alarm_words("resend_malformed", "'PAY SPOT 3 $25,000 NOW' is not of type 'integer'")[0]
+    'A malformed resend request arrived on the jackpot link'
+    >>> link_alarm_words("signature", "award: sig: the signature does not match")[0]
+    'A jackpot award failed its signature check: it was refused'
     """
     what, action = LINK_ALARM_WORDS.get(
         kind, (f"Jackpot link problem ({kind})", f"{_CALL}: check the jackpot link")
     )
-    if len(detail) > MAX_DETAIL:
-        detail = detail[: MAX_DETAIL - 3] + "..."
-    return (f"{what}: {detail}" if detail else what), action
+    if kind == "signature":
+        signed = SIGNED_KINDS.get(detail.split(":", 1)[0])
+        if signed:
+            what = f"{signed} failed its signature check: it was refused"
+    return what, action
 
 
 def settlement_prompt(line: Settled) -> str:

@@ -5,9 +5,12 @@ the same process), so nothing a client does may take threads, memory or time wit
 bound:
 
 - a connection waiting for a request costs a few kilobytes, no thread; at most
-  :attr:`Limits.max_connections` are open; past that the one that has waited longest
-  without a request is closed for the newcomer (a new connection is never refused while
-  idle ones are held);
+  :attr:`Limits.max_connections` are open from strangers, and at most
+  :attr:`Limits.connections_per_address` from one address (an IPv6 /64); past either, the
+  one of them that has waited longest without a request is closed for the newcomer (a new
+  connection is never refused while idle ones are held). The dealer's screen's addresses
+  have :attr:`Limits.dealer_connections` of their own besides: a stranger's connection never
+  closes one of theirs (issue 26 item 3);
 - a request's head and body must arrive within :attr:`Limits.request_timeout_s` of the
   server waiting for it (a kept-alive connection too): a connection that sent part of a
   request gets ``408`` and is closed, a silent one is closed;
@@ -29,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import ipaddress
 import logging
 import resource
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,9 +50,41 @@ log = logging.getLogger("table-controller.web")
 ROLES = ("dealer", "technician", "anonymous")
 """Who a request is from: ``dealer`` the dealer's screen (no login, from one of
 :data:`DEALER_ADDRESSES`), ``technician`` a logged-in session, ``anonymous`` anyone else."""
-DEALER_ADDRESSES = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
+DEALER_ADDRESSES = ("127.0.0.1", "::1")
 """The dealer's screen is a kiosk browser on the Pi itself: loopback's own address (a
-client on the network cannot appear as it)."""
+client on the network cannot appear as it). ``[web] dealer_addresses`` may name others."""
+
+
+def client_address(peer: str) -> str:
+    """A peer's address as the server names it: an IPv4 client of a dual-stack socket
+    (``::ffff:10.0.0.7``) as IPv4, every address in its shortest form.
+
+    >>> client_address("::ffff:127.0.0.1"), client_address("0:0::1"), client_address("?")
+    ('127.0.0.1', '::1', '?')
+    """
+    try:
+        ip = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.compressed
+
+
+def address_group(address: str) -> str:
+    """What the per-address connection cap counts by: an IPv4 address itself, an IPv6 one's
+    /64 (one machine is given a whole /64, so its addresses are one client).
+
+    >>> address_group("10.0.0.7"), address_group("2001:db8:1:2::7")
+    ('10.0.0.7', '2001:db8:1:2::/64')
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return address
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +96,14 @@ class Limits:
     write_timeout_s: float = 10.0
     """A reply or a stream frame the client has not taken within this (s): closed."""
     max_connections: int = 1024
-    """Open connections at most (idle ones are closed, oldest first, for new ones)."""
+    """Open connections from strangers at most (idle ones are closed, oldest first, for new
+    ones); the dealer's screen's are counted apart."""
+    connections_per_address: int = 32
+    """Open connections from one address (an IPv6 /64) at most, the dealer's screen's
+    aside: past it, that address's own oldest idle one is closed for its new one."""
+    dealer_connections: int = 64
+    """Open connections from the dealer's screen's addresses at most, besides
+    :attr:`max_connections` (its own oldest idle one is closed for a new one)."""
     streams: dict[str, int] = field(
         default_factory=lambda: {"dealer": 6, "technician": 8, "anonymous": 4}
     )
@@ -106,6 +149,9 @@ class Stream:
 class _Conn:
     writer: asyncio.StreamWriter
     address: str
+    group: str
+    """What it counts against: ``dealer`` for the dealer's screen, else
+    :func:`address_group`."""
     waiting_since: float
     idle: bool = True
     buffer: bytearray = field(default_factory=bytearray)
@@ -116,6 +162,8 @@ STREAM_POLL_S = 0.1
 STREAM_FULL_S = 1.0
 """A stream sends its view at once when it changes, and at least once a second."""
 KEEPALIVE_S = 15.0
+DEALER_GROUP = "the dealer's screen"
+"""The connection group of the dealer's screen's addresses (no address is written so)."""
 
 
 class Budget:
@@ -165,12 +213,18 @@ class Front:
         wait_change: Callable[[float], Any],
         error: Callable[[int, str], Reply],
         limits: Limits,
+        dealer_addresses: Iterable[str] = DEALER_ADDRESSES,
     ):
         self.sock = sock
+        self.dealer_addresses = frozenset(client_address(a) for a in dealer_addresses)
         self.handler, self.role, self.views, self.frame = handler, role, views, frame
         self.wait_change, self.error, self.limits = wait_change, error, limits
         self.stopping = threading.Event()
         self.conns: set[_Conn] = set()
+        self._held: dict[str, int] = {}  # group -> connections open
+        self._strangers = 0  # connections open not from the dealer's screen
+        self._idle: dict[str, dict[_Conn, None]] = {}  # group -> idle ones, oldest first
+        self._idle_strangers: dict[_Conn, None] = {}  # every stranger's idle one, oldest first
         per_address = limits.anonymous_streams_per_address
         self.budgets = {
             r: Budget(r, limits.streams[r], per_address if r == "anonymous" else 0) for r in ROLES
@@ -178,7 +232,13 @@ class Front:
         self.pools = {
             r: ThreadPoolExecutor(limits.workers[r], thread_name_prefix=f"web-{r}") for r in ROLES
         }
-        self.counters = {"evicted": 0, "timed_out": 0, "bad_requests": 0, "streams_refused": 0}
+        self.counters = {
+            "evicted": 0,
+            "connections_refused": 0,
+            "timed_out": 0,
+            "bad_requests": 0,
+            "streams_refused": 0,
+        }
         self._kinds: dict[str, int] = {}  # stream kind -> streams open
         self._frames: dict[str, tuple[bytes, bytes]] = {}  # kind -> (key, frame)
         self._changed: asyncio.Event | None = None
@@ -221,10 +281,14 @@ class Front:
     def connections(self) -> int:
         return len(self.conns)
 
+    def is_dealer(self, address: str) -> bool:
+        """Whether ``address`` (as :func:`client_address` writes it) is the dealer's screen's."""
+        return address in self.dealer_addresses
+
     def _raise_file_limit(self) -> None:
         """Room for every connection: the soft limit of open files up to the hard one
         (systemd gives services 1024 soft, 524288 hard)."""
-        want = self.limits.max_connections + 256
+        want = self.limits.max_connections + self.limits.dealer_connections + 256
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft != resource.RLIM_INFINITY and soft < want:
             new = want if hard == resource.RLIM_INFINITY else min(want, hard)
@@ -301,31 +365,98 @@ class Front:
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
-        conn = _Conn(writer, str(peer[0]), time.monotonic())
+        address = client_address(str(peer[0]))
+        group = DEALER_GROUP if self.is_dealer(address) else address_group(address)
+        conn = _Conn(writer, address, group, time.monotonic())
         try:
-            if len(self.conns) >= self.limits.max_connections and not self._evict():
-                await self._write(conn, self.error(503, "too many connections; try again"), True)
+            refused = self._admit(conn)
+            if refused is not None:
+                self.counters["connections_refused"] += 1
+                await self._write(conn, self.error(503, refused), True)
                 return
-            self.conns.add(conn)
             await self._serve(conn, reader)
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:
             log.exception("web: a connection from %s failed", conn.address)
         finally:
-            self.conns.discard(conn)
+            self._drop(conn)
             writer.transport.abort()
             if task is not None:
                 self._tasks.discard(task)
 
-    def _evict(self) -> bool:
-        """Close the connection that has waited longest without a request; False if every
-        connection is busy."""
-        idle = [c for c in self.conns if c.idle]
+    def _admit(self, conn: _Conn) -> str | None:
+        """Make room for ``conn`` and count it; None, or why it is refused (every connection
+        it could replace is in a request). A stranger's connection replaces only another
+        stranger's: its own address's oldest idle one past
+        :attr:`Limits.connections_per_address`, else the oldest idle of all strangers' past
+        :attr:`Limits.max_connections`; the dealer's screen's only its own."""
+        limits, group = self.limits, conn.group
+        held = self._held.get(group, 0)
+        if group == DEALER_GROUP:
+            if held >= limits.dealer_connections and not self._evict(self._idle.get(group)):
+                return (
+                    f"the dealer's screen has {held} connections open, each in a request; "
+                    "close a page and try again"
+                )
+        else:
+            if held >= limits.connections_per_address and not self._evict(self._idle.get(group)):
+                return (
+                    f"{held} connections from {conn.address} are open, each in a request; "
+                    "close one and try again"
+                )
+            if self._strangers >= limits.max_connections and not self._evict(
+                self._idle_strangers
+            ):
+                return "too many connections; try again"
+            self._strangers += 1
+        self._held[group] = self._held.get(group, 0) + 1
+        self.conns.add(conn)
+        self._mark(conn, idle=True)
+        return None
+
+    def _mark(self, conn: _Conn, *, idle: bool) -> None:
+        """``conn`` waits for a request (``idle``, from now) or is in one."""
+        if conn not in self.conns:
+            return
+        conn.idle = idle
+        mine = self._idle.setdefault(conn.group, {})
+        mine.pop(conn, None)  # re-inserted at the end: the newest idle one
+        self._idle_strangers.pop(conn, None)
+        if idle:
+            conn.waiting_since = time.monotonic()
+            mine[conn] = None
+            if conn.group != DEALER_GROUP:
+                self._idle_strangers[conn] = None
+        elif not mine:
+            del self._idle[conn.group]
+
+    def _drop(self, conn: _Conn) -> None:
+        """Forget ``conn`` (closed or closing); safe twice."""
+        if conn not in self.conns:
+            return
+        self.conns.discard(conn)
+        mine = self._idle.get(conn.group)
+        if mine is not None:
+            mine.pop(conn, None)
+            if not mine:
+                del self._idle[conn.group]
+        self._idle_strangers.pop(conn, None)
+        left = self._held.get(conn.group, 0) - 1
+        if left > 0:
+            self._held[conn.group] = left
+        else:
+            self._held.pop(conn.group, None)
+        if conn.group != DEALER_GROUP:
+            self._strangers -= 1
+
+    def _evict(self, idle: dict[_Conn, None] | None) -> bool:
+        """Close the connection of ``idle`` that has waited longest without a request; False
+        if there is none."""
         if not idle:
             return False
-        oldest = min(idle, key=lambda c: c.waiting_since)
-        self.conns.discard(oldest)
+        oldest = next(iter(idle))
+        self._drop(oldest)
         oldest.writer.transport.abort()
         self.counters["evicted"] += 1
         return True
@@ -333,13 +464,13 @@ class Front:
     async def _serve(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
         loop = asyncio.get_running_loop()
         while not self.stopping.is_set():
-            conn.idle, conn.waiting_since = True, time.monotonic()
+            self._mark(conn, idle=True)
             try:
                 async with asyncio.timeout(self.limits.request_timeout_s):
                     head = await self._read_head(conn, reader)
                     if head is None:
                         return  # the client closed
-                    conn.idle = False
+                    self._mark(conn, idle=False)
                     body = await self._read_body(conn, reader, head.content_length)
             except TimeoutError:
                 self.counters["timed_out"] += 1

@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,6 +76,9 @@ STATIC_NAME = re.compile(
     r"(?:vendor/)?[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.(?:html|css|js|svg|png)"
 )
 """A file /static/ serves: a name in ``static/`` or ``static/vendor/``, nothing else."""
+STATIC_NAME_MAX = 120
+"""Longest /static/ name (bytes; ours are under 30): a longer one is no file, without asking
+the file system (whose limit, 255 bytes a name, raised an error once: issue 26 item 6)."""
 HISTORY_HOURS = (1, 72)
 """The hours /api/history may cover (the store keeps 72)."""
 SECURITY_HEADERS = {
@@ -142,7 +145,9 @@ class TableSource(Protocol):
 class WebServer:
     """Serves ``source`` on ``(bind, port)`` until :meth:`close`. ``password_hash`` empty:
     every login is refused (the diagnostics page is off; the dealer display runs).
-    ``limits``: timeouts, the connection cap, stream budgets (:class:`~.front.Limits`)."""
+    ``limits``: timeouts, the connection cap, stream budgets (:class:`~.front.Limits`).
+    ``dealer_addresses``: where the dealer's screen connects from (default: the config's
+    ``[web] dealer_addresses``, else loopback)."""
 
     def __init__(
         self,
@@ -155,8 +160,12 @@ class WebServer:
         throttle: LoginThrottle | None = None,
         sessions: Sessions | None = None,
         limits: Limits | None = None,
+        dealer_addresses: Iterable[str] | None = None,
     ):
         self.source = source
+        if dealer_addresses is None:
+            web_config = getattr(getattr(source, "config", None), "web", None)
+            dealer_addresses = getattr(web_config, "dealer_addresses", DEALER_ADDRESSES)
         self.password_hash = password_hash
         self.clock = clock
         self.throttle = throttle or LoginThrottle()
@@ -180,6 +189,7 @@ class WebServer:
             wait_change=source.wait_change,
             error=_error_reply,
             limits=self.limits,
+            dealer_addresses=dealer_addresses,
         )
         self._library: JournalLibrary | None = None
 
@@ -212,10 +222,10 @@ class WebServer:
 
     def role(self, head: Head, address: str) -> str:
         """``technician`` with a live session, ``dealer`` from the dealer's screen (the Pi
-        itself), else ``anonymous`` (:data:`~.front.ROLES`)."""
+        itself, or ``[web] dealer_addresses``), else ``anonymous`` (:data:`~.front.ROLES`)."""
         if self.sessions.get(_cookie(head.headers.get("Cookie")), self.clock()) is not None:
             return "technician"
-        return "dealer" if address in DEALER_ADDRESSES else "anonymous"
+        return "dealer" if self.front.is_dealer(address) else "anonymous"
 
     def handle(self, request: Request) -> Reply | Stream:
         """Answer one request (in a thread of its role's pool)."""
@@ -381,7 +391,12 @@ class _Exchange:
         self.reply: Reply | Stream | None = None
 
     def run(self) -> Reply | Stream:
-        path = urllib.parse.urlsplit(self.path).path
+        try:
+            path = urllib.parse.urlsplit(self.path).path
+        except ValueError:  # "//[x": a network path, not one of this server's
+            self._error(HTTPStatus.BAD_REQUEST, "the request target must be a plain path")
+            assert self.reply is not None
+            return self.reply
         try:
             if self.command == "POST":
                 self._post(path)
@@ -447,6 +462,12 @@ class _Exchange:
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             self._error(HTTPStatus.BAD_REQUEST, "the body is not JSON (or a form): send JSON")
+            return None
+        except ValueError:  # the only other: an integer over Python's 4,300 digits
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "the body has a number over 4,300 digits: send the fields the page sends",
+            )
             return None
         except RecursionError:  # nested deeper than the parser goes
             self._error(
@@ -707,15 +728,20 @@ class _Exchange:
     # -- pages, recall, streams ----------------------------------------------------------------
 
     def _static(self, name: str) -> None:
-        if not STATIC_NAME.fullmatch(name):
-            self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        if len(name.encode()) > STATIC_NAME_MAX or not STATIC_NAME.fullmatch(name):
+            self._error(HTTPStatus.NOT_FOUND, f"no file {shown}")
             return
         path = STATIC / name
         kind = CONTENT_TYPES.get(path.suffix)
-        if kind is None or not path.is_file():
-            self._error(HTTPStatus.NOT_FOUND, f"no file {name}")
+        try:
+            body = path.read_bytes() if kind is not None and path.is_file() else None
+        except OSError:  # a name the file system refuses is no file of ours
+            body = None
+        if body is None:
+            self._error(HTTPStatus.NOT_FOUND, f"no file {shown}")
             return
-        self._send(HTTPStatus.OK, path.read_bytes(), kind)
+        self._send(HTTPStatus.OK, body, kind)
 
     def _history(self) -> None:
         """``?hours=H`` (1 to 72, default 6): the charts' lines from the daemon's history."""
