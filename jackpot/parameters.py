@@ -20,7 +20,7 @@ SHA-256, and each term's old and new value):
 Terms (all text; money in whole cents, a contribution as the exact fraction of the stake):
 ``controller gaming_day``; ``pool:NAME`` kind, status, contribution, seed, wagers and reset,
 lines (progressive) or must_hit_from, must_hit_by (Mystery); ``property:ID`` name,
-gaming_day, games; ``table:ID`` property, games, keys (``kid=base64``, comma-separated; the
+gaming_day, games; ``table:ID`` property, games, spots, keys (``kid=base64``, comma-separated; the
 key history is ``table_keys``); ``game:NAME`` the wagers its profile fixes (``blazing_7s.stake``,
 ``blazing_7s.pool``, ``mystery``) for every game a property or table may run.
 """
@@ -122,6 +122,7 @@ def config_terms(config: JackpotConfig) -> Terms:
         games.update(allowed or ())
         terms[(at, "property")] = table.split("-", 1)[0]
         terms[(at, "games")] = ",".join(allowed) if allowed is not None else "any"
+        terms[(at, "spots")] = str(config.spots_for(table)[0])
         keys = config.table_keys.get(table, {})
         terms[(at, "keys")] = ",".join(f"{k}={public_key_text(keys[k])}" for k in sorted(keys))
     for game in sorted(games):
