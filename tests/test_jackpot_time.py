@@ -34,7 +34,8 @@ from jackpot.ledger import Ledger, Status
 from jackpot.pools import JackpotConfigError, parse_config
 
 #: Every property in New York's time, 06:00 gaming days; York (hcy) in Chicago's, 04:00.
-TIMED = EXAMPLE.read_text() + '\n[gaming_day]\ntime_zone = "America/New_York"\nstart = "06:00"\n'
+TIMED = EXAMPLE.read_text()  # [gaming_day]: New York, 06:00
+assert '[gaming_day]\ntime_zone = "America/New_York"\nstart = "06:00"' in TIMED
 TIMED = TIMED.replace(
     'name = "Hollywood Casino York"',
     'name = "Hollywood Casino York"\ntime_zone = "America/Chicago"\ngaming_day_start = "04:00"',
@@ -64,7 +65,10 @@ def test_the_config_names_each_propertys_gaming_day():
     assert config.gaming_day_for(T1) == GamingDay("America/New_York", "06:00")
     assert config.gaming_day_for(T3) == GamingDay("America/Chicago", "04:00")
     assert config.gaming_day_for(None) == config.gaming_day
-    assert CONFIG.gaming_day_for(T1).day_of(utc_ms("2026-03-02T05:59:00")) == "2026-03-02"
+    utc = parse_config(EXAMPLE.read_text().split("[gaming_day]")[0] + "[properties.hcm]\n"
+                       'tables = ["hcm-bj-07"]\n', "utc.toml")  # fmt: skip
+    assert utc.gaming_day_for(T1) == GamingDay("UTC", "00:00")  # without [gaming_day]
+    assert CONFIG.gaming_day_for(T1).day_of(utc_ms("2026-03-02T10:59:00")) == "2026-03-01"
     for bad, words in (
         ('time_zone = "America/Chicago"', "time_zone"),
         ('gaming_day_start = "04:00"', "gaming_day_start"),
