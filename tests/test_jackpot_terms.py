@@ -26,6 +26,7 @@ from pg_server import ledger_at, pg_server  # noqa: F401
 from test_jackpot_ledger import EXAMPLE, T1, contrib, fixed, rows, state, trigger_on_disk
 
 from controller.link.signing import new_signing_key, public_key_text, save_signing_key
+from jackpot.alarms import AlarmLog
 from jackpot.changes import apply_config, correct, retire, transfer
 from jackpot.commands import run
 from jackpot.draws import commitment
@@ -156,6 +157,9 @@ def test_parameters_apply_two_people_a_reason_and_a_fence(ledger_at, tmp_path, c
                                             "new terms, memo 2026-14")  # fmt: skip
     assert {"subject": "pool:blazing_7s", "term": "seed", "old": "1000000",
             "new": "500000"} in json.loads(detail) and t_utc > 0  # fmt: skip
+    with AlarmLog(location) as alarm_log:  # an alarm of its own kind, for the technician
+        (alarm,) = [r for r in alarm_log.rows() if r.kind == "parameters_changed"]
+    assert "by J. Smith, approved by M. Jones: new terms, memo 2026-14" in alarm.detail
     # the old draw is revealed and checks against its commitment; the new one is in range
     ((ended, trigger, salt, sha),) = rows(
         location, "SELECT ended, trigger_cents, salt, commitment FROM draws WHERE cycle="

@@ -70,6 +70,26 @@ def _open(prog: str, args: argparse.Namespace, check_terms: bool = True) -> Any:
         return bad(prog, str(exc).replace("\n", "\n  ") if check_terms else str(exc))
 
 
+#: The alarm each audited command raises (the alarm log, ``jackpot-controller alarms``): a
+#: technician acknowledges it; the change itself is in ``report changes``.
+ALARMS = {"parameters": "parameters_changed", "correct": "meter_corrected",
+          "transfer": "meter_transferred", "retire": "pool_retired"}  # fmt: skip
+
+
+def _alarm(location: Any, what: str, n: int, detail: str) -> None:
+    """Raise the change's alarm; the change is committed whatever the alarm log does."""
+    import sys
+
+    from jackpot.alarms import AlarmLog, AlarmLogError
+
+    try:
+        with AlarmLog(location) as alarm_log:
+            alarm_log.raise_alarm(ALARMS[what], None, n, f"change #{n}: {detail}")
+    except AlarmLogError as exc:
+        print(f"jackpot-controller: change #{n} is recorded; its alarm is not: {exc}",
+              file=sys.stderr)  # fmt: skip
+
+
 def parameters_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="jackpot-controller parameters",
@@ -96,8 +116,10 @@ def parameters_main(argv: list[str]) -> int:
             return bad(prog, f"{exc}; nothing was changed")
         except LedgerError as exc:
             return bad(prog, f"{exc}; nothing was changed")
-    print(f"applied change #{n}: {len(done)} terms of {args.config}, by {args.by.strip()}, "
-          f"approved by {args.approved_by.strip()}")  # fmt: skip
+    said = (f"{len(done)} terms of {args.config}, by {args.by.strip()}, approved by "
+            f"{args.approved_by.strip()}")  # fmt: skip
+    _alarm(ledger.location, "parameters", n, f"{said}: {args.reason.strip()}")
+    print(f"applied change #{n}: {said}")
     for change in done:
         print(f"  {change.line()}")
     return 0
@@ -163,6 +185,8 @@ def pool_main(argv: list[str]) -> int:
                         "(report liability) until moved to $0.00")  # fmt: skip
         except (ChangeRefused, LedgerError) as exc:
             return bad(prog, f"{exc}; nothing was changed")
+    _alarm(ledger.location, args.what, n, f"{said}, by {args.by.strip()}, approved by "
+           f"{args.approved_by.strip()}: {args.reason.strip()}")  # fmt: skip
     print(f"change #{n}: {said}")
     return 0
 
