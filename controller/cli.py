@@ -363,6 +363,10 @@ def shoe_watch_text(line: dict) -> str:
     detail = line.get("detail") or ""
     if kind == "card":
         return f"card {card_text(str(line.get('card')), True)} ({line.get('card')})"
+    if kind == "out_of_order_card":
+        from controller.recall import out_of_order_words
+
+        return out_of_order_words(line)
     if kind == "error":
         text = f"ERROR {str(line.get('error')).replace('_', ' ')}"
     elif kind == "shoe":

@@ -133,6 +133,8 @@ def action_line(event: dict[str, Any]) -> str | None:
         return f"spot {event.get('spot')} {bet_name(str(event.get('circle')))} {money}"
     if kind == "card":
         return f"card {event.get('card')}"
+    if kind == "out_of_order_card":
+        return out_of_order_words(event)
     if kind == "shoe":
         detail = event.get("detail")
         return f"shoe {str(event.get('event')).replace('_', ' ')}" + (
@@ -147,6 +149,22 @@ def action_line(event: dict[str, Any]) -> str | None:
         if key not in ("type", "t") and value is not None and value != ""
     ]
     return " ".join([words, *fields])
+
+
+def out_of_order_words(event: dict[str, Any]) -> str:
+    """A card frame the shoe sent behind its count, in words (held, never dealt).
+
+    >>> out_of_order_words({"card": "KD", "frame": 1, "last": 4, "again": True})
+    'card KD sent again out of order (frame 01 after 04): held, not dealt'
+    """
+    again = " again" if event.get("again") else ""
+    frame, last = event.get("frame"), event.get("last")
+    where = (
+        f" (frame {frame:02X} after {last:02X})"
+        if isinstance(frame, int) and isinstance(last, int)
+        else ""
+    )
+    return f"card {event.get('card')} sent{again} out of order{where}: held, not dealt"
 
 
 def action_lines(record: dict[str, Any]) -> list[str]:

@@ -16,6 +16,9 @@ What the reader guarantees (``hardware/shoe-protocol.md`` has the wire side):
   never turned into a card;
 - a gap in sequence numbers is a ``ShoeEvent("missed_frames")`` naming the missing
   numbers (an alarm, not a guess); a frame sent twice is ignored and counted;
+- a frame whose number is behind the count (an old frame sent again, or out of order) is
+  never acted on: its card becomes an ``OutOfOrderCard`` (the table holds it for the
+  dealer, never deals it), another message a ``ShoeEvent("out_of_order")``;
 - no good frame for ``heartbeat_timeout_ms`` is ``ShoeEvent("offline")``; a port
   error is ``offline`` too, then the port is reopened with jittered exponential
   backoff; the first good frame after either is ``ShoeEvent("online")``.
@@ -35,16 +38,7 @@ from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
 from controller.table.events import Event, ShoeEvent
 from drivers.base import Clock, DriverHealth, EventSink, monotonic_ms
-from drivers.shoe_protocol import (
-    Discard,
-    Frame,
-    FrameParser,
-    SequenceCheck,
-    ShoeProtocolError,
-    decode_message,
-    describe_missing,
-    to_event,
-)
+from drivers.shoe_protocol import Discard, Frame, FrameParser, ShoeDecoder
 
 BAUDRATE = 115200
 READ_TIMEOUT_S = 0.05
@@ -121,7 +115,7 @@ class ShoeReader:
         self._on_problem = on_problem
         self._health = DriverHealth(name, clock)
         self._parser = FrameParser()
-        self._seq = SequenceCheck()
+        self._decoder = ShoeDecoder()
         self._stop = threading.Event()
         self._port: Any = None
         self._online: bool | None = None  # None until the first frame or the first loss
@@ -254,6 +248,7 @@ class ShoeReader:
 
     def _go_offline(self, detail: str) -> None:
         self._online = False
+        self._decoder.lost_contact()
         self._health.set(state="offline")
         self._emit(ShoeEvent("offline", detail, t=self._clock()))
 
@@ -281,38 +276,19 @@ class ShoeReader:
             self._online = True
             self._health.set(state="online")
             self._emit(ShoeEvent("online", "back" if back else "", t=now))
-        verdict = self._seq.check(frame)
-        self._health.set(last_seq=f"{frame.seq:02X}")
-        if verdict.duplicate:
-            self._health.count("duplicate")
-            self._problem("duplicate", f"frame {frame.seq:02X} ({frame.word}) ignored")
-            return
-        if verdict.note == "restart":
-            self._health.count("restart")
-            self._problem("restart", "the shoe restarted (VER with sequence 00)")
-        elif verdict.note:
-            self._health.count("sequence_error")
-            self._emit(ShoeEvent("missed_frames", verdict.note, t=now))
-        if verdict.missing:
-            self._health.count("missed_frames", len(verdict.missing))
-            self._emit(ShoeEvent("missed_frames", describe_missing(verdict.missing), t=now))
-        try:
-            message = decode_message(frame)
-        except ShoeProtocolError as exc:
-            self._health.count("bad_message")
-            self._problem("bad_message", str(exc))
-            if frame.word == "CARD":  # a card came out and we cannot say which
-                self._emit(ShoeEvent("missed_frames", f"unreadable card: {exc}", t=now))
-            return
-        if message.kind == "unknown":
-            self._health.count("unknown_message")
-            self._problem("unknown_message", f"frame {frame.seq:02X}: {message.text}")
-        elif message.kind == "version":
-            self._health.set(firmware=message.text)
-        elif message.kind in ("shuffle_start", "shuffle_end"):
-            self._health.set(shuffling=message.kind == "shuffle_start")
-        event = to_event(message, now)
-        if event is not None:
+        decoded = self._decoder.decode(frame, now)
+        decoder = self._decoder
+        last = decoder.seq.last
+        self._health.set(
+            last_seq=None if last is None else f"{last:02X}",
+            firmware=decoder.firmware,
+            shuffling=decoder.shuffling,
+        )
+        for kind, n in decoded.counts:
+            self._health.count(kind, n)
+        for kind, detail in decoded.problems:
+            self._problem(kind, detail)
+        for event in decoded.events:
             self._emit(event)
 
     def _emit(self, event: Event) -> None:

@@ -29,12 +29,13 @@ Message(seq=12, kind='card', card=Card(rank=<Rank.QUEEN: 12>, suit=<Suit.HEARTS:
 from __future__ import annotations
 
 import binascii
+import contextlib
 import re
 from dataclasses import dataclass
 
 from controller.errors import CardError, TableControllerError
 from controller.rules.cards import Card, parse_card
-from controller.table.events import CardDrawn, Event, ShoeEvent
+from controller.table.events import CardDrawn, Event, OutOfOrderCard, ShoeEvent
 
 START = 0x24
 """``$``: every frame starts with it, and it appears nowhere else in a frame."""
@@ -310,15 +311,30 @@ def to_event(message: Message, t: int | None = None) -> Event | None:
 
 # -- sequence numbers ------------------------------------------------------------------------
 
+MAX_AHEAD = 32
+"""How far ahead of the last number a frame may be and still be taken as the shoe's: up to
+31 frames lost between. A number 33 to 255 after the last (1 to 223 before it) is *behind*:
+an old frame sent again or out of order, never acted on. While the shoe is online no more
+than a few frames can go missing (every good frame restarts the heartbeat timeout, and a
+shoe draws a few cards a second at most); after it was offline the next heartbeat takes the
+count again (:meth:`SequenceCheck.lost_contact`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SeqVerdict:
-    """What the sequence number of a frame says: ``duplicate`` (ignore it),
-    ``missing`` (numbers never received before it), ``note`` (anything else odd)."""
+    """What the sequence number of a frame says: ``duplicate`` (the previous frame resent:
+    ignore it), ``missing`` (numbers never received before it), ``note`` (a restart, or the
+    count taken again after the shoe was offline), ``behind`` (not the shoe's next message:
+    an old number, or the last number with another message; never act on it), ``again``
+    (behind, and the very frame received before under its number) and ``last`` (the count's
+    last number when the frame came)."""
 
     duplicate: bool = False
     missing: tuple[int, ...] = ()
     note: str = ""
+    behind: bool = False
+    again: bool = False
+    last: int | None = None
 
 
 def describe_missing(missing: tuple[int, ...]) -> str:
@@ -331,39 +347,172 @@ def describe_missing(missing: tuple[int, ...]) -> str:
     return f"missing frames {names[0]}-{names[-1]} ({len(names)})"
 
 
+def _span(first: int, count: int) -> tuple[int, ...]:
+    return tuple((first + i) % SEQ_MODULO for i in range(count))
+
+
 class SequenceCheck:
     """Follows the shoe's sequence numbers.
 
     Every message but a heartbeat takes the next number (mod 256); a heartbeat
     repeats the number of the last message sent, so a lost last card shows at
     the next heartbeat. ``VER`` numbered 00 is the shoe's first frame after
-    power-up: a new count, not a gap. A frame with the previous message's number
-    and content is a duplicate.
+    power-up: a new count, not a gap. The previous frame sent again is a
+    duplicate. A frame up to :data:`MAX_AHEAD` numbers after the last is the shoe's
+    (with the numbers between missing); any other number, or the last number with
+    another message, is *behind*: the count does not move and the frame must not be
+    acted on. After :meth:`lost_contact` the next heartbeat takes the count again.
+
+    >>> check = SequenceCheck()
+    >>> [check.check(Frame(n, "CARD", "QH")).missing for n in (0x0C, 0x0D, 0x0F)]
+    [(), (), (14,)]
+    >>> v = check.check(Frame(0x0D, "CARD", "QH"))
+    >>> v.behind, v.again, f"{v.last:02X}", f"{check.last:02X}"
+    (True, True, '0F', '0F')
     """
 
     def __init__(self) -> None:
         self.last: int | None = None
         self._previous: Frame | None = None
+        self._received: dict[int, Frame] = {}  # the last frame taken under each number
+        self._resync = False
+
+    def lost_contact(self) -> None:
+        """The reader lost the shoe (offline): it may have restarted or sent on meanwhile,
+        so the next heartbeat, which carries the shoe's last number, takes the count
+        again if it does not fit the old one."""
+        if self.last is not None:
+            self._resync = True
 
     def check(self, frame: Frame) -> SeqVerdict:
         last, seq = self.last, frame.seq
         heartbeat = frame.word == "HB"
         if not heartbeat and frame == self._previous:
-            return SeqVerdict(duplicate=True)
-        self.last = seq
-        if not heartbeat:
-            self._previous = frame
+            return SeqVerdict(duplicate=True, last=last)
         if last is None:
+            self._take(frame)
             return SeqVerdict()
         if frame.word == "VER" and seq == 0:
-            return SeqVerdict(note="" if last == SEQ_MODULO - 1 else "restart")
-        if heartbeat:  # repeats the last number sent: anything after ours was lost
-            gap, first = (seq - last) % SEQ_MODULO, (last + 1) % SEQ_MODULO
-        elif seq == last:
+            self._received.clear()
+            self._take(frame)
+            return SeqVerdict(note="" if last == SEQ_MODULO - 1 else "restart", last=last)
+        ahead = (seq - last) % SEQ_MODULO
+        lost = ahead if heartbeat else ahead - 1  # a heartbeat repeats the last number sent
+        if 0 <= lost < MAX_AHEAD and (ahead or heartbeat):
+            self._take(frame)
+            return SeqVerdict(missing=_span((last + 1) % SEQ_MODULO, lost), last=last)
+        if heartbeat and self._resync:  # the shoe's own word for where its count is
+            self._received.clear()
+            self._take(frame)
             return SeqVerdict(
-                note=f"frame {seq:02X} came again with a different message: "
-                "the shoe restarted or 256 frames were lost"
+                note=f"count taken again from the shoe's heartbeat: {seq:02X} after {last:02X} "
+                "(the shoe restarted, or sent messages while it was offline)",
+                last=last,
             )
-        else:
-            gap, first = (seq - last - 1) % SEQ_MODULO, (last + 1) % SEQ_MODULO
-        return SeqVerdict(missing=tuple((first + i) % SEQ_MODULO for i in range(gap)))
+        return SeqVerdict(behind=True, again=self._received.get(seq) == frame, last=last)
+
+    def _take(self, frame: Frame) -> None:
+        self.last = frame.seq
+        self._resync = False
+        if frame.word != "HB":
+            self._previous = frame
+            self._received[frame.seq] = frame
+
+
+# -- frames to table events ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Decoded:
+    """What one intact frame gives: ``events`` for the table, in order; ``counts`` for the
+    reader's health (kind, n); ``problems`` for its problem log (kind, detail)."""
+
+    events: list[Event]
+    counts: list[tuple[str, int]]
+    problems: list[tuple[str, str]]
+
+
+class ShoeDecoder:
+    """Intact frames in, table events out: the reader's logic without its port or thread,
+    so it can be fuzzed (:mod:`drivers.shoe` feeds it). It never decides what a card
+    means for the table: a card whose frame is behind the count becomes an
+    :class:`~controller.table.events.OutOfOrderCard` (the card and why), never a
+    :class:`~controller.table.events.CardDrawn`; the table holds it for the dealer.
+
+    ``firmware`` and ``shuffling`` follow the shoe's ``VER`` and ``SHUF`` messages.
+
+    >>> d = ShoeDecoder()
+    >>> [type(e).__name__ for n in (1, 2, 1) for e in d.decode(Frame(n, "CARD", "QH"), t=5).events]
+    ['CardDrawn', 'CardDrawn', 'OutOfOrderCard']
+    """
+
+    def __init__(self) -> None:
+        self.seq = SequenceCheck()
+        self.firmware: str | None = None
+        self.shuffling = False
+
+    def lost_contact(self) -> None:
+        """The reader went offline (see :meth:`SequenceCheck.lost_contact`)."""
+        self.seq.lost_contact()
+
+    def decode(self, frame: Frame, t: int | None = None) -> Decoded:
+        out = Decoded([], [], [])
+        verdict = self.seq.check(frame)
+        if verdict.duplicate:
+            out.counts.append(("duplicate", 1))
+            out.problems.append(("duplicate", f"frame {frame.seq:02X} ({frame.word}) ignored"))
+            return out
+        if verdict.behind:
+            self._behind(frame, verdict, t, out)
+            return out
+        if verdict.note == "restart":
+            out.counts.append(("restart", 1))
+            out.problems.append(("restart", "the shoe restarted (VER with sequence 00)"))
+        elif verdict.note:
+            out.counts.append(("sequence_error", 1))
+            out.events.append(ShoeEvent("missed_frames", verdict.note, t=t))
+        if verdict.missing:
+            out.counts.append(("missed_frames", len(verdict.missing)))
+            out.events.append(ShoeEvent("missed_frames", describe_missing(verdict.missing), t=t))
+        try:
+            message = decode_message(frame)
+        except ShoeProtocolError as exc:
+            out.counts.append(("bad_message", 1))
+            out.problems.append(("bad_message", str(exc)))
+            if frame.word == "CARD":  # a card came out and we cannot say which
+                out.events.append(ShoeEvent("missed_frames", f"unreadable card: {exc}", t=t))
+            return out
+        if message.kind == "unknown":
+            out.counts.append(("unknown_message", 1))
+            out.problems.append(("unknown_message", f"frame {frame.seq:02X}: {message.text}"))
+        elif message.kind == "version":
+            self.firmware = message.text
+        elif message.kind in ("shuffle_start", "shuffle_end"):
+            self.shuffling = message.kind == "shuffle_start"
+        event = to_event(message, t)
+        if event is not None:
+            out.events.append(event)
+        return out
+
+    def _behind(self, frame: Frame, verdict: SeqVerdict, t: int | None, out: Decoded) -> None:
+        """A frame behind the count: counted and logged; a card goes to the table to be
+        held, another message is named (by its type only: no payload text reaches the
+        dealer) and ignored; a heartbeat says nothing to the table."""
+        assert verdict.last is not None
+        last, again = verdict.last, " again" if verdict.again else ""
+        where = f"frame {frame.seq:02X} after {last:02X}"
+        out.counts.append(("out_of_order", 1))
+        out.problems.append(
+            ("out_of_order", f"{where}{again}, not acted on: {frame.word},{frame.payload}")
+        )
+        if frame.word == "HB":
+            return
+        card = None
+        if frame.word == "CARD":
+            with contextlib.suppress(ShoeProtocolError):
+                card = decode_message(frame).card
+        if card is not None:
+            out.events.append(OutOfOrderCard(card, frame.seq, last, verdict.again, t=t))
+            return
+        word = frame.word if frame.word in WORDS else "an unknown message"
+        out.events.append(ShoeEvent("out_of_order", f"{word}{again}, {where}", t=t))

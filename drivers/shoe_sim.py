@@ -35,11 +35,13 @@ door open|closed    the shoe's door
 fault TEXT          a jam or fault, e.g. fault JAM feed roller
 clear               the fault is cleared
 version             send the firmware version
+restart             power-cycle: the count starts again, VER numbered 00 first
 heartbeat           send a heartbeat now
 garbage [N]         N random bytes on the line (default 16)
 bad-checksum        the next frame goes out with a wrong checksum
 drop                the next frame is not sent (its sequence number is used up)
 dup                 the next frame is sent twice
+replay SEQ          send again the frame last sent with number SEQ (hex, as on the wire)
 silence MS          no bytes at all for MS ms, heartbeats included (frames wait)
 hangup [MS]         close the pty, reopen a new one after MS ms (default 1000)
 status              sequence number, cards left, faults armed
@@ -96,6 +98,7 @@ class SimShoe:
         self.last_seq: int | None = None
         self.armed: set[str] = set()
         self.held: list[bytes] = []
+        self.sent: dict[int, tuple[str, bytes]] = {}  # the last frame made under each number
         self.master: int | None = None
         self.slave: int | None = None
         self.path = ""
@@ -193,6 +196,7 @@ class SimShoe:
         )
         self.armed.clear()
         frame = encode_message(Message(seq, kind, card, text), corrupt=corrupt)
+        self.sent[seq] = (label, encode_message(Message(seq, kind, card, text)))
         what = f"{label} seq {seq:02X}"
         if drop:
             self.say(f"dropped {what}")
@@ -279,6 +283,12 @@ class SimShoe:
         self._no_args("version", args)
         self.send(now, "version", f"version {self.firmware}", text=self.firmware)
 
+    def _cmd_restart(self, now: float, args: list[str]) -> None:
+        self._no_args("restart", args)
+        self.last_seq = None
+        self.sent.clear()
+        self.send(now, "version", f"version {self.firmware}", text=self.firmware)
+
     def _cmd_heartbeat(self, now: float, args: list[str]) -> None:
         self._no_args("heartbeat", args)
         if now < self.silent_until or self.master is None:
@@ -306,6 +316,24 @@ class SimShoe:
 
     def _cmd_dup(self, now: float, args: list[str]) -> None:
         self._arm("dup", args)
+
+    def _cmd_replay(self, now: float, args: list[str]) -> None:
+        """An old frame again, unchanged (a bridge resending its buffer, a replay): the
+        reader must never deal its card."""
+        if (
+            len(args) != 1
+            or len(args[0]) > 2
+            or not all(c in "0123456789abcdefABCDEF" for c in args[0])
+        ):
+            raise ValueError("replay needs one sequence number in hex, e.g. 'replay 0C'")
+        seq = int(args[0], 16)
+        if seq not in self.sent:
+            raise ValueError(f"no frame was made with number {seq:02X} yet; see status")
+        label, frame = self.sent[seq]
+        if self.master is None or now < self.silent_until:
+            raise ValueError("no replay now: the shoe is silent or hung up")
+        self.write(frame)
+        self.say(f"replayed {label} seq {seq:02X}")
 
     def _cmd_silence(self, now: float, args: list[str]) -> None:
         if not args:

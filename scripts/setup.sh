@@ -4,7 +4,8 @@
 # apt when the machine lacks it (Debian / Raspberry Pi OS; needs root or sudo).
 # `setup.sh --test` also installs what only the tests need: Debian's chromium, which
 # the web page tests drive headless through Playwright (tests/browser.py), and PostgreSQL's
-# server, which tests/pg_server.py starts for the jackpot ledger's PostgreSQL backend.
+# server, which tests/pg_server.py starts for the jackpot ledger's PostgreSQL backend, and
+# fuse3 (libfuse3), for the power-cut tests' file system (tests/powercut_fs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +57,9 @@ if [ "${1:-}" = "--test" ]; then
     # loopback port: tests/pg_server.py); Debian's package may also start a system cluster on
     # port 5432, which the tests leave alone
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
+    # the power-cut tests run the journal and the ledger on a FUSE file system that forgets
+    # what was not fsynced (tests/powercut_fs.py, through mfusepy): libfuse3 and fusermount3
+    ldconfig -p 2>/dev/null | grep -q 'libfuse3\.so\.3' || apt_install fuse3
 fi
 
 # the exact versions of constraints.txt (scripts/lock.sh), the same a table installs

@@ -195,3 +195,14 @@ def test_shoe_watch_text_mode_is_plain_words():
         "card 7\u2666 (7D)",
     ]
     assert not any(w.startswith("{") for w in words)
+
+
+def test_shoe_watch_and_recall_say_a_card_sent_out_of_order_was_held_not_dealt():
+    from controller.cli import shoe_watch_text
+    from controller.recall import action_line
+
+    event = {"type": "out_of_order_card", "card": "TD", "frame": 1, "last": 4, "again": True}
+    words = "card TD sent again out of order (frame 01 after 04): held, not dealt"
+    assert shoe_watch_text(event) == words
+    assert action_line({**event, "t": 5}) == words
+    assert "again" not in action_line({**event, "again": False})

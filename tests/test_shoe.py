@@ -26,7 +26,7 @@ import pytest
 
 import drivers.shoe
 from controller.rules.cards import parse_card
-from controller.table.events import CardDrawn, Event, ShoeEvent
+from controller.table.events import CardDrawn, Event, OutOfOrderCard, ShoeEvent
 from drivers.shoe import ShoeError, ShoeReader, backoff_ms
 
 REPO = Path(__file__).resolve().parent.parent
@@ -234,6 +234,7 @@ def test_a_lower_case_or_padded_card_is_counted_discarded_and_an_unreadable_card
     """The grammar is upper case: ``CARD,qh`` and ``CARD,QH `` with good checksums come from a
     shoe that breaks the protocol. Never a card; counted as bad_message; the card that came
     out is an alarm at once; the sequence stays in step (no later "missing frame")."""
+
     def frame(seq: int, word: str, payload: str) -> bytes:
         body = f"{seq:02X},{word},{payload}".encode("ascii")
         return b"$" + body + b"*%04X\r\n" % binascii.crc_hqx(body, 0xFFFF)
@@ -285,6 +286,52 @@ def test_a_duplicated_frame_is_ignored_and_counted(rig):
     assert events.cards() == ["QH", "7D"]
     assert events.shoe("missed_frames") == []
     assert reader.health()["errors"] == {"duplicate": 1}
+
+
+def test_an_older_frame_sent_again_is_never_a_card_drawn_only_a_card_to_hold(rig):
+    """Issue 26: frame 01 sent again after 03 was read as "254 frames lost" and dealt."""
+    sim, reader, events = rig("--cards", "QH,7D,AS,KC")
+    sim.send("deal 3")
+    seq = sim.expect("sent card QH").split()[4]
+    events.wait_for(card("AS"))
+    sim.send(f"replay {seq}")
+    assert sim.expect("replayed ") == f"replayed card QH seq {seq}"
+    held = events.wait_for(lambda e: isinstance(e, OutOfOrderCard))
+    assert (str(held.card), held.frame, held.again) == ("QH", int(seq, 16), True)
+    sim.send("deal")
+    events.wait_for(card("KC"))
+    assert events.cards() == ["QH", "7D", "AS", "KC"]  # the count did not move: no gap
+    assert events.shoe("missed_frames") == []
+    assert reader.health()["errors"] == {"out_of_order": 1}
+    sim.send("replay zz")
+    assert "replay needs one sequence number in hex" in sim.expect("error:")
+    sim.send("replay 7F")
+    assert "no frame was made with number 7F yet" in sim.expect("error:")
+
+
+def test_a_shoe_restarted_while_unplugged_is_read_again_from_its_heartbeat(rig, tmp_path):
+    """A USB shoe power-cycled: its VER 00 went out before the port reopened. Its
+    heartbeat 00 is behind the old count; after being offline the reader takes the count
+    again from it (an alarm), and the next card is dealt, not held."""
+    link = tmp_path / "shoe"
+    sim, reader, events = rig(
+        "--cards", "QH,7D,AS,KC,2S", "--link", str(link), url=str(link), reconnect_min_ms=100
+    )
+    sim.send("deal 3")  # numbers 01-03
+    events.wait_for(card("AS"))
+    sim.send("hangup 600")
+    sim.send("restart")
+    assert sim.expect("lost version") == "lost version SIM 1.0 seq 00 (hung up)"
+    events.wait_for(shoe("offline"))
+    events.wait_for(shoe("online"), timeout=WAIT_S)
+    again = events.wait_for(shoe("missed_frames"))
+    assert "count taken again from the shoe's heartbeat: 00 after 03" in again.detail
+    sim.send("deal")
+    events.wait_for(card("KC"))
+    assert events.cards() == ["QH", "7D", "AS", "KC"]
+    assert not [e for e in events.drain() if isinstance(e, OutOfOrderCard)]
+    assert reader.health()["errors"]["sequence_error"] == 1
+    assert "out_of_order" not in reader.health()["errors"]
 
 
 def test_silence_past_the_heartbeat_timeout_is_offline_then_online(rig):

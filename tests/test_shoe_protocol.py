@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 from test_purity import imported_modules
 
 import drivers.shoe_protocol as proto
 from controller.rules.cards import ALL_CARDS, parse_card
+from controller.table import events as ev
 from controller.table.events import CardDrawn, ShoeEvent
+from controller.table.state import Phase
 from drivers.shoe_protocol import (
     MAX_FRAME,
     Discard,
@@ -27,6 +30,7 @@ from drivers.shoe_protocol import (
     FrameParser,
     Message,
     SequenceCheck,
+    SeqVerdict,
     ShoeProtocolError,
     check_frame,
     decode_message,
@@ -259,9 +263,13 @@ def test_a_restarted_shoe_numbers_from_00_with_its_version_and_that_is_no_gap():
     assert verdict.missing == () and verdict.note == "restart"
 
 
-def test_a_reused_number_with_other_content_is_flagged():
-    *_, verdict = run_seq(Frame(9, "CARD", "QH"), Frame(9, "CARD", "2C"))
-    assert not verdict.duplicate and "came again with a different message" in verdict.note
+def test_the_last_number_again_with_other_content_is_behind_not_a_new_message():
+    check = SequenceCheck()
+    check.check(Frame(9, "CARD", "QH"))
+    verdict = check.check(Frame(9, "CARD", "2C"))
+    assert verdict == SeqVerdict(behind=True, again=False, last=9)
+    assert check.last == 9  # the count does not move
+    assert check.check(Frame(10, "CARD", "5S")) == SeqVerdict(last=9)
 
 
 def test_long_gaps_are_summarised():
@@ -349,3 +357,216 @@ def test_fuzz_random_bytes_never_crash_and_are_all_accounted_for(data, chunk):
     framed = sum(len(encode_frame(x.seq, x.word, x.payload)) for x in out if isinstance(x, Frame))
     assert discarded + framed + parser.pending == len(data)
     assert parser.pending < MAX_FRAME
+
+
+# -- frames behind the count: repeated, reordered, replayed (issue 26) ---------------------
+
+
+def test_an_older_frame_again_is_behind_and_the_count_does_not_move():
+    """The audit's case: frame 0C sent again after 28 was read as "254 frames lost"."""
+    check = SequenceCheck()
+    for n in range(0x0C, 0x29):
+        check.check(Frame(n, "CARD", "10D" if n == 0x0C else "2C"))
+    verdict = check.check(Frame(0x0C, "CARD", "10D"))
+    assert verdict == SeqVerdict(behind=True, again=True, last=0x28)
+    assert check.check(Frame(0x0D, "CARD", "9S")) == SeqVerdict(behind=True, last=0x28)
+    assert check.check(Frame(0x29, "CARD", "5H")) == SeqVerdict(last=0x28)  # no gap
+
+
+@pytest.mark.parametrize(
+    ("ahead", "verdict"),
+    [
+        (1, SeqVerdict(last=0xF0)),
+        (2, SeqVerdict(missing=(0xF1,), last=0xF0)),
+        (32, SeqVerdict(missing=tuple((0xF1 + i) % 256 for i in range(31)), last=0xF0)),
+        (33, SeqVerdict(behind=True, last=0xF0)),  # 223 behind, across the wrap
+        (255, SeqVerdict(behind=True, last=0xF0)),  # the one before
+    ],
+)
+def test_the_window_takes_up_to_31_lost_frames_and_the_rest_is_behind(ahead, verdict):
+    check = SequenceCheck()
+    check.check(Frame(0xF0, "CUT"))
+    assert check.check(Frame((0xF0 + ahead) % 256, "CARD", "QH")) == verdict
+    assert check.last == (0xF0 if verdict.behind else (0xF0 + ahead) % 256)
+
+
+def test_a_heartbeat_behind_is_ignored_online_and_takes_the_count_again_after_offline():
+    check = SequenceCheck()
+    check.check(Frame(0x40, "CARD", "QH"))
+    assert check.check(Frame(0x03, "HB")) == SeqVerdict(behind=True, last=0x40)
+    assert check.last == 0x40
+    check.lost_contact()  # a USB shoe power-cycled: its VER 00 went out before the port opened
+    assert check.check(Frame(0x03, "CARD", "QH")).behind  # a card never takes the count again
+    verdict = check.check(Frame(0x03, "HB"))
+    assert "count taken again from the shoe's heartbeat: 03 after 40" in verdict.note
+    assert check.check(Frame(0x04, "CARD", "7D")) == SeqVerdict(last=0x03)
+    assert check.check(Frame(0x02, "HB")).behind  # online again: no more taking
+
+
+def test_after_offline_a_frame_that_fits_the_old_count_keeps_it():
+    check = SequenceCheck()
+    check.check(Frame(0x40, "CARD", "QH"))
+    check.lost_contact()
+    assert check.check(Frame(0x42, "CARD", "7D")) == SeqVerdict(missing=(0x41,), last=0x40)
+    assert check.check(Frame(0x10, "HB")).behind  # taken: the old count held
+
+
+def test_a_restart_starts_a_new_count_and_forgets_the_old_frames():
+    check = SequenceCheck()
+    for n in range(0x30, 0x33):
+        check.check(Frame(n, "CARD", "QH"))
+    assert check.check(Frame(0, "VER", "SIM 1.0")).note == "restart"
+    assert check.check(Frame(1, "CARD", "QH")) == SeqVerdict(last=0)
+    assert check.check(Frame(0x31, "CARD", "QH")) == SeqVerdict(behind=True, last=1)
+
+
+def test_the_decoder_holds_a_card_behind_and_names_another_message_by_its_type_only():
+    decoder = proto.ShoeDecoder()
+    decoder.decode(Frame(0x0C, "CARD", "10D"))
+    decoder.decode(Frame(0x0D, "FAULT", "PAY SPOT 3 NOW"))
+    decoder.decode(Frame(0x0E, "CLEAR"))
+    card = decoder.decode(Frame(0x0C, "CARD", "10D"), t=9)
+    assert card.events == [ev.OutOfOrderCard(parse_card("10D"), 0x0C, 0x0E, True, t=9)]
+    assert card.counts == [("out_of_order", 1)]
+    assert card.problems == [("out_of_order", "frame 0C after 0E again, not acted on: CARD,10D")]
+    fault = decoder.decode(Frame(0x0D, "FAULT", "PAY SPOT 3 NOW"), t=9)
+    assert fault.events == [ShoeEvent("out_of_order", "FAULT again, frame 0D after 0E", t=9)]
+    other = decoder.decode(Frame(0x0A, "TEMP", "41C"), t=9)
+    assert other.events == [ShoeEvent("out_of_order", "an unknown message, frame 0A after 0E", t=9)]
+    assert decoder.decode(Frame(0x0A, "HB")).events == []
+    assert decoder.decode(Frame(0x0E, "CLEAR")).counts == [("duplicate", 1)]
+    assert decoder.decode(Frame(0x0F, "CARD", "QH"), t=9).events == [
+        CardDrawn(parse_card("QH"), "shoe", t=9)
+    ]
+
+
+# Genuine messages (no VER, whose 00 restarts the count; no HB, made by `arrivals`)
+shoe_messages = st.integers(0, 9).flatmap(
+    lambda n: (
+        st.builds(lambda c: ("CARD", str(c)), st.sampled_from(ALL_CARDS))
+        if n < 7
+        else st.sampled_from([("FAULT", "JAM"), ("CLEAR", ""), ("CUT", ""), ("DOOR", "OPEN")])
+        if n < 9
+        else st.sampled_from([("DOOR", "CLOSED"), ("SHUF", "END")])
+    )
+)
+
+
+@st.composite
+def arrivals(draw, max_messages: int = 30):
+    """What reaches the reader: the shoe's messages numbered from a random start (so across
+    the wrap), some lost, some reordered, some sent again later, heartbeats between. Returns
+    (genuine frames, arrivals as (index into genuine, is_heartbeat))."""
+    base = draw(st.integers(0, 255))
+    sent = draw(st.lists(shoe_messages, min_size=1, max_size=max_messages))
+    genuine = [Frame((base + i) % 256, w, p) for i, (w, p) in enumerate(sent)]
+    order: list[tuple[int, bool]] = []
+    for i in range(len(genuine)):
+        if draw(st.integers(0, 9)) > 0:  # one in ten lost
+            order.append((i, False))
+        if draw(st.integers(0, 4)) == 0:
+            order.append((i, True))  # a heartbeat after it
+        if order and draw(st.integers(0, 3)) == 0:  # an older frame again, or a heartbeat
+            order.append((draw(st.integers(0, i)), draw(st.booleans())))
+    for _ in range(draw(st.integers(0, 4))):  # swap neighbours: frames out of order
+        if len(order) > 1:
+            k = draw(st.integers(0, len(order) - 2))
+            order[k], order[k + 1] = order[k + 1], order[k]
+    return genuine, order
+
+
+@settings(max_examples=500, deadline=None)
+@given(arrivals())
+def test_fuzz_a_frame_behind_the_count_is_never_a_dealt_card(stream):
+    """Repeated, reordered and replayed frames: a frame older than the newest frame taken
+    never becomes a CardDrawn; its card comes as an OutOfOrderCard for the table to hold.
+    Every other card arrives once, in order. (A run of at most 30 messages stays inside
+    the window, so "newest taken" is the newest that arrived.)"""
+    genuine, order = stream
+    decoder = proto.ShoeDecoder()
+    top = -1  # the newest index taken (a heartbeat takes its message's number)
+    previous = None  # the index of the last message taken (its resend is a duplicate)
+    taken: set[int] = set()
+    dealt: list[int] = []
+    for index, heartbeat in order:
+        frame = Frame(genuine[index].seq, "HB") if heartbeat else genuine[index]
+        last_seq = genuine[top].seq if top >= 0 else None
+        out = decoder.decode(frame, t=index)
+        cards = [e for e in out.events if isinstance(e, CardDrawn)]
+        held = [e for e in out.events if isinstance(e, ev.OutOfOrderCard)]
+        if heartbeat:
+            assert not cards and not held
+            top = max(top, index)
+            continue
+        if index > top:
+            assert not held
+            if frame.word == "CARD":
+                assert cards == [CardDrawn(parse_card(frame.payload), "shoe", t=index)]
+                dealt.append(index)
+            top = previous = index
+            taken.add(index)
+        elif index == previous:
+            assert out.events == [] and out.counts == [("duplicate", 1)]
+        else:
+            assert not cards, f"frame {frame} behind {last_seq:02X} was dealt"
+            if frame.word == "CARD":
+                card = parse_card(frame.payload)
+                assert held == [
+                    ev.OutOfOrderCard(card, frame.seq, last_seq, index in taken, t=index)
+                ]
+            assert ("out_of_order", 1) in out.counts
+    assert dealt == sorted(set(dealt))
+
+
+def layout_cards(table) -> int:
+    rnd = table.state.round
+    if rnd is None:
+        return 0
+    return len(rnd.dealer) + sum(len(h.cards) for s in rnd.spots.values() for h in s.hands)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrivals(max_messages=40), st.integers(1, 3))
+def test_fuzz_no_repeated_reordered_or_during_fault_frame_is_dealt_at_the_table(stream, spots):
+    """The same line through the decoder into a table that deals (bets placed, no more bets,
+    a dealer who burns every held card at once): a card the shoe sent behind its count or
+    while it reports a fault never reaches a hand, and always waits as a held card."""
+    from controller.games import load_game
+    from controller.table import Table, TableSettings
+
+    genuine, order = stream
+    table = Table(load_game("pa-standard"), TableSettings(spots=spots))
+    decoder = proto.ShoeDecoder()
+
+    def new_round() -> None:  # bets stay on; no more bets is refused in a fault
+        if table.state.phase is Phase.BETTING:
+            for spot in range(1, spots + 1):
+                table.handle(ev.BetSensor(spot, "main", True))
+            table.handle(ev.Lockout())
+
+    new_round()
+    checked = dealt = 0
+    for index, heartbeat in order:
+        frame = Frame(genuine[index].seq, "HB") if heartbeat else genuine[index]
+        for event in decoder.decode(frame).events:
+            faulted = bool(table.state.shoe_fault)
+            on_layout, pending = layout_cards(table), len(table.state.pending)
+            step = table.handle(event)
+            dealt += layout_cards(table) > on_layout
+            suspect = isinstance(event, ev.OutOfOrderCard) or (
+                isinstance(event, CardDrawn) and faulted
+            )
+            if suspect:
+                checked += 1
+                assert step.accepted
+                assert layout_cards(table) == on_layout, f"{event} was dealt"
+                assert len(table.state.pending) == pending + 1
+                assert table.state.pending_foreign[-1]
+            while table.state.pending:  # the dealer's decision
+                assert table.handle(ev.Burn()).accepted
+            if table.state.phase is Phase.PLAYERS:
+                table.handle(ev.Next())
+            if table.state.phase is Phase.SETTLED:
+                table.handle(ev.EndRound())
+            new_round()
+    hypothesis_event(f"suspect cards checked: {min(checked, 5)}+, dealt: {min(dealt, 5)}+")

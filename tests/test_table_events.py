@@ -31,6 +31,7 @@ EXAMPLES: list[ev.Event] = [
     ev.Lockout(t=123456),
     ev.CardDrawn(parse_card("QH")),
     ev.CardDrawn(parse_card("10D"), "camera", t=5),
+    ev.OutOfOrderCard(parse_card("10D"), 0x0C, 0x28, True, t=6),
     ev.Next(),
     ev.Double(2),
     ev.Double(2, 500),

@@ -83,12 +83,16 @@ def _room_for_sockets():
 
 @pytest.fixture
 def serve(tmp_path) -> Iterator[Callable[..., WebServer]]:
-    """``serve(**kwargs)``: a started ``WebServer`` on a free loopback port (stopped after)."""
+    """``serve(**kwargs)``: a started ``WebServer`` on a free loopback port (stopped after);
+    ``web_config``: the table config's ``[web]`` as the server reads it from its source."""
     started: list[WebServer] = []
 
-    def start(**kwargs: Any) -> WebServer:
+    def start(web_config: Any = None, **kwargs: Any) -> WebServer:
         kwargs.setdefault("password_hash", hash_password(PASSWORD, n=2**10))
-        web = WebServer(QuietTable(tmp_path), bind="127.0.0.1", port=0, **kwargs).start()
+        source = QuietTable(tmp_path)
+        if web_config is not None:
+            source.config.web = web_config
+        web = WebServer(source, bind="127.0.0.1", port=0, **kwargs).start()
         started.append(web)
         return web
 
@@ -242,10 +246,38 @@ def test_one_address_holds_at_most_its_share_of_connections(serve):
             sock.close()
 
 
-def test_the_dealers_addresses_come_from_the_config_and_only_those(serve):
+def test_the_dealers_screen_has_its_own_cap_past_the_strangers(serve):
+    """The dealer's screen's connections are counted apart: with the strangers' cap full
+    it still opens its own, up to its cap, where its own oldest idle one makes room."""
+    web = serve(limits=SMALL)
+    port = web.address[1]
+    held: list[socket.socket] = []
+    try:
+        held += [connect(port, stranger(i % 5)) for i in range(SMALL.max_connections)]
+        screen = [connect(port, "127.0.0.1") for _ in range(SMALL.dealer_connections + 4)]
+        held += screen
+        wait_for("the screen's connections", lambda: web.front.counters["evicted"] >= 4)
+        assert [closed_by_server(s) for s in screen] == [True] * 4 + [False] * (
+            SMALL.dealer_connections
+        )
+        assert not any(closed_by_server(s) for s in held[: SMALL.max_connections])
+        assert web.front.connections == SMALL.max_connections + SMALL.dealer_connections
+        assert status_of(answer(screen[-1], get("/api/dealer"))) == 200
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_the_dealers_addresses_come_from_the_config_and_only_those(serve, tmp_path):
     """``[web] dealer_addresses``: a dealer screen on the table network at its own address
     is the dealer's; 127.0.0.1 is then a stranger like any other."""
-    web = serve(limits=SMALL, dealer_addresses=("127.0.0.9",))
+    config = load_table_config(
+        write(
+            tmp_path,
+            ('dealer_addresses = ["127.0.0.1", "::1"]', 'dealer_addresses = ["127.0.0.9"]'),
+        )
+    )
+    web = serve(limits=SMALL, web_config=config.web)  # as the daemon: read from its config
     port = web.address[1]
     held: list[socket.socket] = []
     try:

@@ -37,9 +37,12 @@ SHOE_EVENTS = (
     "offline",
     "online",
     "missed_frames",
+    "out_of_order",
 )
 """``offline``/``online``: the shoe driver lost / regained the shoe (heartbeat timeout,
-unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing."""
+unplugged); ``missed_frames``: a gap in the shoe's frame numbers, a card may be missing;
+``out_of_order``: a message (not a card) whose frame number was behind the shoe's count, so
+it was ignored (hardware/shoe-protocol.md)."""
 CONSOLE_BUTTONS = (
     "lockout",
     "next",
@@ -131,6 +134,21 @@ class CardDrawn(Event):
         if self.t is not None:
             out["t"] = self.t
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfOrderCard(Event):
+    """The shoe's reader got a card in a frame whose number ``frame`` was behind its count
+    (the count's last number ``last``; both 0-255): an old frame sent again (``again``: the
+    very frame it had received under that number) or one out of order. Not a card drawn:
+    the table holds it for the dealer's decision and never deals it (docs/table.md)."""
+
+    TYPE: ClassVar[str] = "out_of_order_card"
+    card: Card
+    frame: int
+    last: int
+    again: bool = False
+    t: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +374,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         WagerAmount,
         Lockout,
         CardDrawn,
+        OutOfOrderCard,
         Next,
         Double,
         Split,
@@ -440,6 +459,13 @@ def parse_event(obj: Any) -> Event:
     event = cls(**values)
     if isinstance(event, CardDrawn) and event.source not in CARD_SOURCES:
         raise EventError(f"'card' event: source must be one of {', '.join(CARD_SOURCES)}")
+    if isinstance(event, OutOfOrderCard):
+        for name in ("frame", "last"):
+            if getattr(event, name) > 255:
+                raise EventError(
+                    f"'{event_type}' event: field '{name}' is a frame number 0-255, "
+                    f"got {getattr(event, name)}"
+                )
     if isinstance(event, ShoeEvent) and event.event not in SHOE_EVENTS:
         raise EventError(f"'shoe' event: event must be one of {', '.join(SHOE_EVENTS)}")
     if isinstance(event, TableFault) and event.kind not in FAULT_KINDS:

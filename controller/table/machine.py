@@ -71,7 +71,7 @@ from controller.table.view import bet_name, link_alarm_words, pool_name, snapsho
 
 REFUSALS = (ProcedureError, RuleViolation, WagerError)
 
-_CARD_ALARMS = ("unexpected_card", "foreign_card")
+_CARD_ALARMS = ("unexpected_card", "foreign_card", "held_card")
 """Alarms of a card that waits for a decision, one per card in ``state.pending``'s order: the
 oldest clear as the cards are burned, assigned or taken out of play."""
 _UNEXPECTED_WHEN = {
@@ -80,7 +80,12 @@ _UNEXPECTED_WHEN = {
     Phase.SETTLED: "after the round was settled",
 }
 """When a card came that nobody expected, in the dealer's words."""
-_ROUND_ALARMS = ("shuffle_mid_round", "shoe_missed_frames", "reader_disagreement")
+_ROUND_ALARMS = (
+    "shuffle_mid_round",
+    "shoe_missed_frames",
+    "shoe_out_of_order",
+    "reader_disagreement",
+)
 """Alarms about the round on the layout: over when it ends (the layout is cleared)."""
 
 # Events the dealer cannot use while a card waits for a decision (burn, assign, misdeal).
@@ -156,6 +161,7 @@ class Table(Procedure):
             WagerAmount: self._on_wager,
             Lockout: self._on_lockout,
             CardDrawn: self._on_card,
+            ev.OutOfOrderCard: self._on_out_of_order_card,
             Next: self._on_next,
             ev.Double: self._on_double,
             ev.Split: self._on_split,
@@ -197,8 +203,7 @@ class Table(Procedure):
         try:
             if state.pending and isinstance(event, _BLOCKED_BY_PENDING):
                 raise ProcedureError(
-                    f"{event.TYPE.replace('_', ' ')} refused: {self._card_text(state.pending[0])} "
-                    "waits for a "
+                    f"{event.TYPE.replace('_', ' ')} refused: {self._pending_text()} waits for a "
                     "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
             handler(event)
@@ -475,11 +480,20 @@ class Table(Procedure):
         if count > self.rules.shoe.decks:
             state.pending.append(card)
             state.pending_foreign.append(True)
+            state.pending_held.append("")
             self._alarm(
                 "foreign_card",
                 f"Card {card} is one more than a {self.rules.shoe.decks}-deck shoe holds: "
                 "a foreign card",
                 "Take it out of play: burn it, or call a misdeal (supervisor key)",
+            )
+            return
+        if event.source == "shoe" and state.shoe_fault:  # the shoe deals no card in a fault
+            offline = state.shoe_fault == "offline"
+            self._hold(
+                card,
+                "while it was offline" if offline else f"during its fault ({state.shoe_fault})",
+                "sent while the shoe was offline" if offline else "sent during a shoe fault",
             )
             return
         if state.pending:
@@ -524,9 +538,41 @@ class Table(Procedure):
         else:
             self._unexpected(card, _UNEXPECTED_WHEN.get(phase, f"({phase.value})"))
 
+    def _on_out_of_order_card(self, event: ev.OutOfOrderCard) -> None:
+        if self.settings.card_source == "camera":
+            raise ProcedureError(
+                "shoe card refused: this table deals from the camera (card_source = camera)"
+            )
+        again = "again " if event.again else ""
+        self.state.dealt += 1
+        self._hold(
+            event.card,
+            f"{again}out of order (frame {event.frame:02X} after {event.last:02X})",
+            f"sent {again}out of order",
+        )
+
+    def _hold(self, card: Card, how: str, why: str) -> None:
+        """Hold a card the shoe sent that must not be dealt (out of order, or while the shoe
+        reports a fault): it waits like a foreign card, to be burned or misdealt, and is not
+        named while a hole card is face down (it may be the hole card's frame again). The
+        caller counts it as dealt; a card sent during a fault counts against the shoe's copies
+        too (the shoe says it came out), one sent out of order does not (it may be an old
+        frame again)."""
+        state = self.state
+        state.pending.append(card)
+        state.pending_foreign.append(True)
+        state.pending_held.append(why)
+        self._alarm(
+            "held_card",
+            f"The shoe sent {self._pending_text(len(state.pending) - 1)} {how}: it was not dealt",
+            "Check the layout against the display: press burn to drop it (burn the card if one "
+            "came out), or call a misdeal (supervisor key); call a technician if it repeats",
+        )
+
     def _unexpected(self, card: Card, why: str) -> None:
         self.state.pending.append(card)
         self.state.pending_foreign.append(False)
+        self.state.pending_held.append("")
         self._alarm(
             "unexpected_card",
             f"{self._card_sentence(card)} was not expected {why}",
@@ -537,9 +583,8 @@ class Table(Procedure):
         state = self.state
         if not state.pending:
             raise ProcedureError("burn refused: no card waits for a decision")
-        text = self._card_text(state.pending[0])
-        state.pending.pop(0)
-        state.pending_foreign.pop(0)
+        text = self._pending_text()
+        self._take_pending()
         state.discarded += 1
         self._prompt("burn", f"Burn {text}")
         self._after_decision()
@@ -549,8 +594,12 @@ class Table(Procedure):
         if not state.pending:
             raise ProcedureError("assign refused: no card waits for a decision")
         if state.pending_foreign[0]:
+            held = self._held_why()
             raise ProcedureError(
-                f"assign refused: card {state.pending[0]} is a foreign card and cannot be "
+                f"assign refused: {self._pending_text()} was {held} and cannot be played; "
+                "burn it or call a misdeal"
+                if held
+                else f"assign refused: card {state.pending[0]} is a foreign card and cannot be "
                 "played; burn it or call a misdeal"
             )
         phase, rnd = state.phase, state.round
@@ -614,14 +663,38 @@ class Table(Procedure):
         text = self._card_text(card)
         return text[:1].upper() + text[1:]
 
+    def _held_why(self, index: int = 0) -> str:
+        """Why pending card ``index`` is held (``sent out of order`` ...), or "" for a card
+        that is not. Aligned from the end: a checkpoint from before ``pending_held`` existed
+        (issue 26) has none for its older pending cards."""
+        state = self.state
+        i = index - (len(state.pending) - len(state.pending_held))
+        return state.pending_held[i] if 0 <= i < len(state.pending_held) else ""
+
+    def _pending_text(self, index: int = 0) -> str:
+        """How alarms and prompts name pending card ``index``: a held card is not named while
+        a hole card is face down (a frame sent again may be the hole card's)."""
+        state, rnd = self.state, self.state.round
+        hole_down = rnd is not None and len(rnd.dealer) > 1 and not rnd.hole_revealed
+        if hole_down and self._held_why(index):
+            return "a card"
+        return self._card_text(state.pending[index])
+
+    def _pending_sentence(self) -> str:
+        """:meth:`_pending_text` of the oldest pending card, starting a sentence."""
+        text = self._pending_text()
+        return text[:1].upper() + text[1:]
+
     def _take_pending(self) -> Card:
-        self.state.pending_foreign.pop(0)
-        return self.state.pending.pop(0)
+        state = self.state
+        if len(state.pending_held) == len(state.pending):
+            state.pending_held.pop(0)
+        state.pending_foreign.pop(0)
+        return state.pending.pop(0)
 
     def _after_decision(self) -> None:
         if self.state.pending:
-            card = self.state.pending[0]
-            self._prompt("decide", f"{self._card_sentence(card)} still waits: burn it or assign it")
+            self._prompt("decide", f"{self._pending_sentence()} still waits: burn it or assign it")
 
     # -- the dealer's buttons ------------------------------------------------------------
 
@@ -691,6 +764,7 @@ class Table(Procedure):
                 state.discarded += len(state.pending)
                 state.pending.clear()
                 state.pending_foreign.clear()
+                state.pending_held.clear()
                 self._prompt("burn", f"Misdeal: take {cards} out of play")
                 return
             raise ProcedureError(f"{what} refused: no round is in progress")
@@ -699,6 +773,7 @@ class Table(Procedure):
         state.discarded += len(state.pending)
         state.pending.clear()
         state.pending_foreign.clear()
+        state.pending_held.clear()
         rnd.hole_revealed = True
         self._prompt("void", f"Round {rnd.number} void ({rnd.void}): every open wager is returned")
         for spot in rnd.spots.values():
@@ -1082,6 +1157,13 @@ class Table(Procedure):
         elif kind == "online" and state.shoe_fault == "offline":
             state.shoe_fault = ""
             self._prompt("shoe_ok", "Shoe back online")
+        elif kind == "out_of_order":
+            self._alarm(
+                "shoe_out_of_order",
+                f"The shoe sent a message out of order{detail}: it was ignored",
+                "Check the shoe (door, fault, shuffle) and the layout against the display; "
+                "call a technician if it repeats",
+            )
         elif kind == "missed_frames":
             self._alarm(
                 "shoe_missed_frames",

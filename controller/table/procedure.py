@@ -392,7 +392,7 @@ class Procedure:
         if state.pending:
             return Prompt(
                 "decide",
-                f"{self._card_sentence(state.pending[0])} waits for a decision: burn it, "
+                f"{self._pending_sentence()} waits for a decision: burn it, "
                 "assign it, or call a misdeal (supervisor key)",
             )
         phase = state.phase

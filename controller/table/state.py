@@ -142,7 +142,9 @@ class TableState:
     shuffle (shoe integrity), ``dealt`` all of them and ``discarded`` those burned,
     voided or cleared with a finished round, so ``dealt == discarded + pending +
     cards on the layout``; ``pending`` holds cards waiting for the dealer's
-    decision; ``log``/``round_effects`` collect the round for game recall.
+    decision (``pending_foreign``: each may not be assigned; ``pending_held``: why the shoe's
+    card was held instead of dealt, "" if it was not); ``log``/``round_effects`` collect the
+    round for game recall.
     ``awards`` are the jackpot awards offered and not yet confirmed (arrival order);
     ``awards_closed`` remembers what became of the others (``confirmed``, ``committed``,
     ``refused``), so an award the controller repeats is not shown twice.
@@ -165,6 +167,7 @@ class TableState:
     discarded: int = 0
     pending: list[Card] = field(default_factory=list)
     pending_foreign: list[bool] = field(default_factory=list)
+    pending_held: list[str] = field(default_factory=list)
     camera_ahead: list[Card] = field(default_factory=list)
     unconfirmed: list[Card] = field(default_factory=list)
     burn_expected: int = 0

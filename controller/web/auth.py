@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import secrets
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 
 from controller.errors import TableControllerError
@@ -36,6 +37,10 @@ MIN_PASSWORD = 10
 
 class PasswordHashError(TableControllerError, ValueError):
     """A ``password_hash`` that is not one ``hash-password`` printed."""
+
+
+class LoginNameError(TableControllerError, ValueError):
+    """A technician's name the login refuses (the message says why and what to give)."""
 
 
 def _b64(data: bytes) -> str:
@@ -106,6 +111,68 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(key, h.key)
 
 
+# -- the name typed with the password ------------------------------------------------------
+
+NAME_MAX = 40
+"""Characters of a technician's name or badge at most."""
+NAME_MARKS = " .'@-_"
+"""What a name may hold besides letters, digits and their accents."""
+_INVISIBLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.0): characters a
+screen draws as nothing. Python counts four of them letters (the Hangul fillers U+115F,
+U+1160, U+3164, U+FFA0), so a name of them once passed as a name that shows blank."""
+_ASK = (
+    "give your name or badge number: 1 to 40 letters and digits that show, with spaces or "
+    ". ' @ - _ between them"
+)
+
+
+def _invisible(char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in _INVISIBLE)
+
+
+def technician_name(raw: object) -> str:
+    """The name typed at login as it is recorded (trimmed, NFC): letters and digits that
+    print, their accents, spaces and ``. ' @ - _``, at least one letter or digit.
+    :class:`LoginNameError` names the first character refused and what to give instead.
+
+    >>> technician_name("  Ana 4411 "), technician_name("Jose\N{COMBINING ACUTE ACCENT}")
+    ('Ana 4411', 'José')
+    >>> technician_name("\N{HANGUL FILLER}" * 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    controller.web.auth.LoginNameError: the name holds U+3164 (HANGUL FILLER), which shows as ...
+    """
+    if not isinstance(raw, str):
+        raise LoginNameError(_ASK)
+    name = unicodedata.normalize("NFC", raw.strip())
+    if len(name) > NAME_MAX:
+        raise LoginNameError(f"the name is {len(name)} characters: {_ASK}")
+    seen_letter = False
+    for n, char in enumerate(name):
+        code = f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})"
+        kind = unicodedata.category(char)
+        if _invisible(char):
+            raise LoginNameError(f"the name holds {code}, which shows as nothing: {_ASK}")
+        if kind[0] in "LN":
+            seen_letter = True
+        elif kind[0] == "M":
+            if n == 0 or name[n - 1] in NAME_MARKS:
+                raise LoginNameError(f"the name has an accent, {code}, on no letter: {_ASK}")
+        elif char not in NAME_MARKS:
+            raise LoginNameError(f"the name holds {code}: {_ASK}")
+    if not seen_letter:
+        raise LoginNameError(_ASK)
+    return name
+
+
 # -- throttling ----------------------------------------------------------------------------
 
 
@@ -113,6 +180,8 @@ def verify_password(password: str, stored: str) -> bool:
 class _Record:
     failures: int = 0
     last_failure: float = 0.0
+    tries: int = 0
+    """Login attempts seen since the last success (refused ones too)."""
 
 
 class LoginThrottle:
@@ -196,6 +265,20 @@ class LoginThrottle:
                 oldest = min(self._records, key=lambda a: self._records[a].last_failure)
                 del self._records[oldest]
         return rec
+
+    def saw(self, address: str, now: float) -> int:
+        """One more login attempt from ``address`` (checked or not): how many since its last
+        success. A client with more than one has failed, or guesses several at once
+        (:mod:`.logins` orders checks by it)."""
+        with self._lock:
+            rec = self._record(address, now)
+            rec.tries += 1
+            return rec.tries
+
+    def tries(self, address: str) -> int:
+        with self._lock:
+            rec = self._records.get(address)
+            return rec.tries if rec else 0
 
     def succeeded(self, address: str) -> None:
         with self._lock:

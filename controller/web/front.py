@@ -24,7 +24,8 @@ bound:
   (also capped per address). One thread reads the table for every stream.
 
 The front knows no route: :meth:`Front.handler` (the server's) turns a
-:class:`Request` into a :class:`Reply` or a :class:`Stream`.
+:class:`Request` into a :class:`Reply` or a :class:`Stream`, or a future of a reply that
+other threads make (a login's password check, :mod:`.logins`: no handler thread waits for it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,7 +207,7 @@ class Front:
         self,
         sock: socket.socket,
         *,
-        handler: Callable[[Request], Reply | Stream],
+        handler: Callable[[Request], Reply | Stream | Future[Reply]],
         role: Callable[[Head, str], str],
         views: Callable[[set[str]], dict[str, Any]],
         frame: Callable[[str, Any], tuple[bytes, bytes]],
@@ -405,9 +406,7 @@ class Front:
                     f"{held} connections from {conn.address} are open, each in a request; "
                     "close one and try again"
                 )
-            if self._strangers >= limits.max_connections and not self._evict(
-                self._idle_strangers
-            ):
+            if self._strangers >= limits.max_connections and not self._evict(self._idle_strangers):
                 return "too many connections; try again"
             self._strangers += 1
         self._held[group] = self._held.get(group, 0) + 1
@@ -493,6 +492,8 @@ class Front:
             role = self.role(head, conn.address)
             request = Request(head, body, conn.address, role)
             answer = await loop.run_in_executor(self.pools[role], self.handler, request)
+            if isinstance(answer, Future):  # work handed on (a password check): its reply
+                answer = await asyncio.wrap_future(answer)
             if isinstance(answer, Stream):
                 await self._stream(conn, reader, request, answer)
                 return

@@ -8,7 +8,8 @@ through its ``source`` (the daemon: :class:`TableSource`), never a driver, and c
 only by what a technician may ask: acknowledge an alarm, clear the latched faults, run the
 light test, start a new journal file. Those need a login (session cookie) **and** the
 session's CSRF token in ``X-CSRF-Token``; the login is throttled per address
-(:class:`~.auth.LoginThrottle`). Recall reads the journal's files itself, read-only
+(:class:`~.auth.LoginThrottle`) and, across addresses, by a table-wide budget with the
+password checks in order (:mod:`.logins`). Recall reads the journal's files itself, read-only
 (:class:`~controller.journal.library.JournalLibrary`: the live file and the gaming-day files
 kept beside it), and shows local times in the zone of the table's gaming day.
 
@@ -33,6 +34,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,18 +42,23 @@ from typing import Any, Protocol
 from controller.errors import JournalError, TableControllerError
 from controller.journal.library import FoundRound, JournalLibrary, local_to_utc_ms
 from controller.web import views
-from controller.web.auth import LoginThrottle, Session, Sessions, csrf_ok, verify_password
+from controller.web.auth import (
+    LoginNameError,
+    LoginThrottle,
+    Session,
+    Sessions,
+    csrf_ok,
+    technician_name,
+    verify_password,
+)
 from controller.web.front import DEALER_ADDRESSES, Front, Limits, Reply, Request, Stream
+from controller.web.logins import LoginChecks, Refused
 from controller.web.protocol import Head
 
 log = logging.getLogger("table-controller.web")
 
 STATIC = Path(__file__).with_name("static")
 COOKIE = "tc_session"
-MAX_PASSWORD_CHECKS = 2
-"""scrypt checks at once (16 MiB of memory each); further logins wait their turn."""
-NAME_RE = re.compile(r"^(?=.*[^\W_])[\w .'@-]{1,40}$")
-"""A technician's name or badge: 1 to 40 characters, at least one a letter or digit."""
 ACTIONS = (
     "/logout",
     "/api/alarms/ack",
@@ -174,7 +181,7 @@ class WebServer:
         self.stopping = threading.Event()
         self.counters = {"logins": 0, "login_failures": 0, "throttled": 0, "refused": 0}
         self._lock = threading.Lock()
-        self._checks = threading.BoundedSemaphore(MAX_PASSWORD_CHECKS)
+        self.logins = LoginChecks(self.throttle, clock=clock)
         self._started = clock()
         host = "127.0.0.1" if bind == "localhost" else bind
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -209,6 +216,7 @@ class WebServer:
             return
         self.stopping.set()
         self.front.close()
+        self.logins.close()
 
     def count(self, name: str) -> None:
         with self._lock:
@@ -227,7 +235,7 @@ class WebServer:
             return "technician"
         return "dealer" if self.front.is_dealer(address) else "anonymous"
 
-    def handle(self, request: Request) -> Reply | Stream:
+    def handle(self, request: Request) -> Reply | Stream | Future[Reply]:
         """Answer one request (in a thread of its role's pool)."""
         exchange = _Exchange(self, request)
         return exchange.run()
@@ -388,9 +396,9 @@ class _Exchange:
         self.command = request.head.method
         self.path = request.head.target
         self.headers = request.head.headers
-        self.reply: Reply | Stream | None = None
+        self.reply: Reply | Stream | Future[Reply] | None = None
 
-    def run(self) -> Reply | Stream:
+    def run(self) -> Reply | Stream | Future[Reply]:
         try:
             path = urllib.parse.urlsplit(self.path).path
         except ValueError:  # "//[x": a network path, not one of this server's
@@ -658,19 +666,19 @@ class _Exchange:
     # -- login ------------------------------------------------------------------------------
 
     def _login(self, body: dict[str, Any]) -> None:
+        """Check a login's form, then hand its password check to :mod:`.logins` (the
+        table-wide budget, the order, the threads): the reply is the check's future."""
         web = self.web
         if not self._same_origin():
             web.count("refused")
             self._error(HTTPStatus.FORBIDDEN, "log in from this table's own page")
             return
         form = (self.headers.get("Content-Type") or "").startswith("application/x-www-form")
-        name, password = body.get("name"), body.get("password")
-        if not isinstance(name, str) or not NAME_RE.match(name.strip()):
-            self._error(
-                HTTPStatus.BAD_REQUEST,
-                "give your name or badge number (1 to 40 letters, digits, spaces, . ' @ -, "
-                "with at least one letter or digit)",
-            )
+        password = body.get("password")
+        try:
+            name = technician_name(body.get("name"))
+        except LoginNameError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
         if not isinstance(password, str) or not password:
             self._error(HTTPStatus.BAD_REQUEST, "give the password")
@@ -682,20 +690,36 @@ class _Exchange:
                 "(table-controller hash-password) and restart",
             )
             return
-        # admitted attempts count as failures at once: simultaneous guesses meet the wait
-        wait = web.throttle.admit(self.address, web.clock())
-        if wait > 0:
+        answer = web.logins.submit(
+            self.address,
+            session=self._session() is not None,
+            work=lambda: self._check(name, password, form),
+        )
+        if isinstance(answer, Refused):
             web.count("throttled")
-            seconds = int(wait) + 1
+            seconds = int(answer.wait_s) + 1
+            why = (
+                "too many wrong passwords at this table from several places"
+                if answer.table_wide
+                else f"too many wrong passwords from {self.address}"
+            )
             self._error(
                 HTTPStatus.TOO_MANY_REQUESTS,
-                f"too many wrong passwords from {self.address}: wait {seconds} s before trying "
-                "again",
+                f"{why}: wait {seconds} s before trying again",
                 {"Retry-After": str(seconds)},
             )
             return
-        with web._checks:  # scrypt takes 16 MiB a check: a few at once
+        self.reply = answer
+
+    def _check(self, name: str, password: str, form: bool) -> Reply:
+        """The password check and its answer, in a check thread of :mod:`.logins`."""
+        web = self.web
+        try:
             right = verify_password(password[:1024], web.password_hash)
+        except Exception:
+            log.exception("web: the password check for %r failed", name)
+            web.throttle.wrong(self.address, web.clock())
+            return _error_reply(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
         if not right:
             web.throttle.wrong(self.address, web.clock())
             web.count("login_failures")
@@ -710,10 +734,10 @@ class _Exchange:
                 f"wrong password{extra}",
                 {"Retry-After": str(int(delay))} if delay else None,
             )
-            return
+            return self.reply  # type: ignore[return-value]
         web.throttle.succeeded(self.address)
         web.count("logins")
-        session = web.sessions.create(name.strip(), self.address, web.clock())
+        session = web.sessions.create(name, self.address, web.clock())
         log.info("web: %s logged in from %s", session.user, self.address)
         cookie = f"{COOKIE}={session.token}; Path=/; HttpOnly; SameSite=Strict"
         if form:
@@ -724,6 +748,7 @@ class _Exchange:
                 {"ok": True, "user": session.user, "csrf": session.csrf},
                 {"Set-Cookie": cookie},
             )
+        return self.reply  # type: ignore[return-value]
 
     # -- pages, recall, streams ----------------------------------------------------------------
 
