@@ -467,7 +467,7 @@ class HaFaultRun(FaultRun):
     def start_controller(self, name: str) -> None:
         user = HA_USERS[name]
         self.controllers[name] = subprocess.Popen(
-            [sys.executable, "-m", "jackpot.service", "--config", self.configs[name],
+            [sys.executable, "-m", "jackpot.cli", "--config", self.configs[name],
              "--ledger", self.dsn, "--host", "127.0.0.1", "--port", str(self.proxy.port),
              "--username", user, "--password-file", self._pwfile(user),
              *self.keys.controller_args(), "--log-level", "INFO"],

@@ -30,8 +30,8 @@ from controller.errors import JournalError
 from controller.journal import Journal, JournaledTable
 from controller.journal.outbox import Outbox, OutboxError
 from jackpot import backup as jackpot_backup
+from jackpot.cli import main as jackpot_cli
 from jackpot.ledger import Ledger
-from jackpot.service import main as jackpot_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GAME, SEED = "pa-standard", 11

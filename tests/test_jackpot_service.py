@@ -35,10 +35,11 @@ from controller.journal.outbox import Outbox
 from controller.link.messages import JACKPOT_STATUS_TOPIC, envelope, parse_message, topic_for
 from controller.link.publisher import TablePublisher
 from controller.table.effects import Publish
+from jackpot.cli import main
 from jackpot.draws import TriggerKey
 from jackpot.ledger import Ledger
 from jackpot.pools import contribution
-from jackpot.service import JackpotService, main
+from jackpot.service import JackpotService
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -362,7 +363,7 @@ def test_main_refuses_bad_arguments_clearly(tmp_path, capsys):
     assert not (tmp_path / "l.db").exists()
 
 
-CHILD = [sys.executable, "-c", "import sys; from jackpot.service import main; "
+CHILD = [sys.executable, "-c", "import sys; from jackpot.cli import main; "
          "sys.exit(main(sys.argv[1:]))"]  # fmt: skip
 
 

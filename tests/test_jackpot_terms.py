@@ -105,7 +105,7 @@ def test_changed_terms_stop_the_controller_before_any_broker(ledger_at, tmp_path
     (tmp_path / "pw").write_text("secret\n")
     (tmp_path / "pw").chmod(0o640)
     done = subprocess.run(
-        [sys.executable, "-m", "jackpot.service", "--config", changed, "--ledger", location,
+        [sys.executable, "-m", "jackpot.cli", "--config", changed, "--ledger", location,
          "--host", "127.0.0.1", "--port", str(listener.getsockname()[1]), "--password-file",
          tmp_path / "pw", "--signing-key", key],
         capture_output=True, text=True, timeout=60, cwd=ROOT, env=os.environ,
