@@ -335,9 +335,11 @@ def test_the_docs_describe_the_metrics_section_and_every_metric():
                          "shoe": {"connected": True, "last_message_age_ms": 5,
                                   "errors": {"crc": 1}}}}  # fmt: skip
     counters = {"logins": 0, "login_failures": 0, "throttled": 0, "sessions": 0, "streams": 0,
-                "refused": 0}  # fmt: skip
+                "refused": 0, "login_refused_table_wide": 0, "front_evicted": 0,
+                "front_connections_refused": 0, "front_timed_out": 0,
+                "front_bad_requests": 0}  # fmt: skip
     table = names_of(samples(TableMetrics(lambda: (bundle, counters)).text()))
-    assert len(table) == 32  # every family of docs/web.md, process_* included
+    assert len(table) == 37  # every family of docs/web.md, process_* included
     for name in table:  # "All prefixed `table_controller_`: ... `fault{kind}`, ..."
         short = name.removeprefix("table_controller_")
         assert re.search(rf"`{re.escape(short)}[`{{]", web), name

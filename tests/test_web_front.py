@@ -29,6 +29,7 @@ import pytest
 from test_config import errors_of, write
 
 from controller.config import load_table_config
+from controller.web import views
 from controller.web.auth import hash_password
 from controller.web.front import Limits
 from controller.web.server import WebServer
@@ -239,6 +240,12 @@ def test_one_address_holds_at_most_its_share_of_connections(serve):
         assert still == mine[-SMALL.connections_per_address :]  # its own oldest made room
         assert not any(closed_by_server(s) for s in others)  # another address's untouched
         assert web.front.counters["evicted"] == 20 - SMALL.connections_per_address
+        # and the technician's /metrics counts them
+        bundle = {"table": "t", "game": "g", "version": "1", "config_checksum": "c",
+                  "uptime_s": 1.0, "status": {}, "health": {}}  # fmt: skip
+        scraped = views.metrics_text(bundle, web.web_counters())
+        evicted = float(20 - SMALL.connections_per_address)
+        assert f"table_controller_web_evicted_total {evicted}" in scraped
         # the address's newest connections are served
         assert status_of(answer(mine[-1], get("/healthz"))) == 200
     finally:

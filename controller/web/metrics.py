@@ -182,6 +182,19 @@ def table_families(bundle: dict[str, Any], web: dict[str, Any]) -> list[Metric]:
         "Login attempts refused unchecked (too soon).",
         web.get("throttled"),
     )
+    m.add(
+        "web_login_budget_refused",
+        "counter",
+        "Login attempts of failing clients refused unchecked: the table-wide budget was spent.",
+        web.get("login_refused_table_wide"),
+    )
+    for key, help_text in (
+        ("evicted", "Idle stranger connections closed to make room (never the dealer's)."),
+        ("connections_refused", "Connections refused: the server was full."),
+        ("timed_out", "Connections closed for a request head that took too long."),
+        ("bad_requests", "Requests answered 400 for a malformed request."),
+    ):
+        m.add(f"web_{key}", "counter", help_text, web.get(f"front_{key}"))
     m.add("web_sessions", "gauge", "Technicians logged in.", web.get("sessions"))
     m.add("web_streams", "gauge", "Live pages connected.", web.get("streams"))
     m.add(

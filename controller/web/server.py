@@ -297,6 +297,7 @@ class WebServer:
         out["streams"] = self.streams
         out["connections"] = self.front.connections
         out.update({f"front_{k}": v for k, v in self.front.counters.items()})
+        out.update({f"login_{k}": v for k, v in self.logins.counters.items()})
         return out
 
 
