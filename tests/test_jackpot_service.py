@@ -169,19 +169,28 @@ def test_a_table_stream_is_applied_once_acked_and_metered(tmp_path, pa, broker, 
     try:
         wait_for(lambda: depth(box) == 0, what="the outbox to drain")
         assert acked(box) == len(rows)
-        time.sleep(0.8)  # the coalesced meters go out
         counts = svc.health()["counts"]
         assert counts["applied"] == len(rows)
         assert counts.get("malformed", 0) == counts.get("gap", 0) == 0
+        with Ledger(ledger, CONFIG) as led:
+            final = {p: r.message(0) for p, r in led.meters().items()}
+        # the coalesced meters go out: read until each pool's final value has arrived
+        live: list = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            live += [m for m in meters.drain(0.3) if not m.retain]
+            seen = {parse_message(m.topic, m.payload)[2]["pool"]: m for m in live}
+            if all(
+                parse_message(m.topic, m.payload)[2]["seq"] == final[p]["seq"]
+                for p, m in seen.items()
+            ) and set(seen) == set(final):
+                break
     finally:
         pub.close()
         svc.close()
         svc.close()  # safe twice
     check_ledger(ledger, rows)
-    with Ledger(ledger, CONFIG) as led:
-        final = {p: r.message(0) for p, r in led.meters().items()}
     # coalesced: fewer meter messages than contributions, the last one is the final value
-    live = [m for m in meters.drain(0.5) if not m.retain]
     meters.close()  # the late sign below is the same user: one connection at a time
     contributions = sum(r.kind == "contribution" for r in rows)
     assert 1 <= len([m for m in live if m.topic.endswith("blazing_7s")]) < contributions
