@@ -113,7 +113,7 @@ def web_rig(tmp_path, broker):  # noqa: F811
         rig.stop()
 
 
-def wait_http(port: int, timeout: float = 10.0) -> None:
+def wait_http(port: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
