@@ -93,7 +93,7 @@ def test_reconcile_agrees_then_names_each_difference(ledger_at, tmp_path, capsys
     status, lines = cli(capsys, "reconcile", "--ledger", location,
                         f"{first}={paths[first]}", paths[second])  # fmt: skip
     assert status == 0, lines
-    assert len(lines) == 2 and all(line.endswith(": ok") for line in lines)
+    assert len(lines) == 3 and all(line.endswith(": ok") for line in lines)
     count = sum(m["kind"] == "contribution" for m, _ in streams[first])
     totals = f"blazing_7s {count} contributions, stake {count * 500}, {count * 75} cents"
     assert totals in lines[0]
@@ -155,3 +155,37 @@ def test_audit_signatures_keeps_a_retired_key_and_names_a_failure(ledger_at, tmp
     assert len(failed) == 2
     assert failed[0].startswith(f"FAILED seq {seq} ") and "does not match" in failed[0]
     assert failed[1].startswith(f"FAILED seq {rows[-1].seq} ") and "did not trust" in failed[1]
+
+
+def played(make, tmp_path):
+    """One table's seeded session applied to a new ledger (``make``: the ``ledger_at``
+    fixture): (ledger, journal, stream)."""
+    location = make()
+    config_path = tmp_path / "jackpot.toml"
+    config_path.write_text(jackpot_config_text())
+    path = tmp_path / "t.journal"
+    stream = signed(TABLES[0], journal(path, seed=11))
+    with Ledger(location, load_config(config_path), randbelow=fixed(70_000)) as led:
+        apply(led, stream)
+    return location, path, stream
+
+
+def test_reconcile_names_a_contribution_that_moved_one_pool(ledger_at, tmp_path, capsys):  # noqa: F811
+    """Review finding 5 (tamper B): a contribution with ``mystery`` true feeds its pool and the
+    Mystery; a deleted Mystery movement is named, and the Mystery's meter no longer adds up."""
+    location, path, stream = played(ledger_at, tmp_path)
+    table = TABLES[0]
+    status, lines = cli(capsys, "reconcile", "--ledger", location, path)
+    assert status == 0, lines
+    assert lines[-1] == "ledger: every meter is the sum of its movements: ok"
+    first = next(m for m, _ in stream if m["kind"] == "contribution")
+    assert first["payload"]["mystery"] is True
+    sql(location, f"DELETE FROM movements WHERE table_id='{table}' AND seq={first['seq']}"
+                  " AND pool='mystery'")  # fmt: skip
+    status, lines = cli(capsys, "reconcile", "--ledger", location, path)
+    assert status == 1
+    where = f"{table}: seq {first['seq']} contribution {first['key']}"
+    assert f"{where}: applied, but did not move mystery" in lines
+    assert lines[-2] == "ledger: 1 DIFFERENCES"
+    assert lines[-1].startswith("ledger: pool mystery: the meter is ")
+    assert "its movements add up to" in lines[-1]
