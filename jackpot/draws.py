@@ -10,7 +10,9 @@ transaction that draws it:
 - ``sealed``: while the draw is live, the trigger and salt encrypted with AES-256-GCM under
   the **trigger key**, a 32-byte key in a file outside the ledger (mode 0600, beside the
   controller's signing key), with the pool and cycle as associated data (a sealed value
-  cannot be moved to another draw). A copy or backup of the ledger holds only the
+  cannot be moved to another draw). The plaintext has a fixed width (a version byte, the
+  trigger as an 8-byte unsigned integer, the 16 salt bytes), so every seal has the same
+  length whatever the trigger's digits. A copy or backup of the ledger holds only the
   commitment and this ciphertext: the live trigger cannot be read from it;
 - once the draw ends (``ended``: ``hit``, or ``redrawn`` when an audited change of the range
   or the meter replaced it), ``trigger_cents`` and ``salt`` are written in the clear, the
@@ -54,6 +56,11 @@ DEFAULT_TRIGGER_KEY = "/etc/jackpot-controller/mystery-trigger.key"
 TRIGGER_KEY_NAME = "mystery-trigger.key"
 _KEY_HEADER = "jackpot-controller mystery trigger key v1"
 SALT_BYTES = 16
+#: The first byte of a sealed trigger's plaintext: version 2, fixed width (1 + 8 + 16 bytes).
+#: Version 1 (``"{trigger}:{salt_hex}"`` in ASCII, whose length gave away the trigger's number
+#: of digits) is still opened; it starts with a digit, never this byte.
+SEAL_V2 = b"\x02"
+SEALED_PLAIN_BYTES = 1 + 8 + SALT_BYTES
 
 
 class TriggerKeyError(LedgerError):
@@ -145,8 +152,13 @@ class TriggerKey:
         return cls(path, key)
 
     def seal(self, pool: str, cycle: int, trigger: int, salt_hex: str) -> str:
+        """The trigger and salt encrypted at a fixed width (:data:`SEAL_V2`, 8-byte trigger,
+        16-byte salt): a seal's length says nothing of the trigger's number of digits."""
+        plain = SEAL_V2 + trigger.to_bytes(8, "big") + bytes.fromhex(salt_hex)
+        if len(plain) != SEALED_PLAIN_BYTES:
+            raise ValueError(f"a salt is {SALT_BYTES} bytes, not {len(salt_hex) // 2}")
         nonce = secrets.token_bytes(12)
-        sealed = self._aead.encrypt(nonce, f"{trigger}:{salt_hex}".encode(), _aad(pool, cycle))
+        sealed = self._aead.encrypt(nonce, plain, _aad(pool, cycle))
         return base64.b64encode(nonce + sealed).decode("ascii")
 
     def open(self, pool: str, cycle: int, sealed: str) -> tuple[int, str]:
@@ -154,13 +166,16 @@ class TriggerKey:
         seal it (or it was changed)."""
         try:
             raw = base64.b64decode(sealed, validate=True)
-            text = self._aead.decrypt(raw[:12], raw[12:], _aad(pool, cycle)).decode("ascii")
-            trigger, salt = text.split(":")
+            plain = self._aead.decrypt(raw[:12], raw[12:], _aad(pool, cycle))
+            if len(plain) == SEALED_PLAIN_BYTES and plain[:1] == SEAL_V2:
+                return int.from_bytes(plain[1:9], "big"), plain[9:].hex()
+            trigger, salt = plain.decode("ascii").split(":")  # sealed before the fixed width
             return int(trigger), salt
         except (InvalidTag, ValueError):
             raise TriggerKeyError(
                 f"the live {pool} draw (cycle {cycle}) does not open with the trigger key "
-                f"{self.path}: the key is not the one that sealed it, or the ledger was altered"
+                f"{self.path}: the key is not the one that sealed it, or the ledger was altered; "
+                "restore the key file that sealed it (or the ledger from a backup)"
             ) from None
 
 

@@ -13,9 +13,11 @@ What a player, the auditor and a regulator's lab rely on:
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import random
+import secrets
 import stat
 from collections import Counter
 from fractions import Fraction
@@ -155,3 +157,25 @@ def test_the_live_trigger_needs_the_key_outside_the_ledger(tmp_path):
         Ledger(location, CONFIG, trigger_key=key_path) as led,
     ):
         led.apply(contrib(T1, 2, 2))
+
+
+# -- review findings (issue 27 review) ---------------------------------------------------------
+
+
+def test_the_sealed_trigger_does_not_give_away_its_digits(tmp_path):
+    """Every sealed trigger is the same length, whatever its number of digits; a seal
+    written before (``"{trigger}:{salt}"``) still opens."""
+    key = TriggerKey.create(tmp_path / "k")
+    lengths = {len(base64.b64decode(key.seal("mystery", 1, t, secrets.token_hex(16))))
+               for t in (0, 9_999, 10_000, 99_999, 100_000, 10**12)}  # fmt: skip
+    assert len(lengths) == 1, lengths
+    salt = secrets.token_hex(16)
+    assert key.open("mystery", 1, key.seal("mystery", 1, 79_321, salt)) == (79_321, salt)
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from jackpot.draws import _aad
+
+    raw = (tmp_path / "k").read_text().split()[-1]
+    nonce = b"\x01" * 12
+    old = AESGCM(base64.b64decode(raw)).encrypt(nonce, f"79321:{salt}".encode(), _aad("mystery", 1))
+    assert key.open("mystery", 1, base64.b64encode(nonce + old).decode()) == (79_321, salt)
