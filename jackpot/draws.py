@@ -214,13 +214,23 @@ class Draws:
         row = self._db.execute("SELECT value FROM meta WHERE key='trigger_key'").fetchone()
         # a ledger that sealed nothing yet makes its key; one that did needs that very key
         exists = path.exists() or row is not None
-        key = TriggerKey.load(path) if exists else TriggerKey.create(path)
+        try:
+            key = TriggerKey.load(path) if exists else TriggerKey.create(path)
+        except TriggerKeyError as exc:
+            if row is None:
+                raise
+            raise TriggerKeyError(
+                f"{exc}; this ledger's Mystery draws are sealed with the key of fingerprint "
+                f"{row[0]}: restore that key file (or name it with --trigger-key or [ledger] "
+                "trigger_key); a new key would not open them"
+            ) from None
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('trigger_key', ?)", (key.fingerprint,))
         elif row[0] != key.fingerprint:
             raise TriggerKeyError(
                 f"the Mystery trigger key {path} (fingerprint {key.fingerprint}) is not the one "
-                f"this ledger's live draws are sealed with ({row[0]}): restore that key file"
+                f"this ledger's live draws are sealed with ({row[0]}): restore that key file "
+                "(or name it with --trigger-key or [ledger] trigger_key)"
             )
         self._key = key
         return key
@@ -236,6 +246,17 @@ class Draws:
             (pool, cycle, now, day, low, high, commitment(trigger, salt), sealed),
         )
         del trigger
+
+    def check(self) -> None:
+        """At opening: if any draw is live, load the key, compare its fingerprint and open
+        every live draw, so a missing, wrong or altered key refuses the start
+        (:class:`TriggerKeyError`) instead of every Mystery contribution after it. Nothing is
+        drawn again: a draw that does not open stays as it is until its key is restored."""
+        for pool, cycle, sealed in self._db.execute(
+            "SELECT pool, cycle, sealed FROM draws WHERE ended IS NULL AND sealed IS NOT NULL"
+            " ORDER BY pool"
+        ).fetchall():
+            self.key().open(pool, cycle, sealed)
 
     def live(self, pool: str) -> tuple[int, int]:
         """``(trigger, cycle)`` of the pool's live draw (inside ``apply`` only)."""

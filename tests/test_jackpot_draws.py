@@ -38,6 +38,7 @@ from test_jackpot_ledger import (
 
 from jackpot.draws import TriggerKey, TriggerKeyError, commitment, draw_cents, next_low
 from jackpot.ledger import Ledger, Status
+from jackpot.store import open_store
 
 
 def wilson_hilferty(df: int, z: float) -> float:
@@ -160,6 +161,48 @@ def test_the_live_trigger_needs_the_key_outside_the_ledger(tmp_path):
 
 
 # -- review findings (issue 27 review) ---------------------------------------------------------
+
+
+def no_redraw(n: int) -> int:
+    raise AssertionError("a trigger was drawn again")
+
+
+def test_a_missing_or_wrong_trigger_key_is_refused_at_start(ledger_at, tmp_path):  # noqa: F811
+    """The key is loaded, its fingerprint compared and every live draw opened when the ledger
+    opens: the controller refuses to start (exit 2, one line, no broker) instead of stalling
+    every table later; no key is made in place of the missing one."""
+    from test_jackpot_terms import start_controller
+
+    location = ledger_at()
+    key = tmp_path / "mystery-trigger.key"
+    Ledger(location, CONFIG, trigger_key=key).close()
+    missing = tmp_path / "missing.key"
+    with pytest.raises(TriggerKeyError, match=r"cannot read .*restore"):
+        Ledger(location, CONFIG, trigger_key=missing)
+    assert not missing.exists()
+    wrong = TriggerKey.create(tmp_path / "wrong.key")
+    with pytest.raises(TriggerKeyError, match=r"not the one .* restore"):
+        Ledger(location, CONFIG, trigger_key=wrong.path)
+    # a key whose fingerprint is right but the live draw was sealed otherwise (altered)
+    store = open_store(location)
+    ((cycle, sealed),) = store.execute("SELECT cycle, sealed FROM draws WHERE ended IS NULL")
+    store.execute(
+        "UPDATE draws SET sealed=? WHERE ended IS NULL",
+        (TriggerKey.load(key).seal("mystery", cycle + 1, 30_000, "00" * 16),),
+    )
+    store.close()
+    with pytest.raises(TriggerKeyError, match="does not open"):
+        Ledger(location, CONFIG, trigger_key=key)
+    store = open_store(location)
+    store.execute("UPDATE draws SET sealed=? WHERE ended IS NULL", (sealed,))
+    store.close()
+    Ledger(location, CONFIG, trigger_key=key, randbelow=no_redraw).close()
+    for bad in (missing, wrong.path):
+        done, connected = start_controller(tmp_path, EXAMPLE, location, "--trigger-key", bad)
+        assert done.returncode == 2, done.stderr
+        (line,) = [x for x in done.stderr.splitlines() if "trigger key" in x]
+        assert line.startswith("jackpot-controller: ") and "restore" in line
+        assert not connected and not missing.exists()
 
 
 def test_the_sealed_trigger_does_not_give_away_its_digits(tmp_path):
