@@ -14,6 +14,7 @@ What a player, the auditor and a regulator's lab rely on:
 from __future__ import annotations
 
 import base64
+import json
 import math
 import os
 import random
@@ -30,6 +31,7 @@ from test_jackpot_ledger import (
     T1,
     T2,
     contrib,
+    downgrade_to_2,
     every_cell,
     fixed,
     rows,
@@ -165,6 +167,43 @@ def test_the_live_trigger_needs_the_key_outside_the_ledger(tmp_path):
 
 def no_redraw(n: int) -> int:
     raise AssertionError("a trigger was drawn again")
+
+
+def test_a_migrated_trigger_below_the_meter_is_redrawn_and_recorded(ledger_at):  # noqa: F811
+    """Schema 2 drew the next trigger from must_hit_from: after a hit left the meter at
+    $250.05 it could hold $250.00. The migration ends that draw as ``redrawn`` (revealed, in
+    the draws and in ``changes``) and draws again from the meter up; a trigger that is in
+    range is kept (never a silent redraw)."""
+    kept, low = ledger_at("kept"), ledger_at("low")
+    for location in (kept, low):
+        with Ledger(location, CONFIG, randbelow=fixed(10)) as led:
+            led.apply(contrib(T1, 1, 1))
+            (award,) = led.apply(contrib(T2, 1, 5)).awards
+            assert award.amount == 25_010 and led.meter("mystery") == 25_005
+        downgrade_to_2(location)
+    # in range (25015 >= 25005): carried over as it is, no draw
+    with Ledger(kept, CONFIG, randbelow=no_redraw):
+        pass
+    assert trigger_on_disk(kept) == 25_015
+    assert rows(kept, "SELECT ended FROM draws") == [(None,)]
+    store = open_store(low)
+    store.execute("UPDATE mystery SET trigger_cents=25000")  # what schema 2 could draw
+    store.close()
+    with Ledger(low, CONFIG, randbelow=fixed(0)) as led:
+        shown = led.meters()["mystery"].amount
+        assert shown == 25_005
+        got = led.apply(contrib(T1, 2, 2))
+        assert [a.amount for a in got.awards] == [25_005]  # what the sign showed, not $250.00
+    (old, new, _live) = rows(low, "SELECT cycle, ended, trigger_cents, salt, commitment, low, high,"
+                      " award_id FROM draws ORDER BY cycle")  # fmt: skip
+    _cycle, ended, trigger, salt, sha, _, _, award_id = old
+    assert (ended, trigger, award_id) == ("redrawn", 25_000, "change/1")
+    assert commitment(trigger, salt) == sha
+    assert new[1:3] == ("hit", 25_005) and new[5:7] == (25_005, 100_000)
+    ((kind, detail),) = rows(low, "SELECT kind, detail FROM changes")
+    (entry,) = [e for e in json.loads(detail) if e.get("term") == "draw"]
+    assert kind == "initial" and entry["subject"] == "pool:mystery"
+    assert "below the meter $250.05" in entry["old"] and "[$250.05, $1,000.00]" in entry["new"]
 
 
 def test_a_missing_or_wrong_trigger_key_is_refused_at_start(ledger_at, tmp_path):  # noqa: F811
