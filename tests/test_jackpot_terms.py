@@ -40,7 +40,7 @@ from jackpot.changes import apply_config, correct, retire, transfer
 from jackpot.commands import run
 from jackpot.draws import commitment
 from jackpot.ledger import Ledger, LedgerFenced, Status
-from jackpot.parameters import ChangeRefused, TermsChanged, config_terms
+from jackpot.parameters import ChangeRefused, TermsChanged, check_names, config_terms
 from jackpot.pools import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -304,3 +304,25 @@ def test_a_migrated_ledger_gets_the_parameter_checks_and_a_trigger_in_range(ledg
     ((detail,),) = rows(location, "SELECT detail FROM changes WHERE kind='initial'")
     (entry,) = [e for e in json.loads(detail) if e.get("term") == "draw"]
     assert "above must_hit_by $300.00" in entry["old"]
+
+
+@pytest.mark.parametrize("by, approved", [
+    ("Jane Doe", "jane doe "), ("Jane Doe", "Jane  Doe"), ("jane", "\uff4a\uff41\uff4e\uff45"),
+    ("Jane\u00a0Doe", "jane doe"), ("Jos\u00e9", "Jose\u0301"),
+])  # fmt: skip
+def test_two_names_for_one_person_are_refused(by, approved):
+    with pytest.raises(ChangeRefused, match="two different people"):
+        check_names(by, approved, "a good reason")
+
+
+@pytest.mark.parametrize("name", ["jane\u200b", "\u3164", "J\u00adones", "M\u2060Jones", "A\x07"])
+def test_a_name_with_invisible_characters_is_refused(name):
+    with pytest.raises(ChangeRefused, match=r"U\+[0-9A-F]{4}.*shows as nothing|control"):
+        check_names("J. Smith", name, "a good reason")
+    with pytest.raises(ChangeRefused, match="--approved-by"):
+        check_names("J. Smith", name, "a good reason")
+
+
+def test_names_are_recorded_normalised():
+    names = check_names("  Jane   Doe ", "\uff2d. Jones", "why  not")
+    assert names == ("Jane Doe", "M. Jones", "why  not")
