@@ -156,6 +156,10 @@ class JackpotConfig:
     #: the key (``--host``); ``tls_ca``: their CA file, TLS on (docs/jackpot/brokers.md).
     mqtt_brokers: tuple[tuple[str, int], ...] = ()
     mqtt_tls_ca: str | None = None
+    #: ``[status] heartbeat_ms``: how often the signed retained ``bj/v1/jackpot/status``
+    #: ``online`` is published again; the tables call the controller lost when it is older
+    #: than their ``[mqtt] controller_timeout_s`` (issue 28 item 3).
+    status_heartbeat_ms: int = 2000
 
     @property
     def tables(self) -> frozenset[str]:

@@ -8,7 +8,9 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   expiry, so the broker keeps the subscription and queues table messages while it is down;
   reconnects with jittered exponential backoff;
 - sets its retained ``bj/v1/jackpot/status`` offline as the will and publishes online after
-  each CONNACK (``boot``: a counter kept in the ledger file's ``meta`` table);
+  each CONNACK (``boot``: a counter kept in the ledger file's ``meta`` table), then again
+  every ``[status] heartbeat_ms`` (2 s) as a signed heartbeat: a table that hears none for
+  its ``controller_timeout_s`` (6 s) takes no progressive wager (issue 28 item 3);
 - subscribes in ``on_connect`` to ``bj/v1/table/+/#`` (QoS 1);
 - for each table message: ``parse_message`` (refused: counted and logged, nothing applied),
   then ``Ledger.apply`` (one transaction), and only after the commit publishes the
@@ -108,9 +110,11 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
 #: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
 BATCH_MAX = 256
-#: Seconds between republishing the retained ``online`` status while connected: a will of
-#: another controller (a killed leader's, published late by a broker) never stays for long.
-STATUS_EVERY_S = 60.0
+#: Seconds between republishing the retained ``online`` status while connected, when the
+#: config does not say (``[status] heartbeat_ms``): the tables' heartbeat (a table that hears
+#: none for its ``controller_timeout_s`` calls the controller lost; issue 28 item 3), and a will
+#: of another controller (a killed leader's, published late by a broker) never stays for long.
+STATUS_EVERY_S = 2.0
 #: The fastest the status is published again in answer to someone else's on its topic.
 STATUS_AGAIN_S = 1.0
 #: Log lines per alarm kind and source in each window, and the window (s): the rest are
@@ -196,6 +200,7 @@ class JackpotService:
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
         alarm_lines: tuple[int, float] = ALARM_LINES,
+        heartbeat_s: float | None = None,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -217,6 +222,10 @@ class JackpotService:
         self.session_expiry = session_expiry
         self.keepalive = keepalive
         self.resend_interval = resend_interval
+        # the signed status again every this many seconds: the tables' heartbeat
+        self.heartbeat_s = (
+            heartbeat_s if heartbeat_s is not None else config.status_heartbeat_ms / 1000
+        )
         self.rng = rng or random.SystemRandom()
         self._randbelow = randbelow
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
@@ -453,7 +462,7 @@ class JackpotService:
                     self._flush_meters()
                     self._check_births()
                     since = time.monotonic() - self._status_sent
-                    if since >= STATUS_EVERY_S or (
+                    if since >= self.heartbeat_s or (
                         self._status_wanted and since >= STATUS_AGAIN_S
                     ):
                         self._status_wanted = False
@@ -562,7 +571,7 @@ class JackpotService:
                 "cannot watch %s (SUBACK %s): give this controller's broker user 'topic read "
                 "%s' (config/mosquitto/acl); until then a late will of another controller "
                 "shows it offline to the signs for up to %.0f s",
-                JACKPOT_STATUS_TOPIC, status, JACKPOT_STATUS_TOPIC, STATUS_EVERY_S,
+                JACKPOT_STATUS_TOPIC, status, JACKPOT_STATUS_TOPIC, self.heartbeat_s,
             )  # fmt: skip
         if streams.is_failure:
             self._count("suback")

@@ -38,6 +38,7 @@ MQTT_KEYS = (
     "window",
     "link_fault_after_s",
     "ack_timeout_s",
+    "controller_timeout_s",
     "signing_key",
     "key_id",
     "controller_keys",
@@ -116,6 +117,9 @@ class MqttConfig:
     window: int = 256
     link_fault_after_s: int = 300
     ack_timeout_s: int = 30
+    #: The jackpot controller's signed heartbeat (``bj/v1/jackpot/status``, every 2 s) older
+    #: than this, or its status ``offline``: the link is down at once (issue 28 item 3).
+    controller_timeout_s: int = 6
     #: This table's Ed25519 private key file (``table-controller link-key``) and its key id,
     #: which the jackpot controller's config lists with the public key.
     signing_key: Path = Path(DEFAULT_SIGNING_KEY)
@@ -210,6 +214,9 @@ def read_mqtt(sec: Section, table_id: str | None, base: Path) -> MqttConfig | No
     window = sec.integer("window", 256, 1, 10_000, "messages")
     link_fault = sec.integer("link_fault_after_s", 300, 0, 86_400, "s; 0: never latch")
     ack_timeout = sec.integer("ack_timeout_s", 30, 1, 3600, "s")
+    controller_timeout = sec.integer(
+        "controller_timeout_s", 6, 2, 300, "s without the jackpot controller's heartbeat"
+    )
     signing_key = sec.path("signing_key", DEFAULT_SIGNING_KEY, base, f'"{DEFAULT_SIGNING_KEY}"')
     key_id = sec.text("key_id", f"{table_id}-1" if table_id else "", example='"hcm-bj-07-1"')
     if key_id is not None:
@@ -221,12 +228,12 @@ def read_mqtt(sec: Section, table_id: str | None, base: Path) -> MqttConfig | No
     controller_keys = _read_controller_keys(sec)
     sec.check_unknown()
     values = (host, port, username, password_file, tls_text, keepalive, window)
-    values += (link_fault, ack_timeout, signing_key, key_id, controller_keys)
+    values += (link_fault, ack_timeout, signing_key, key_id, controller_keys, controller_timeout)
     if None in values:
         return None
     return MqttConfig(
         host, port, username, password_file, tls_ca, keepalive, window, link_fault, ack_timeout,
-        signing_key, key_id, controller_keys, tuple(brokers),
+        controller_timeout, signing_key, key_id, controller_keys, tuple(brokers),
     )  # fmt: skip
 
 

@@ -255,12 +255,15 @@ class TableDaemon:
             now_ms=now,
             up=state.jackpot_link,
             reported=state.faults.get("link", ("", False))[1],
+            controller_timeout_ms=cfg.mqtt.controller_timeout_s * 1000,
         )
         publisher = self.publisher
 
         def link_watch(t: int) -> list[ev.Event]:
             h = publisher.health()
-            return link.update(t, h["connected"], h["depth"], h["last_ack"])
+            c = h["controller"]  # its signed heartbeat (issue 28 item 3)
+            heard = None if c["heard_age_s"] is None else int(c["heard_age_s"] * 1000)
+            return link.update(t, h["connected"], h["depth"], h["last_ack"], c["state"], heard)
 
         watches.append(link_watch)
         self.link_watch = link
@@ -441,7 +444,12 @@ class TableDaemon:
         """The table's runtime status, with ``meters``: the progressive meters the link
         last read (``pool``, ``amount`` in cents...; empty before any, or without a link)."""
         meters = self.publisher.meters() if self.publisher is not None else []
-        return {**self.runtime.status(), "meters": meters}
+        status = {**self.runtime.status(), "meters": meters}
+        watch = getattr(self, "link_watch", None)
+        if watch is not None and not status.get("jackpot_link", True):
+            status["jackpot_link_why"] = watch.why  # a LINK_WHY code: the pages' words
+            status["jackpot_link_words"] = ev.LINK_WHY.get(watch.why or "", "")
+        return status
 
     def feed(self) -> list[dict[str, Any]]:
         return self.runtime.recent()
@@ -460,6 +468,10 @@ class TableDaemon:
             problems.append(f"journal not writable: {status['journal_fault']}")
         if not self._threads_alive():
             problems.append("a driver or link thread has stopped")
+        if status.get("jackpot_link") is False:  # issue 28: a frozen controller answered 200
+            why = getattr(getattr(self, "link_watch", None), "why", None)
+            words = ev.LINK_WHY.get(why or "", "the jackpot link is down")
+            problems.append(f"jackpot link down: {words}; progressive wagers refused")
         for kind, fault in (status.get("faults") or {}).items():
             if fault["active"]:
                 problems.append(f"{kind} fault: {fault['detail'] or 'present'}")
@@ -514,7 +526,7 @@ class TableDaemon:
                 "table": self.config.table_id,
                 "version": __version__,
                 "config_checksum": self.config.checksum,
-                "status": self.runtime.status(),
+                "status": self.status(),  # with the meters and why the link is down
                 "feed": self.runtime.recent(),
                 "health": self.health(),
             }

@@ -333,13 +333,24 @@ class ClearFaults(Event):
     t: int | None = None
 
 
+#: Why the jackpot link is down (``JackpotLink.why``), in the fixed words the table shows.
+LINK_WHY = {
+    "not_connected": "not connected to the broker",
+    "no_ack": "no acknowledgement from the jackpot controller",
+    "controller_silent": "the jackpot controller is not answering",
+    "controller_offline": "the jackpot controller is not answering (it said offline)",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class JackpotLink(Event):
-    """The link to the jackpot controller is ``up`` (connected and acknowledging) or down.
-    While it is down the table takes no progressive wagers."""
+    """The link to the jackpot controller is ``up`` (connected, acknowledging, its heartbeat
+    fresh) or down. While it is down the table takes no progressive wagers. ``why``: a key of
+    :data:`LINK_WHY` (None: not said; journals before issue 28)."""
 
     TYPE: ClassVar[str] = "jackpot_link"
     up: bool
+    why: str | None = None
     t: int | None = None
 
 

@@ -888,6 +888,13 @@ class Table(Procedure):
         self.state.jackpot_link = event.up
         if event.up:
             self._prompt("jackpot_link_up", "Jackpot link back: progressive wagers are open")
+        elif event.why in ("controller_silent", "controller_offline"):
+            self._alarm(
+                "jackpot_link_down",
+                "The jackpot controller is not answering: no progressive wager can be taken",
+                "Take no Blazing 7's bets (chips on those circles are returned at no more "
+                "bets); call a technician if it stays down",
+            )
         else:
             self._alarm(
                 "jackpot_link_down",

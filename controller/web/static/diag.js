@@ -154,6 +154,13 @@
     return kinds.map(([kind, n]) => `${kind.replace(/_/g, " ")} ${n}`).join(", ");
   }
 
+  // The jackpot controller's signed heartbeat, as the link last heard it (issue 28 item 3).
+  function controllerText(c) {
+    if (!c || !c.state) return "not heard yet";
+    const heard = c.heard_age_s == null ? "no heartbeat yet" : `heartbeat ${duration(c.heard_age_s)} ago`;
+    return `${c.state} (boot ${c.boot}), ${heard}`;
+  }
+
   function tile(id, title, state, lines) {
     const list = el("dl", {});
     for (const [name, value] of lines) {
@@ -253,6 +260,7 @@
           ["connected", link.connected ? "yes" : "no"],
           ["errors", errorsText(link.errors)],
           ["last ack", link.last_ack_age_s === null ? "none yet" : `${duration(link.last_ack_age_s)} ago`],
+          ["controller", controllerText(link.controller)],
           ["stopped", link.stopped_at || undefined],
         ]),
       );
@@ -279,7 +287,8 @@
     );
     tiles.push(
       tile("jackpot", "Jackpot link", status.jackpot_link ? "ok" : "bad", [
-        ["link", status.jackpot_link ? "up" : "DOWN: progressive wagers refused"],
+        ["link", status.jackpot_link ? "up" : `DOWN: ${status.jackpot_link_words ? `${status.jackpot_link_words}; ` : ""}progressive wagers refused`],
+        ["controller", controllerText(health.link && health.link.controller)],
       ]),
     );
     if (history) {
