@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import TableControllerError
-from jackpot.store import Location, ledger_location, open_store
+from jackpot.store import Location, Session, ledger_location, open_store
 
 DETAIL_MAX = 500
 
@@ -106,7 +106,8 @@ class AlarmRow:
 
 class AlarmLog:
     """The alarms in the ledger at ``path`` (a file, or a ``postgresql://`` URL). ``clock()``
-    gives ms since the epoch."""
+    gives ms since the epoch; ``session``: the PostgreSQL connection's name and bounds (a hot
+    standby's term, as its ledger's: jackpot/leader.py)."""
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class AlarmLog:
         *,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         flush_s: float = 2.0,
+        session: Session | None = None,
     ) -> None:
         self.path: str | Path = ledger_location(path)
         self.clock = clock
@@ -123,7 +125,7 @@ class AlarmLog:
         self._flushed = time.monotonic()
         self.opened = 0  # alarms this log opened (a repeat of an open one opens none)
         self._db = None
-        self._db = open_store(path, error=AlarmLogError)
+        self._db = open_store(path, error=AlarmLogError, session=session)
         try:
             self._db.open_alarms()
         except AlarmLogError as exc:

@@ -7,18 +7,25 @@ Two rows, created on first use (docs/jackpot/failover.md, "Election"):
   *database's* clock (``now()``), never a host's;
 - ``jackpot_epoch`` (id 1): the fencing ``epoch``, changed only by a takeover, which adds one.
 
-:meth:`Elector.fence_for` gives the ledger's ``fence(cursor)``: inside every ledger
-transaction, before anything changes, ``SELECT epoch FROM jackpot_epoch ... FOR SHARE`` must
-still give this controller's epoch, else :class:`~jackpot.ledger.LedgerFenced` aborts the
+:meth:`Elector.fence_for` gives the ledger's ``fence(cursor)``: the *first* statement of every
+ledger transaction, before any lock, is ``SELECT epoch FROM jackpot_epoch ... FOR SHARE``; it
+must still give this controller's epoch, else :class:`~jackpot.ledger.LedgerFenced` aborts the
 transaction. A takeover's ``UPDATE jackpot_epoch`` needs the row exclusively: it waits for the
 old leader's transactions in flight, and every later one of them reads the new epoch and
 fails. So a paused or partitioned old leader never commits once a standby has taken over,
 whatever its clock or its lease believed. (Renewals touch only ``jackpot_lease``, so they
 never conflict with the share lock: a serializable ledger transaction is not disturbed.)
 
-The fence also caps ``idle_in_transaction_session_timeout`` for its transaction: an old leader
-stopped (SIGSTOP) inside a transaction holds the share lock, and PostgreSQL ends its session
-after that time so the standby's takeover can go through.
+Liveness: the new leader commits within the takeover goal whatever the old one does, paused
+(SIGSTOP, a VM pause) at any point of a transaction included (issue 26: one paused after
+taking the meter rows and before its fence held them, with no timeout, for as long as it
+slept). Every session of a term is tagged and bounded from its first byte
+(:attr:`Fence.session`): ``application_name`` ``jackpot-epoch <epoch> <name>``,
+``idle_in_transaction_session_timeout`` and ``lock_timeout`` of half the lease and a
+``statement_timeout`` (:func:`session_settings`). A takeover ends every session tagged with
+an older epoch (``pg_terminate_backend``) before it changes the epoch, so it does not even
+wait for the idle timeout; the elector's own connection has the same bounds, so a renewal
+paused mid-transaction cannot hold the lease row either.
 
 Holding a lease is a liveness matter (who should work); the epoch is the safety (who can
 commit). Connections: one of its own (``autocommit``, short ``connect_timeout`` and
@@ -35,9 +42,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from controller.errors import TableControllerError
-from jackpot.store import LedgerFenced
+from jackpot.store import LedgerFenced, Session
 
 log = logging.getLogger("jackpot.leader")
 
@@ -58,6 +66,24 @@ CREATE TABLE IF NOT EXISTS jackpot_epoch (
 INSERT INTO jackpot_lease VALUES (1, '', 0, '-infinity', '-infinity') ON CONFLICT DO NOTHING;
 INSERT INTO jackpot_epoch VALUES (1, 0, '') ON CONFLICT DO NOTHING;
 """
+
+
+def session_name(epoch: int, name: str) -> str:
+    """The ``application_name`` of every ledger session of ``name``'s term at ``epoch``: the
+    epoch first, so PostgreSQL's cut at 63 bytes only shortens a long name."""
+    return f"jackpot-epoch {epoch} {name}"[:63]
+
+
+def session_settings(lease_ms: int) -> tuple[tuple[str, str], ...]:
+    """The bounds of a term's ledger sessions: a transaction idle (its process paused) or a
+    lock wait longer than half the lease ends (the session, the statement), and no statement
+    runs longer than five leases (at least 5 s: a read of a large ledger at the start)."""
+    half = f"{max(500, lease_ms // 2)}ms"
+    return (
+        ("idle_in_transaction_session_timeout", half),
+        ("lock_timeout", half),
+        ("statement_timeout", f"{max(5000, 5 * lease_ms)}ms"),
+    )
 
 
 class ElectionError(TableControllerError, OSError):
@@ -111,7 +137,16 @@ class Elector:
         if self._db is not None and not self._db.closed:
             return self._db
         timeout_s = max(1, self.lease_ms // 2000)
+        # a lock wait of a third of the lease (a takeover in flight: try again at the next
+        # poll); a renewal or takeover paused mid-transaction ends after half the lease, so it
+        # never holds the lease row from the controller that should take over
+        bounds = Session("", (
+            ("lock_timeout", f"{self.lease_ms // 3}ms"),
+            ("idle_in_transaction_session_timeout", f"{max(500, self.lease_ms // 2)}ms"),
+            ("statement_timeout", f"{self.lease_ms}ms"),
+        ))  # fmt: skip
         try:
+            options = conninfo_to_dict(self.dsn).get("options", "")
             db = psycopg.connect(
                 self.dsn,
                 autocommit=True,
@@ -122,6 +157,7 @@ class Elector:
                 keepalives_interval=1,
                 keepalives_count=2,
                 application_name=f"jackpot-leader {self.name}"[:63],
+                options=f"{options} {bounds.options()}".strip(),
             )
             with db.transaction():
                 db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -138,14 +174,12 @@ class Elector:
             self._db = None
 
     def _run(self, work: Callable[[psycopg.Connection], Any]) -> Any:
-        """``work(db)`` in one transaction with a lock timeout of a third of the lease; an
-        error closes the connection (reopened next time) and raises ElectionError."""
+        """``work(db)`` in one transaction (the connection's lock timeout: a third of the
+        lease); an error closes the connection (reopened next time) and raises
+        ElectionError."""
         db = self._connect()
         try:
             with db.transaction():
-                db.execute(
-                    "SELECT set_config('lock_timeout', %s, true)", (f"{self.lease_ms // 3}ms",)
-                )
                 return work(db)
         except psycopg.errors.LockNotAvailable:
             raise ElectionError(
@@ -174,7 +208,8 @@ class Elector:
         """Take the lease if it has expired (by the database's clock); return our new epoch,
         or None while another controller's lease runs. The takeover waits for the old
         leader's ledger transactions in flight (the epoch row's share locks) and makes every
-        later one fail."""
+        later one fail; first it ends every session of an older term (:meth:`end_sessions`),
+        so a paused old leader's transaction does not hold it up."""
         start = self.clock()
 
         def take(db: psycopg.Connection) -> int | None:
@@ -183,6 +218,8 @@ class Elector:
             ).fetchone()
             if live:
                 return None
+            (current,) = db.execute("SELECT epoch FROM jackpot_epoch WHERE id = 1").fetchone()
+            self.end_sessions(db, current + 1)
             (epoch,) = db.execute(
                 "UPDATE jackpot_epoch SET epoch = epoch + 1, holder = %s WHERE id = 1"
                 " RETURNING epoch",
@@ -202,6 +239,37 @@ class Elector:
             self.epoch = epoch
             self.deadline = start + self.lease_ms / 1000
         return epoch
+
+    def end_sessions(self, db: psycopg.Connection, below: int) -> int:
+        """End (``pg_terminate_backend``) every session of this database whose
+        ``application_name`` tags it with a term older than ``below``: an old leader's ledger
+        and alarm sessions, paused or not, and whatever locks they hold. Returns how many.
+
+        PostgreSQL lets a role end its own sessions without superuser; the sessions of
+        another role only with ``pg_signal_backend`` (docs/jackpot/failover.md). One it may
+        not end is logged and left to its idle timeout; the takeover goes on."""
+        rows = db.execute(
+            "SELECT pid, usename, application_name FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND substring(application_name FROM '^jackpot-epoch ([0-9]{1,18}) ')::bigint < %s",
+            (below,),
+        ).fetchall()
+        ended = 0
+        for pid, user, application in rows:
+            try:
+                with db.transaction():  # a savepoint: a refusal leaves the takeover whole
+                    (done,) = db.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
+            except psycopg.errors.InsufficientPrivilege:
+                log.warning(
+                    "cannot end session %d (%s) of role %s: grant this controller's database "
+                    "role pg_signal_backend, or run both controllers as one role; it ends by "
+                    "its idle timeout instead", pid, application, user,
+                )  # fmt: skip
+                continue
+            if done:
+                ended += 1
+                log.warning("ended session %d (%s) of an older term", pid, application)
+        return ended
 
     def renew(self) -> bool:
         """Extend our lease by ``lease_ms`` from now; False if it is no longer ours (expired,
@@ -258,15 +326,21 @@ class Elector:
 class Fence:
     """``fence(cursor)``: refuse the ledger transaction unless ``epoch`` is still current.
 
-    Runs on the ledger's connection inside its transaction, before anything changes. It takes
-    the epoch row ``FOR SHARE`` (held to the commit) and caps the transaction's idle time at
-    half the lease. ``lost``: the supervisor's verdict (renewal failed); once set, every
-    transaction is refused without a round trip. A mismatch sets ``lost`` too."""
+    The first statement of the ledger's transaction, before any lock: it takes the epoch row
+    ``FOR SHARE`` (held to the commit). ``lost``: the supervisor's verdict (renewal failed);
+    once set, every transaction is refused without a round trip. A mismatch sets ``lost``
+    too. :attr:`session`: the name and bounds of the term's ledger sessions."""
 
     name: str
     epoch: int
     lease_ms: int
     lost: threading.Event
+
+    @property
+    def session(self) -> Session:
+        """``jackpot-epoch <epoch> <name>`` with :func:`session_settings`: the ledger opens its
+        connection with it (and the alarm log its own)."""
+        return Session(session_name(self.epoch, self.name), session_settings(self.lease_ms))
 
     def __call__(self, cursor: Any) -> None:
         if self.lost.is_set():
@@ -274,10 +348,6 @@ class Fence:
                 f"controller {self.name} lost its lease (epoch {self.epoch}): it writes nothing "
                 "until it is elected again"
             )
-        cursor.execute(
-            "SELECT set_config('idle_in_transaction_session_timeout', %s, true)",
-            (f"{max(500, self.lease_ms // 2)}ms",),
-        )
         cursor.execute("SELECT epoch, holder FROM jackpot_epoch WHERE id = 1 FOR SHARE")
         row = cursor.fetchone()
         if row is None or row[0] != self.epoch:

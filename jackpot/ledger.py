@@ -128,9 +128,11 @@ def _frac(text: str) -> Fraction:
 class Ledger:
     """The ledger at ``location`` (an SQLite file path, or a ``postgresql://`` URL) for
     ``config``. ``randbelow`` draws the mystery triggers (``secrets.randbelow``; tests inject
-    a seeded one). ``fence(cursor)``, if given, is called inside every write transaction
-    before anything changes (after the meter rows are locked) and may raise
-    :class:`LedgerFenced` to abort it with nothing committed (the hot standby's epoch check)."""
+    a seeded one). ``fence(cursor)``, if given, is called first inside every write
+    transaction, before any lock is taken or anything changes, and may raise
+    :class:`LedgerFenced` to abort it with nothing committed (the hot standby's epoch check);
+    its ``session``, if it has one, names and bounds the PostgreSQL connection (jackpot/leader.py:
+    a paused transaction of an old term can hold nothing for long)."""
 
     def __init__(
         self,
@@ -141,7 +143,8 @@ class Ledger:
         fence: Fence | None = None,
     ):
         self._db: Store | None = None
-        self._db = db = open_store(location, error=LedgerError)
+        session = getattr(fence, "session", None)
+        self._db = db = open_store(location, error=LedgerError, session=session)
         self.location = db.location  # no password
         self.path = Path(location) if db.dialect == "sqlite" else None
         self.config = config
@@ -181,8 +184,11 @@ class Ledger:
         self.close()
 
     def _fenced(self) -> None:
+        """The fence, if any: the first statement of a write transaction (before
+        :meth:`Store.lock_money`: a transaction paused after taking the meter rows and before
+        its fence held them from the next leader, issue 26)."""
         if self._fence is not None:
-            self._fence(self._db.cursor)
+            self._db.fence(self._fence)
 
     def _init_rows(self) -> None:
         """The config's new tables (acked 0) and pools (seeded, a trigger drawn); nothing
@@ -194,8 +200,8 @@ class Ledger:
         new_pools = [p for p in self.config.pools.values() if p.name not in pools]
         if not new_tables and not new_pools:
             return
-        db.lock_money()
         self._fenced()
+        db.lock_money()
         for table in new_tables:
             db.execute("INSERT INTO tables VALUES (?, 0) ON CONFLICT DO NOTHING", (table,))
         for pool in new_pools:
@@ -300,8 +306,8 @@ class Ledger:
         would give: each message sees what the ones before it changed, and a refused one rolls
         back only its own savepoint. Nothing is committed if the transaction fails (the
         exception propagates: acknowledge none of them), a :class:`LedgerFenced` from the
-        fence included. The transaction first holds every meter row (PostgreSQL: ``FOR
-        UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file), then asks the fence.
+        fence included. The transaction first asks the fence, then holds every meter row
+        (PostgreSQL: ``FOR UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file).
         ``checked``: the caller got them from ``parse_message``, which checked them against
         their schemas (the service does; checking twice was half the controller's time).
         ``texts``: each message as it arrived (JSON), kept in ``applied.message`` as the
@@ -314,8 +320,8 @@ class Ledger:
         self._acked, self._meters = {}, {}
         moved: dict[str, int] = {}  # table -> the acked sequence its messages took
         try:
-            db.lock_money()
             self._fenced()
+            db.lock_money()
             for i, message in enumerate(messages):
                 result = self._apply_one(message, checked, texts[i] if texts else None)
                 if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken

@@ -431,7 +431,9 @@ class JackpotService:
         self._ledger = Ledger(
             self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence
         )
-        self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms)
+        # a hot standby's term tags and bounds this connection as its ledger's (leader.py)
+        session = getattr(self._fence, "session", None)
+        self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms, session=session)
         with self._lock:
             self._open_alarms = self._alarm_log.open_count()
         self._load_boots()

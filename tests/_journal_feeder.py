@@ -33,13 +33,27 @@ Environment (all optional):
   half-written at start-up, as the daemon does;
 - ``FEEDER_ROTATION_PAUSE_MS=P``: a pause at each step of a rotation, after its ``rot`` line,
   so that a kill lands inside a rotation;
-- ``FEEDER_KEEP_DAYS=D``: the rotation's retention (default: keep every archive).
+- ``FEEDER_KEEP_DAYS=D``: the rotation's retention (default: keep every archive);
+- ``FEEDER_HOLD=LINE[,LINE...]``: after printing the first line that :func:`holds_at`
+  ``LINE`` (``rot archive``, ``rotated``; ``ok 57``: the first ``ok`` of event 57 or later),
+  wait for a line on stdin before going on; then the same for the next ``LINE``. The crash
+  tests kill the child at the first, or answer and kill it a moment later, at the latest at
+  the second: where a kill lands then depends on where the child waits, not on how soon
+  the parent reads.
+
+The parent must read what the child printed through the file object it iterated
+(:func:`killed`), not with :meth:`subprocess.Popen.communicate`: that reads the pipe
+itself and loses the lines Python had already read ahead into ``child.stdout``'s buffer.
+On a loaded machine the child is several lines ahead, and those lost ``ok`` lines made
+the crash tests count 2-12 journaled events as never reported (issue 26).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import signal
+import subprocess
 import sys
 import time
 from datetime import time as dt_time
@@ -239,6 +253,48 @@ def gaming_day_ms(round_number: int, every_rounds: int) -> int:
     return FIRST_GAMING_DAY_MS + (round_number - 1) // every_rounds * DAY_MS
 
 
+def holds_at(line: str, hold: str) -> bool:
+    """Whether the output ``line`` (without its newline) is where ``FEEDER_HOLD``'s ``hold``
+    makes the child wait."""
+    if hold.startswith("ok "):
+        return line.startswith("ok ") and int(line.split()[1]) >= int(hold.split()[1])
+    return line == hold or line.startswith(hold + " ")
+
+
+class _Out:
+    """The child's stdout; see ``FEEDER_HOLD`` in the module docstring."""
+
+    def __init__(self, stream, hold: str | None):
+        self.stream = stream
+        self.holds = hold.split(",") if hold else []
+
+    def put(self, text: str) -> None:
+        """A line, flushed with the next :meth:`line`."""
+        self.stream.write(text + "\n")
+
+    def line(self, text: str) -> None:
+        """A line, flushed; waits for the parent if it is the line to hold at."""
+        self.put(text)
+        self.stream.flush()
+        if self.holds and holds_at(text, self.holds[0]):
+            del self.holds[0]
+            sys.stdin.readline()  # the parent's go (or the kill)
+
+
+def killed(child: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
+    """SIGKILL ``child`` (started with text pipes) and return the rest of its stdout and
+    its stderr, read through ``child.stdout`` itself, read-ahead buffer included (see the
+    module docstring)."""
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout)
+    assert child.stdout is not None and child.stderr is not None
+    rest, errors = child.stdout.read(), child.stderr.read()
+    for pipe in (child.stdin, child.stdout, child.stderr):
+        if pipe is not None:
+            pipe.close()
+    return rest, errors
+
+
 class _Rotator:
     """Rotates the journal of a table when the feeder's gaming day is over."""
 
@@ -252,8 +308,7 @@ class _Rotator:
         self.day = GamingDay(dt_time(6, 0), "UTC")
 
     def hook(self, step: str) -> None:
-        self.out.write(f"rot {step}\n")
-        self.out.flush()
+        self.out.line(f"rot {step}")
         if self.pause:
             time.sleep(self.pause)
 
@@ -267,8 +322,7 @@ class _Rotator:
         if new_day is None:
             return
         done = rotate(table, new_day, keep_days=self.keep_days, utc_ms=utc_ms, hook=self.hook)
-        self.out.write(f"rotated {done.first_event} {done.last_event} {done.gaming_day}\n")
-        self.out.flush()
+        self.out.line(f"rotated {done.first_event} {done.last_event} {done.gaming_day}")
 
 
 def main(argv: list[str]) -> int:
@@ -278,7 +332,7 @@ def main(argv: list[str]) -> int:
     path, game, seed, rounds = argv[0], argv[1], int(argv[2]), int(argv[3])
     pace = float(argv[4]) / 1000 if len(argv) > 4 else 0.0
     events = session_events(game, seed, rounds)
-    out = sys.stdout
+    out = _Out(sys.stdout, os.environ.get("FEEDER_HOLD"))
     every = os.environ.get("FEEDER_CHECKPOINT_EVERY")  # checkpoints as the daemon writes them
     checkpoint_every = int(every) if every else None
     rotate_every = int(os.environ.get("FEEDER_ROTATE_EVERY_ROUNDS") or 0)
@@ -294,9 +348,8 @@ def main(argv: list[str]) -> int:
         last = table.recovery.last_step
         for effect in last.effects if last is not None else ():
             if isinstance(effect, Publish):  # the crash may have lost these: offer again
-                out.write(f"repub {effect.key}\n")
-        out.write(f"recovered {journaled}\n")
-        out.flush()
+                out.put(f"repub {effect.key}")
+        out.line(f"recovered {journaled}")
         if rotate_every:
             rotator(table)  # a gaming day a kill left unrotated
         start = consumed(events, game, journaled)
@@ -304,17 +357,15 @@ def main(argv: list[str]) -> int:
             step = table.handle(event)
             for effect in step.effects:
                 if isinstance(effect, Publish):
-                    out.write(f"pub {effect.key}\n")
+                    out.put(f"pub {effect.key}")
             if step.journal:
                 journaled += 1
-                out.write(f"ok {journaled} {number}\n")
-                out.flush()
+                out.line(f"ok {journaled} {number}")
                 if rotate_every:
                     rotator(table)
             if pace:
                 time.sleep(pace)
-    out.write("done\n")
-    out.flush()
+    out.line("done")
     return 0
 
 

@@ -44,12 +44,16 @@ READY_S = 60.0
 
 @dataclass
 class Report:
+    """A run's ``seed``, a line per cut (how it was chosen, what the disk lost), the figures
+    at the end, the problems found."""
+
     seed: int
     cuts: list[str] = field(default_factory=list)
+    end: str = ""
     problems: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        return "\n".join([f"seed {self.seed}", *self.cuts, *self.problems])
+        return "\n".join([f"seed {self.seed}", *self.cuts, self.end, *self.problems])
 
 
 def read_only(path: Path) -> sqlite3.Connection:
@@ -81,7 +85,7 @@ class TableCuts:
         self.report = Report(seed)
         self.rig = Rig(tmp, broker)  # the controller (ledger on tmp), keys, config
         self.rig.shoe.kill()  # its fixed card order cannot resume a cut round: a seeded one
-        self.rig.shoe.wait()
+        self.rig.shoe.communicate()
         self.rig.procs.remove(self.rig.shoe)
         text = self.rig.config.read_text(encoding="utf-8")
         assert '"2.main" = 6\n' in text
@@ -98,6 +102,7 @@ class TableCuts:
         self.director: threading.Thread | None = None
         self.director_error: list[str] = []
         self.stop = threading.Event()
+        self.cutting = threading.Event()  # the autopilot's errors from now on are the cut's
         self.events_seen = 0  # the most journal events a status of the table ever reported
         self.log = open(tmp / "director.log", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -165,6 +170,7 @@ class TableCuts:
                             decks=rules.shoe.decks, sign_log=self.tmp / "no-sign.log",
                             stop=self.stop, out=self.log)  # fmt: skip
         self.stop.clear()
+        self.cutting.clear()
         self.director_error = []
 
         def play() -> None:
@@ -173,14 +179,14 @@ class TableCuts:
             except Stopped:
                 pass
             except (DemoError, OSError) as exc:
-                self.director_error.append(f"{type(exc).__name__}: {exc}")
+                if not self.cutting.is_set():  # else the cut ended it (table, shoe, socket)
+                    self.director_error.append(f"{type(exc).__name__}: {exc}")
             finally:  # what it saw last counts as reported
                 journaled = director.status.get("status", {}).get("journal_events", 0)
                 self.events_seen = max(self.events_seen, journaled)
 
         self.director = threading.Thread(target=play, daemon=True)
         self.director.start()
-        self._director = director
 
     def _rotate_later(self, after_s: float) -> None:
         """Ask for a journal rotation (``rotate-journal``) in ``after_s`` seconds."""
@@ -209,6 +215,9 @@ class TableCuts:
         for proc in (self.table, self.shoe):
             if proc is not None:
                 proc.wait(60)
+                for pipe in (proc.stdin, proc.stdout):
+                    if pipe is not None:
+                        pipe.close()
         self.stop.set()
         if self.director is not None:
             self.director.join(60)
@@ -347,13 +356,14 @@ class TableCuts:
             deadline = time.monotonic() + READY_S
             while self._ledger_ack() < acked and time.monotonic() < deadline:
                 time.sleep(0.05)
+        self.cutting.set()
         self._kill()
-        torn = self.rng.random() < 0.5
+        torn = self.rng.random() < 0.5 and not self.sync_off_from  # a test of the tests: drop
         said = self.disk.cut(torn, self.rng.randrange(1 << 30))
         frozen = self.disk.frozen
         self.report.cuts.append(f"{how}: {frozen + '; ' if frozen else ''}{said}")
         self._reap()
-        if self.director_error and "control socket" not in self.director_error[0]:
+        if self.director_error:
             self.report.problems.append(f"the autopilot stopped: {self.director_error[0]}")
             return False
         self.disk.mount()
@@ -435,9 +445,14 @@ class LedgerCuts:
                 self._cut(cut, acked_before_cut)
                 if self.report.problems:
                     return self.report
-            if not run.quiesce(READY_S * 2):
+            if not run.quiesce(READY_S * 2 + 2 * run.rounds):  # the tables feed on, then drain
                 self.report.problems += run.problems
                 return self.report
+            run.close()
+            fig = run.check()  # the tables' journals against the ledger (on the disk)
+            self.report.end = f"at the end: {fig.line()}"
+            if fig.problems or fig.lost or fig.duplicated or not fig.sent:
+                self.report.problems += [fig.line(), *fig.problems]
         finally:
             run.close()
             self.disk.close()
@@ -466,7 +481,8 @@ class LedgerCuts:
                 time.sleep(0.05)
             time.sleep(self.rng.uniform(0.0, 1.0))
         run.service.send_signal(signal.SIGKILL)
-        said = self.disk.cut(self.rng.random() < 0.5, self.rng.randrange(1 << 30))
+        torn = self.rng.random() < 0.5 and not self.sync_off_from  # a test of the tests: drop
+        said = self.disk.cut(torn, self.rng.randrange(1 << 30))
         frozen = self.disk.frozen
         self.report.cuts.append(f"{how}: {frozen + '; ' if frozen else ''}{said}")
         run.service.wait(60)

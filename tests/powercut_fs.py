@@ -12,9 +12,10 @@ The model (what survives a cut), as POSIX promises and SQLite relies on, no more
 
 - file data: a write reaches the disk only when the file is fsynced or fdatasynced
   (``fsync`` on any descriptor of it); everything written since is lost, truncations too;
-- names: creating, unlinking, renaming or linking a file or folder reaches the disk only when
-  its folder is fsynced (``open(dir) + fsync``); a file whose name never did is gone after the
-  cut, whatever its data (an unlinked file whose unlink was not synced comes back);
+- names: creating, unlinking or renaming a file or folder reaches the disk only when its
+  folder is fsynced (``open(dir) + fsync``); a file whose name never did is gone after the
+  cut, whatever its data (an unlinked file whose unlink was not synced comes back); there are
+  no hard or symbolic links (nothing on these disks makes them);
 - attributes (mode, owner): with the file's fsync, or with an fsync of a folder that names
   it (as a journaling file system commits them);
 - ``torn`` cuts (the disk's writeback caught part of the cache): each unsynced 4 KiB page of
@@ -32,7 +33,12 @@ kernel's own, as on a local disk.
 
 Not modelled: a disk that lies about flushes, bytes torn inside a page, media errors.
 
-The server is tests/_powercut_server.py, a child process of :class:`PowerCutMount`
+A cut can also land at a chosen disk operation: ``arm(N)`` freezes the disk after the N-th
+operation that changes something (a write, an fsync, a rename...); no operation returns after
+it, the test kills the programs, then cuts.
+
+The server is tests/_powercut_server.py (its disk tests/_powercut_disk.py), a child process of
+:class:`PowerCutMount`
 (``mount()``, ``cut(torn, seed)``, ``close()``), which the tests use.
 ``python tests/powercut_fs.py sqlite-sync-off (-m MODULE | SCRIPT) ARGS...`` runs a program
 with every ``PRAGMA synchronous`` turned into ``OFF``: a test-only knob that shows the
@@ -74,12 +80,23 @@ class PowerCutError(RuntimeError):
 
 
 def _detach(mountpoint: Path) -> None:
-    """Lazy unmount (``umount -l``): the server may be dead (its connection aborted)."""
+    """Lazy unmount (``umount -l``): the server may be dead (its connection aborted). Not as
+    root (libfuse mounted through the setuid ``fusermount3``): ``fusermount3 -u -z``."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.umount2(os.fsencode(mountpoint), 2) != 0:  # MNT_DETACH
-        code = ctypes.get_errno()
-        if code not in (errno.EINVAL, errno.ENOENT):  # EINVAL: not mounted
-            raise PowerCutError(f"umount {mountpoint}: {os.strerror(code)}")
+    if libc.umount2(os.fsencode(mountpoint), 2) == 0:  # MNT_DETACH
+        return
+    code = ctypes.get_errno()
+    if code == errno.EPERM and _mounted(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], capture_output=True)
+    if _mounted(mountpoint):
+        raise PowerCutError(f"cannot unmount {mountpoint}: {os.strerror(code)}")
+
+
+def _mounted(mountpoint: Path) -> bool:
+    """Whether something is mounted there (a dead FUSE mount too, which ``ismount`` misses)."""
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        where = os.path.realpath(mountpoint)
+        return any(line.split()[1].replace("\\040", " ") == where for line in mounts)
 
 
 class PowerCutMount:

@@ -217,9 +217,6 @@ def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup,
         else:
             raise AssertionError("no award reached the table")
         assert first == award_event(award_message(), first.t)
-        time.sleep(0.5)
-        while not runtime.awards.empty():  # a second copy, if the first send was in time
-            assert runtime.awards.get().award_id == first.award_id
         bad = [
             b"{not json",
             signed(award_message(table=T8)),  # another table's, on T7's topic
@@ -238,7 +235,10 @@ def test_a_malformed_award_or_another_tables_is_an_alarm_and_nothing_else(setup,
             assert controller.publish(topic, payload).value in (0, 16)
         last = award_message(award_id=f"{T7}/10")
         assert controller.publish(topic, signed(last)).value in (0, 16)
-        assert runtime.next_award().award_id == f"{T7}/10"  # in order: the bad ones were seen
+        got = runtime.next_award()
+        while got.award_id == first.award_id:  # more copies, if an earlier send was in time
+            got = runtime.next_award()
+        assert got.award_id == f"{T7}/10"  # in order: the bad ones were seen
     finally:
         controller.close()
     assert runtime.awards.empty()

@@ -114,9 +114,9 @@ def test_no_credentials_cannot_take_an_id_even_on_a_listener_open_to_anonymous_c
         b = broker_factory(listener_options=options)
         ctl = listening_controller(b)
         with pytest.raises(ConnectionRefusedError, match="135"):
-            b.client(None, client_id=CONTROLLER, timeout=2.0)
+            b.client(None, client_id=CONTROLLER, timeout=15.0)
         with pytest.raises(ConnectionRefusedError, match="135"):
-            b.client(None, client_id=CONTROLLER, clean_start=False, timeout=2.0)
+            b.client(None, client_id=CONTROLLER, clean_start=False, timeout=15.0)
         assert b.client(T7).publish(contribution(T7), b"after").value == 0
         msg = ctl.get()
         assert msg is not None and msg.payload == b"after", options

@@ -573,8 +573,7 @@ def test_the_par_sheet_is_given_without_a_running_recorder(tmp_path):
     store = HistoryStore(tmp_path / "history.sqlite")
     try:
         recorder = HistoryRecorder(store, Library(), dict, rules=load_game("pa-standard"))
-        started = time.monotonic()
-        assert recorder.want_par(30) and recorder.par is not None
-        assert time.monotonic() - started < 25
+        # computed in the asker's call: known without waiting at all (however slow the CPU)
+        assert recorder.want_par(0) and recorder.par is not None
     finally:
         store.close()

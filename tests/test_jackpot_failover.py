@@ -29,7 +29,7 @@ from pg_server import SUPERUSER, PgServer, find_bindir, pg_dsn, pg_server  # noq
 from controller.link.messages import topic_for, validate
 from jackpot.ha import HaService
 from jackpot.leader import ElectionError, Elector
-from jackpot.ledger import Ledger, LedgerFenced, Status
+from jackpot.ledger import Ledger, LedgerError, LedgerFenced, Status
 from jackpot.metrics import JackpotMetrics
 from jackpot.pools import HaConfig, load_config
 
@@ -100,6 +100,10 @@ def test_a_fenced_batch_commits_nothing(pg_dsn):  # noqa: F811
             assert led.apply(contrib(1, 1)).status is Status.APPLIED
             before = ledger_state(pg_dsn)
             wait_for(b.try_lead, 3, "b to take over")  # a is "paused": it renews nothing
+            # the takeover ended a's session (tagged with epoch 1): its next batch fails...
+            with pytest.raises(LedgerError, match="newer term of the jackpot controller"):
+                led.apply_batch([contrib(2, 2), contrib(3, 3)])
+            # ...and on a new session the fence, its first statement, refuses it
             with pytest.raises(LedgerFenced, match="led at epoch 1, the database has epoch 2"):
                 led.apply_batch([contrib(2, 2), contrib(3, 3)])
             assert fence.lost.is_set()
@@ -151,29 +155,27 @@ def test_a_takeover_waits_for_the_old_leaders_transaction_in_flight(pg_dsn):  # 
 
 
 def test_a_leader_paused_inside_a_transaction_is_cut_off(pg_dsn):  # noqa: F811
-    """SIGSTOP inside a transaction holds the share lock: PostgreSQL ends the session after
-    half the lease (the fence set idle_in_transaction_session_timeout), the takeover goes
-    through and the paused transaction can never commit."""
+    """SIGSTOP inside a transaction holds the epoch row's share lock. The takeover ends every
+    session tagged with an older epoch (pg_terminate_backend) and goes through at once; the
+    paused transaction can never commit. (The term's idle timeout, half the lease, would end
+    it even before the lease runs out; here it is off, as behind a pooler that drops a
+    connection's options, so only the takeover can end it.)"""
     a, b = Elector(pg_dsn, "a", 1000), Elector(pg_dsn, "b", 1000)
-    db = psycopg.connect(pg_dsn)
+    fence = a.fence_for(a.try_lead())
+    unbounded = dataclasses.replace(
+        fence.session, settings=(("idle_in_transaction_session_timeout", "0"),)
+    )
+    db = psycopg.connect(pg_dsn, **session_kwargs(unbounded))
     try:
-        fence = a.fence_for(a.try_lead())
         db.execute("CREATE TABLE scratch (n int)")
         db.commit()
         cur = db.cursor()
         fence(cur)
         cur.execute("INSERT INTO scratch VALUES (1)")  # then it "pauses"
-
-        def take():
-            try:
-                return b.try_lead()
-            except ElectionError:  # the lock timeout while the paused one holds it
-                return None
-
         started = time.monotonic()
-        assert wait_for(take, 5, "b to take over from the paused leader") == 2
-        assert time.monotonic() - started < 2.5  # lease 1 s + idle timeout 0.5 s + retries
-        with pytest.raises(psycopg.Error, match="idle-in-transaction timeout"):
+        assert wait_for(take(b), 5, "b to take over from the paused leader") == 2
+        assert time.monotonic() - started < 2.5  # lease 1 s + a poll
+        with pytest.raises(psycopg.Error, match="administrator command"):
             db.commit()  # it wakes: its session was ended, nothing committed
         with psycopg.connect(pg_dsn) as check:
             assert check.execute("SELECT count(*) FROM scratch").fetchone() == (0,)
@@ -181,6 +183,79 @@ def test_a_leader_paused_inside_a_transaction_is_cut_off(pg_dsn):  # noqa: F811
         db.close()
         a.close()
         b.close()
+
+
+def test_a_paused_session_nobody_may_end_is_cut_off_by_its_idle_timeout(pg_dsn):  # noqa: F811
+    """A session of the old term the takeover cannot end (here: not tagged; in the field, of
+    another database role without pg_signal_backend) still has the term's bounds: PostgreSQL
+    ends it after half the lease idle in its transaction, and the takeover goes through."""
+    a, b = Elector(pg_dsn, "a", 1000), Elector(pg_dsn, "b", 1000)
+    fence = a.fence_for(a.try_lead())
+    untagged = dataclasses.replace(fence.session, application_name="someone else")
+    db = psycopg.connect(pg_dsn, **session_kwargs(untagged))
+    try:
+        cur = db.cursor()
+        fence(cur)  # the share lock on the epoch row, then it "pauses"
+        started = time.monotonic()
+        assert wait_for(take(b), 5, "b to take over from the paused leader") == 2
+        assert time.monotonic() - started < 3.0  # lease 1 s + idle timeout 0.5 s + retries
+        with pytest.raises(psycopg.Error, match="idle-in-transaction timeout"):
+            db.commit()
+    finally:
+        db.close()
+        a.close()
+        b.close()
+
+
+def test_a_takeover_ends_the_sessions_its_role_may_end(pg_server, pg_dsn, caplog):  # noqa: F811
+    """PostgreSQL lets a role end its own sessions without superuser, another role's only with
+    pg_signal_backend. A session of an older term under another role is named in the log (with
+    the grant that would let the takeover end it) and left to its bounds; the takeover goes on.
+    With the grant it is ended."""
+    other = "jackpot_other"
+    pg_server.sql(f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='{other}') "
+                  f"THEN CREATE ROLE {other} LOGIN; END IF; END$$")  # fmt: skip
+    a, b = Elector(pg_dsn, "a", 1000), Elector(pg_dsn, "b", 1000)
+    fence = a.fence_for(a.try_lead())
+    theirs = psycopg.connect(pg_dsn.replace("jackpot_test@", f"{other}@"), autocommit=True,
+                             **session_kwargs(fence.session))  # fmt: skip
+    ours = psycopg.connect(pg_dsn, autocommit=True, **session_kwargs(fence.session))
+    try:
+        assert wait_for(take(b), 5, "b to take over") == 2
+        assert "grant this controller's database role pg_signal_backend" in caplog.text
+        assert theirs.execute("SELECT 1").fetchone() == (1,)  # not ended
+        with pytest.raises(psycopg.OperationalError):
+            ours.execute("SELECT 1")  # ended: the same role
+        pg_server.sql("GRANT pg_signal_backend TO jackpot_test")
+        try:
+            b.resign()
+            assert wait_for(take(a), 5, "a to take over") == 3
+        finally:
+            pg_server.sql("REVOKE pg_signal_backend FROM jackpot_test")
+        with pytest.raises(psycopg.OperationalError):
+            theirs.execute("SELECT 1")  # ended: epoch 1 < 3
+    finally:
+        theirs.close()
+        ours.close()
+        a.close()
+        b.close()
+
+
+def session_kwargs(session) -> dict:
+    """psycopg.connect's keywords for a term's session (as jackpot/store/postgres.py opens)."""
+    return {"application_name": session.application_name, "options": session.options()}
+
+
+def take(elector: Elector):
+    """``elector.try_lead`` for wait_for: None while the lease is locked (an ElectionError)."""
+
+    def attempt():
+        try:
+            return elector.try_lead()
+        except ElectionError:
+            return None
+
+    return attempt
 
 
 def test_ha_refuses_an_sqlite_ledger_and_a_config_without_ha(tmp_path):

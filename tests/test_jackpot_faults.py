@@ -61,7 +61,7 @@ def test_the_proxy_forwards_cuts_refuses_and_resumes(broker):  # noqa: F811
         assert client.subscribe(f"bj/v1/jackpot/{T7}/#").value == 1
         assert proxy.open_connections == 1
         assert proxy.cut() == 1
-        wait_for(lambda: not client._client.is_connected(), 5, "the client to see the cut")
+        wait_for(lambda: not client._client.is_connected(), 15, "the client to see the cut")
         client.close()
         proxy.refuse()
         with pytest.raises((TimeoutError, ConnectionError, OSError)):

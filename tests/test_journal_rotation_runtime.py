@@ -163,7 +163,7 @@ def test_the_journal_rotates_at_the_gaming_days_start_between_rounds_only(rig):
             None,
         )
         settle_round_two(rig)  # settled: between rounds, the rotation comes within a second
-        after = rig.wait(lambda a: journal_of(a)["last_rotation"], "the rotation", timeout=5)
+        after = rig.wait(lambda a: journal_of(a)["last_rotation"], "the rotation", timeout=30)
         journal = journal_of(after)
         last = journal["last_rotation"]
         archive = "journal.sqlite.2026-11-23.000000001"
@@ -234,7 +234,7 @@ def test_rotation_on_demand_through_the_control_socket(rig):
         assert journal_of(rig.status())["archives"] == 1  # not while the round plays
         settle_round_two(rig)
         after = rig.wait(
-            lambda a: journal_of(a)["archives"] == 2, "the deferred rotation", timeout=5
+            lambda a: journal_of(a)["archives"] == 2, "the deferred rotation", timeout=30
         )
         last = journal_of(after)["last_rotation"]
         assert (last["reason"], last["by"]) == ("on demand", "m.jones")
@@ -284,7 +284,7 @@ def test_an_upgrade_rotates_once_at_the_first_moment_between_rounds(rig):
         time.sleep(1.5)
         assert journal_of(rig.status())["archives"] == 0  # round 2 is still in play
         settle_round_two(rig)
-        after = rig.wait(lambda a: journal_of(a)["archives"] == 1, "the rotation", timeout=5)
+        after = rig.wait(lambda a: journal_of(a)["archives"] == 1, "the rotation", timeout=30)
         last = journal_of(after)["last_rotation"]
         assert last["reason"] == f"upgrade from 0.0.9 to {__version__}"
         assert journal_of(after)["pending"] is None
@@ -325,7 +325,7 @@ def test_a_failed_rotation_leaves_the_table_playing_and_is_tried_again(rig, monk
         time.sleep(2)  # a retry is due, but round 2 is in play
         assert journal_of(rig.status())["last_rotation"] is None
         settle_round_two(rig)
-        done = rig.wait(lambda a: journal_of(a)["last_rotation"], "the retry", timeout=10)
+        done = rig.wait(lambda a: journal_of(a)["last_rotation"], "the retry", timeout=30)
         journal = journal_of(done)
         assert journal["rotation_error"] is None and journal["gaming_day"] == "2026-11-24"
         assert journal["last_rotation"]["archive"] == archive

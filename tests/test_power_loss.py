@@ -11,14 +11,15 @@ it reaches the disk). The tests here:
 - the file system itself: an unsynced write or name is gone after a cut, a synced one kept;
   SQLite's commits survive with ``synchronous = FULL`` and are lost with ``OFF``;
 - the real table daemon (shoe-sim, Mosquitto, the real jackpot controller on a normal disk):
-  power cut at random moments while an autopilot dealer plays, restart, and check that the
-  journal recovers, keeps every event the table reported and every message the controller
-  acknowledged, and that at the end the ledger holds exactly the messages the journal makes,
-  once each, in order (tests/_power_rigs.py);
+  power cut while an autopilot dealer plays and journal rotations are asked, at a random disk
+  operation (the disk freezes there: start-up, recovery, mid-commit, a rotation's rename) or
+  a random moment; restart, and check that the journal recovers, keeps every event the table
+  reported and every message the controller acknowledged, and that at the end the ledger
+  holds exactly the messages the journal makes, once each, in order (tests/_power_rigs.py);
 - the jackpot controller with its ledger on that disk, two table processes feeding it
-  (bench/jackpot_faults.py's machinery): power cut at random moments, and after each, every
-  message the tables were acknowledged is in the ledger and the meters are the sum of their
-  movements; at the end nothing lost or counted twice;
+  (bench/jackpot_faults.py's machinery): power cut at a random disk operation or moment, and
+  after each, every message the tables were acknowledged is in the ledger and the meters are
+  the sum of their movements; at the end nothing lost or counted twice;
 - the same checks catch a program that does not sync (SQLite's ``synchronous`` forced
   ``OFF`` in the child): they must fail.
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _journal_feeder import SETTINGS, consumed, session_events
+from _journal_feeder import SETTINGS, consumed, killed, session_events
 
 from controller.errors import JournalError
 from controller.games import load_game
@@ -72,13 +72,18 @@ class Reference:
 
 
 def start_feeder(
-    path: Path, game: str, seed: int, checkpoint_every: int | None = None
+    path: Path, game: str, seed: int, checkpoint_every: int | None = None, hold: int = 0
 ) -> subprocess.Popen[str]:
+    """The feeder; ``hold``: the journaled event after whose ``ok`` line it waits for a
+    line on stdin, and again two events later (``FEEDER_HOLD``; 0: it never waits)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if checkpoint_every:
         env["FEEDER_CHECKPOINT_EVERY"] = str(checkpoint_every)
+    if hold:
+        env["FEEDER_HOLD"] = f"ok {hold},ok {hold + 2}"
     return subprocess.Popen(
         [sys.executable, str(FEEDER), str(path), game, str(seed), str(ROUNDS), str(PACE_MS)],
+        stdin=subprocess.PIPE if hold else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -100,22 +105,29 @@ def run_and_kill(
 ) -> list[str]:
     """Start the feeder, SIGKILL it at a random moment, return its complete output lines.
     ``after``: the events already journaled; with it the kill lands within the next
-    ``total`` events (a span), else anywhere in the first 60% of the session."""
-    child = start_feeder(path, game, seed, checkpoint_every)
-    lines: list[str] = []
-    assert child.stdout is not None
-    if rng.random() < 0.25:  # by the clock: start-up, opening, recovery or the first events
-        time.sleep(rng.uniform(0.0, clock_max))
-    else:  # after a random journaled event (the child runs on while we read)
+    ``total`` events (a span), else anywhere in the first 60% of the session. The child
+    waits after the target event's ``ok`` until we let it go, then we kill it in the next
+    event or two (it waits again after the second): how late we read its lines (a loaded
+    machine) does not move the kill."""
+    target = 0
+    if rng.random() >= 0.25:  # else by the clock: start-up, opening, recovery, first events
         span = total if after else max(1, int(total * 0.6))
         target = rng.randint(after + 1, after + span)
+    child = start_feeder(path, game, seed, checkpoint_every, hold=target)
+    lines: list[str] = []
+    assert child.stdout is not None
+    if not target:
+        time.sleep(rng.uniform(0.0, clock_max))
+    else:
         for line in child.stdout:
             lines.append(line)
-            if line.startswith("ok ") and int(line.split()[1]) >= target:
+            if line.startswith("ok ") and int(line.split()[1]) >= target:  # it waits
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
                 time.sleep(rng.uniform(0, 0.003))  # anywhere in the next event or two
                 break
-    child.send_signal(signal.SIGKILL)
-    rest, errors = child.communicate(timeout=30)
+    rest, errors = killed(child, timeout=30)
     assert child.returncode == -signal.SIGKILL, f"the child was not killed: {errors}"
     lines.extend(rest.splitlines(keepends=True))
     return [line.rstrip("\n") for line in lines if line.endswith("\n")]

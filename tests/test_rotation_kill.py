@@ -1,8 +1,9 @@
 """Gaming-day rotation under kill -9 (issue 17): a real table process (``tests/_journal_feeder.py``)
 rotates its journal at every gaming day (one a round here), writes a checkpoint in most events'
 transactions, pauses at each step of a rotation, and is killed with SIGKILL again and again:
-inside a rotation's steps, inside event and checkpoint commits, and at start-up. After each kill,
-and at the end, what a casino relies on:
+inside a rotation's steps, inside event and checkpoint commits, and at start-up. The child waits
+for the test at the line it is to be killed after (``FEEDER_HOLD``), so where kills land does not
+depend on the machine's load. After each kill, and at the end, what a casino relies on:
 
 - the recovered table is the table of the events on disk (the no-crash reference's prefix);
 - the live file and its archives hold every event exactly once, in order: the chain of origins
@@ -36,7 +37,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from _journal_feeder import SETTINGS, consumed, session_events
+from _journal_feeder import SETTINGS, consumed, holds_at, killed, session_events
 
 from controller.games import load_game
 from controller.journal import Journal, JournaledTable, journal_event
@@ -112,9 +113,15 @@ class JackpotController:
             outbox.acknowledge(up_to)
 
 
-def start(path: Path, seed: int, rounds: int, env: dict[str, str]) -> subprocess.Popen[str]:
+def start(
+    path: Path, seed: int, rounds: int, env: dict[str, str], holds: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
+    """The feeder; ``holds``: the lines it waits at for our go (``FEEDER_HOLD``)."""
+    if holds:
+        env = dict(env, FEEDER_HOLD=",".join(holds))
     return subprocess.Popen(
         [sys.executable, str(FEEDER), str(path), GAME, str(seed), str(rounds), str(PACE_MS)],
+        stdin=subprocess.PIPE if holds else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -219,31 +226,73 @@ class Tally:
         return sum(n for w, n in self.where.items() if w.startswith("rotation "))
 
 
-def run_once(path, seed, env, rng, ref, journaled) -> tuple[list[str], bool]:
-    """Start the feeder and kill it at a random point; return its complete lines and
-    whether it was killed (False: it finished the session)."""
-    child = start(path, seed, ref.rounds, env)
-    assert child.stdout is not None
+@dataclass(frozen=True)
+class Kill:
+    """Where to kill the child: ``mode`` "rotation" (at the rotation step ``step``), "event"
+    (after a journaled event) or "clock" (a moment after it starts); ``go``: let it go on
+    from there and kill it a moment later, else kill it while it waits there."""
+
+    mode: str
+    step: str = ""
+    go: bool = True
+
+
+def kill_plan(rng: random.Random, kills: int, weights=(1, 1, 1, 1, 1)) -> list[Kill]:
+    """``kills`` kills in a random order: 60% at a rotation's steps (shared by ``weights``,
+    one of :data:`STEPS` each), 32% after a journaled event, the rest by the clock. Every
+    other kill at each step and after events is where the child waits, so how many land
+    where does not depend on the machine's speed."""
+    rotation, event = round(kills * 0.6), round(kills * 0.32)
+    shares = [rotation * w / sum(weights) for w in weights]
+    counts = [int(x) for x in shares]
+    for i in sorted(range(len(STEPS)), key=lambda i: int(shares[i]) - shares[i]):
+        counts[i] += sum(counts) < rotation
+    plan = [
+        Kill("rotation", step, k % 2 == 1)
+        for step, count in zip(STEPS, counts, strict=True)
+        for k in range(count)
+    ]
+    plan += [Kill("event", go=k % 2 == 1) for k in range(event)]
+    plan += [Kill("clock")] * (kills - len(plan))
+    rng.shuffle(plan)
+    return plan
+
+
+def run_once(path, seed, env, rng, ref, journaled, kill: Kill) -> tuple[list[str], bool]:
+    """Start the feeder and kill it where ``kill`` says; return its complete lines and
+    whether it was killed (False: it finished the session).
+
+    The child waits at the line we kill it after (``FEEDER_HOLD``): at a rotation's step
+    (before the step's work), or after the ``ok`` of a random event among the next 8. We
+    kill it there, or let it go and kill it within the step's pause or work, or in the next
+    event or two; it waits again at the next step (the end of the rotation) or two events
+    on, so a late kill lands there. Where a kill lands thus does not depend on how soon this
+    process reads the child's lines, which on a loaded machine is many events late."""
     lines: list[str] = []
-    mode = rng.choices(("rotation", "event", "clock"), (60, 32, 8))[0]
-    step = rng.choices(STEPS, (3, 3, 3, 3, 2))[0]
-    if mode == "clock":
-        time.sleep(rng.uniform(0.0, 0.35))  # start-up, recovery, a rotation at start-up
-    elif mode == "rotation":
-        for line in child.stdout:
-            lines.append(line)
-            if line == f"rot {step}\n":
-                time.sleep(rng.uniform(0, PAUSE_MS * 1.3 / 1000))  # in the pause or the step
-                break
-    else:
+    holds: tuple[str, ...] = ()
+    if kill.mode == "rotation":
+        after = STEPS.index(kill.step) + 1
+        holds = (f"rot {kill.step}", f"rot {STEPS[after]}" if after < len(STEPS) else "rotated")
+    elif kill.mode == "event":
         target = journaled + rng.randint(1, 8)
+        holds = (f"ok {target}", f"ok {target + 2}")
+    child = start(path, seed, ref.rounds, env, holds)
+    assert child.stdout is not None
+    if not holds:
+        time.sleep(rng.uniform(0.0, 0.35))  # start-up, recovery, a rotation at start-up
+    else:
+        late = rng.uniform(0, PAUSE_MS * 1.3 / 1000 if kill.mode == "rotation" else 0.003)
+        hold = holds[0]
         for line in child.stdout:
             lines.append(line)
-            if line.startswith("ok ") and int(line.split()[1]) >= target:
-                time.sleep(rng.uniform(0, 0.003))
+            if holds_at(line.rstrip("\n"), hold):  # it waits there
+                if kill.go:
+                    assert child.stdin is not None
+                    child.stdin.write("go\n")
+                    child.stdin.flush()
+                    time.sleep(late)
                 break
-    child.send_signal(signal.SIGKILL)
-    rest, errors = child.communicate(timeout=60)
+    rest, errors = killed(child)
     lines.extend(rest.splitlines(keepends=True))
     complete = [line.rstrip("\n") for line in lines if line.endswith("\n")]
     if child.returncode == 0:
@@ -297,8 +346,8 @@ def test_killed_inside_rotations_and_checkpoints_the_files_and_the_link_stay_exa
     journaled = 0
     strays = 0
     began = time.monotonic()
-    for _ in range(KILLS):
-        lines, killed = run_once(path, seed, env, rng, ref, journaled)
+    for kill in kill_plan(rng, KILLS):
+        lines, killed = run_once(path, seed, env, rng, ref, journaled, kill)
         if not killed:
             break
         tally.landed(lines)
@@ -344,9 +393,10 @@ def test_killed_inside_rotations_and_checkpoints_the_files_and_the_link_stay_exa
 
 @pytest.mark.parametrize("seed", [91])
 def test_killed_while_retention_removes_archives_none_with_unacknowledged_messages(tmp_path, seed):
-    """Two gaming days kept; the jackpot controller sometimes lags behind by days. A kill
-    at any step never removes an archive holding a message not yet acknowledged, nor one
-    within the kept days, and the live file's origin always names a file that is there."""
+    """Two gaming days kept; the jackpot controller lags behind by four gaming days, then
+    catches up. A kill at any step never removes an archive holding a message not yet
+    acknowledged, nor one within the kept days, and the live file's origin always names a
+    file that is there."""
     keep = 2
     ref = Session(GAME, seed, 14)
     rng = random.Random(seed)
@@ -359,18 +409,19 @@ def test_killed_while_retention_removes_archives_none_with_unacknowledged_messag
     jackpot = JackpotController()
     seen: dict[str, tuple[date, int]] = {}  # archive name -> gaming day, messages written
     journaled = removed = kept_unacked = kills = 0
+    acked_day = date(2026, 1, 1)  # the live file's day when the jackpot controller caught up
     tally = Tally()
-    for _ in range(16):
+    for kill in kill_plan(rng, 24, weights=(1, 1, 1, 1, 2)):
         with Outbox(path) if path.exists() else _nothing() as outbox:
             acked = outbox.last_acknowledged() if outbox else 0
-        lines, killed = run_once(path, seed, env, rng, ref, journaled)
+        lines, killed = run_once(path, seed, env, rng, ref, journaled, kill)
         if not killed:
             break
         kills += 1
         tally.landed(lines)
         journaled = check_retained(path, ref, lines, journaled)
-        with Journal(path) as live:
-            live_day = date.fromisoformat(file_day(live))
+        with Journal(path) as live:  # no day yet: killed before the feeder gave it one
+            live_day = date.fromisoformat(file_day(live) or "2026-01-01")
             origin = live.origin()
         now = {a.path.name: a for a in archives(path)}
         assert origin is None or origin.previous in now
@@ -388,8 +439,9 @@ def test_killed_while_retention_removes_archives_none_with_unacknowledged_messag
             kept_unacked += retained and old and written > acked
         seen = {name: seen[name] for name in now}
         jackpot.receive(path)
-        if rng.random() < 0.3:  # the jackpot controller catches up, else it lags
+        if live_day - acked_day > timedelta(days=keep + 1):  # it catches up, else it lags
             jackpot.acknowledge(path, len(jackpot.applied))
+            acked_day = live_day
     print(f"{kills} kills: {dict(tally.where)}; {removed} archives removed, {kept_unacked} "
           "times an old archive was kept for an unacknowledged message")  # fmt: skip
     assert kills >= 8 and removed >= 1 and kept_unacked >= 1, (kills, removed, kept_unacked)

@@ -263,5 +263,5 @@ def test_start_light_test_runs_on_the_loop_thread(rig):
         assert again == (False, "light test refused: tech-ana is running one now")
     finally:
         stop.set()
-        loop.join(timeout=5)
+        loop.join(timeout=15)
     assert not loop.is_alive()

@@ -136,7 +136,7 @@ def test_kill_9_mid_round_resumes_exactly_and_loses_nothing(rig):
     watcher = BrokerClient(rig.broker, OBSERVER, OBSERVER)  # the rig's controller runs
     try:
         watcher.subscribe(f"bj/v1/table/{TABLE}/status")
-        got = watcher.get(timeout=5)
+        got = watcher.get(timeout=15)
         status = json.loads(got.payload)
         assert status["state"] == "offline" and status["clean"] is True
         assert table_verifier(TABLE).verify(got.topic, status) == table_kid(TABLE)  # signed

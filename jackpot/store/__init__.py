@@ -11,11 +11,17 @@ schema and its migrations in one module: :mod:`jackpot.store.sqlite`,
 
 A driver's error becomes the caller's error class (``LedgerError``, ``AlarmLogError``: both
 ``OSError`` s), naming the location (never a password).
+
+A :class:`Session` names a PostgreSQL connection and sets its timeouts from its first byte
+(the hot standby's: every session of a term is tagged with its epoch, so the next term can
+end it, and none can hold a lock for long: docs/jackpot/failover.md, "Fencing"). SQLite has
+no sessions (one file, one host, no standby): it takes none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,26 @@ class LedgerFenced(LedgerError):
 #: the backend's own DB-API cursor (placeholders ``?`` for SQLite, ``%s`` for PostgreSQL);
 #: raises :class:`LedgerFenced` to abort it.
 Fence = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a PostgreSQL connection says about itself at connect time: ``application_name``
+    (at most 63 bytes; PostgreSQL cuts the rest) and ``settings``, run-time parameters as
+    (name, value) pairs (``lock_timeout``, ``statement_timeout``...), set by libpq's
+    ``options`` before the first statement, so they hold for every transaction, a reconnect's
+    included.
+
+    >>> Session("jackpot-epoch 7 a", (("lock_timeout", "750ms"),)).options()
+    '-c lock_timeout=750ms'
+    """
+
+    application_name: str
+    settings: tuple[tuple[str, str], ...] = ()
+
+    def options(self) -> str:
+        """The settings as libpq's ``options`` (``-c name=value ...``)."""
+        return " ".join(f"-c {name}={value}" for name, value in self.settings)
 
 
 def is_dsn(location: Location) -> bool:
@@ -74,6 +100,7 @@ class Store:
 
     dialect = ""
     award_order = ""  # the awards' insertion order column
+    driver_errors: tuple[type[Exception], ...] = ()  # what the driver raises (see fence)
 
     def __init__(self, location: Location, error: type[Exception]) -> None:
         self.location = safe_location(location)
@@ -97,6 +124,17 @@ class Store:
 
     def begin_write(self) -> None:
         raise NotImplementedError
+
+    def fence(self, fence: Fence) -> None:
+        """Inside a write transaction: ``fence(cursor)``. Its :class:`LedgerFenced` goes
+        through; a driver error (:attr:`driver_errors`: a lost connection, a lock or
+        statement timeout) becomes :attr:`error` like every other statement's, so the caller
+        sees a ledger error, never the driver's (the service took a raw one for a message no
+        check foresaw, and consumed the message)."""
+        try:
+            fence(self.cursor)
+        except self.driver_errors as exc:
+            raise self.failed("the ledger's fence", exc) from exc
 
     def lock_money(self) -> None:
         """Inside a write transaction: hold every meter row until it ends."""
@@ -122,13 +160,16 @@ class Store:
         return f"{type(self).__name__}({self.location!r})"
 
 
-def open_store(location: Location, *, error: type[Exception] = LedgerError) -> Store:
+def open_store(
+    location: Location, *, error: type[Exception] = LedgerError, session: Session | None = None
+) -> Store:
     """The store at ``location``: SQLite for a path, PostgreSQL for a ``postgresql://`` URL.
-    ``error``: the class driver errors become (raised here if it cannot connect)."""
+    ``error``: the class driver errors become (raised here if it cannot connect).
+    ``session``: the PostgreSQL connection's name and settings (SQLite has none: ignored)."""
     if is_dsn(location):
         from jackpot.store.postgres import PostgresStore
 
-        return PostgresStore(str(location), error)
+        return PostgresStore(str(location), error, session)
     from jackpot.store.sqlite import SQLiteStore
 
     return SQLiteStore(Path(location), error)

@@ -14,6 +14,12 @@ columns where SQLite orders by ``rowid``; meters and movements are exact fractio
 (``"num/den"``), checked by a ``CHECK``. :data:`MIGRATIONS` takes a database from one version
 to the next, inside the opening transaction, under an advisory lock (two controllers opening
 at once do not both create or migrate).
+
+A :class:`~jackpot.store.Session` (a hot standby's term: jackpot/leader.py) names the
+connection (``application_name``) and sets its timeouts through libpq's ``options``, so they
+hold from the connection's first statement, before any lock, and again after a reconnect;
+``options`` already in the URL are kept (ours come after them). Without one the connection is
+``jackpot-controller`` with the server's defaults.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from jackpot.store import Store
+from jackpot.store import Session, Store
 
 _CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
@@ -82,6 +88,14 @@ MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {}
 
 _IDLE = pq.TransactionStatus.IDLE
 
+#: SQLSTATEs of a session the server ended, and what they mean here.
+_ENDED = {
+    "57P01": "the session was ended: a newer term of the jackpot controller took over, or an "
+    "administrator",
+    "25P03": "the session stood idle inside a transaction past its timeout (the process was "
+    "paused or starved)",
+}
+
 
 def _translate(sql: str) -> str:
     """``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
@@ -94,10 +108,12 @@ class PostgresStore(Store):
 
     dialect = "postgresql"
     award_order = "n"
+    driver_errors = (psycopg.Error,)
 
-    def __init__(self, dsn: str, error: type[Exception]) -> None:
+    def __init__(self, dsn: str, error: type[Exception], session: Session | None = None) -> None:
         super().__init__(dsn, error)
         self._dsn = dsn
+        self.session = session
         self._sql: dict[str, str] = {}
         self._conn: psycopg.Connection | None = None
         self._connect()
@@ -111,6 +127,11 @@ class PostgresStore(Store):
         extra.update({"connect_timeout": 10, "keepalives_idle": 10, "keepalives_interval": 5,
                       "keepalives_count": 3})  # fmt: skip
         extra = {k: v for k, v in extra.items() if k not in given}
+        if self.session is not None:  # a term's: its name and timeouts win over the URL's
+            extra["application_name"] = self.session.application_name
+            options = f"{given.get('options', '')} {self.session.options()}".strip()
+            if options:
+                extra["options"] = options
         try:
             self._conn = psycopg.connect(self._dsn, autocommit=True, **extra)
         except psycopg.Error as exc:
@@ -175,6 +196,14 @@ class PostgresStore(Store):
 
     def is_(self, column: str) -> str:
         return f"{column} IS NOT DISTINCT FROM ?"
+
+    def failed(self, what: str, exc: BaseException) -> Exception:
+        ended = _ENDED.get(getattr(exc, "sqlstate", None) or "")
+        if ended is None:
+            return super().failed(what, exc)
+        text = " ".join(str(exc).split())
+        return self.error(f"{self.location}: {what}: {text} ({ended}; nothing of its "
+                          "transaction was committed)")  # fmt: skip
 
     # -- the schema ----------------------------------------------------------------------
 
