@@ -43,7 +43,7 @@ from controller.config.readers import (
     read_shoe,
 )
 from controller.config.table import TABLE_KEYS, read_table
-from controller.config.web import WEB_KEYS, WebConfig, read_web
+from controller.config.web import WEB_KEYS, WebConfig, read_web, users_file_problems
 from controller.journal.rotation import GamingDay
 from controller.rules.pays import format_cents
 from controller.rules.profile import HouseRules
@@ -174,7 +174,7 @@ def parse_table_config(
         gpio = read_gpio(section("gpio"), circles, spots or 7, note, game)
     camera = read_camera(section("camera"), table["card_source"])
     mqtt = read_mqtt(section("mqtt"), table["table_id"], base) if "mqtt" in data else None
-    web = read_web(section("web"))
+    web = read_web(section("web"), base)
     control = read_control(section("control"), base)
     journal = read_journal(section("journal"))
     if errors:
@@ -270,6 +270,7 @@ def check_paths(config: TableConfig) -> list[ConfigError]:
                     "there (config/mosquitto/README.md)",
                 )
             )
+    errors += users_file_problems(config.source, config.web)
     problem = _writable_dir(config.data_dir)
     if problem:
         errors.append(ConfigError(config.source, "table", "data_dir", problem))

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from pathlib import Path
 
-from controller.config.base import LOOPBACK_NAMES, Section
+from controller.config.base import LOOPBACK_NAMES, ConfigError, Section
 
-WEB_KEYS = ("bind", "port", "password_hash", "dealer_addresses")
+WEB_KEYS = ("bind", "port", "password_hash", "dealer_addresses", "users_file")
+DEFAULT_USERS = "users"
+"""The users file, beside the config (``/etc/table-controller/users``): issue 28 item 1."""
 
 WEB_PORT_MIN = 1024
 """The lowest ``[web] port``: the service runs without CAP_NET_BIND_SERVICE (docs/web.md)."""
@@ -24,9 +27,12 @@ class WebConfig:
     #: Where the dealer's screen connects from (its connections are never closed for a
     #: stranger's; docs/web.md, "Limits"): the Pi's own loopback unless the config says.
     dealer_addresses: tuple[str, ...] = ("127.0.0.1", "::1")
+    #: The accounts (``controller.accounts``); while it does not exist, ``password_hash``
+    #: is the one technicians' account. None: beside the config (the loader sets it).
+    users_file: Path | None = None
 
 
-def read_web(sec: Section) -> WebConfig | None:
+def read_web(sec: Section, base: Path) -> WebConfig | None:
     bind = sec.text("bind", "127.0.0.1", example='"127.0.0.1"')
     if bind is not None and bind not in LOOPBACK_NAMES:
         try:
@@ -63,11 +69,31 @@ def read_web(sec: Section) -> WebConfig | None:
             sec.error("password_hash", str(exc).removeprefix("password_hash "))
             password_hash = None
     dealer = _read_dealer_addresses(sec)
+    users = sec.path("users_file", DEFAULT_USERS, base, '"/etc/table-controller/users"')
     sec.check_unknown()
-    values = (bind, port, password_hash, dealer)
+    values = (bind, port, password_hash, dealer, users)
     if None in values:
         return None
-    return WebConfig(bind, port, password_hash, enabled=sec.present, dealer_addresses=dealer)
+    return WebConfig(
+        bind, port, password_hash, enabled=sec.present, dealer_addresses=dealer, users_file=users
+    )
+
+
+def users_file_problems(source: str, web: WebConfig) -> list[ConfigError]:
+    """The users file, when there is one: readable, well formed, no more open than 0640
+    (``check_paths``). None there yet is no error: ``[web] password_hash`` is the login."""
+    from controller.accounts import AccountError, mode_problem, read_users
+
+    path = web.users_file
+    if path is None or not web.enabled or not path.exists():
+        return []
+    try:
+        problem = mode_problem(path)
+        if problem is None:
+            read_users(path)
+    except (OSError, AccountError) as exc:
+        problem = str(exc)
+    return [] if problem is None else [ConfigError(source, "web", "users_file", problem)]
 
 
 def _read_dealer_addresses(sec: Section) -> tuple[str, ...] | None:

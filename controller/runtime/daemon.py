@@ -159,6 +159,7 @@ class TableDaemon:
         self._runtime: TableRuntime | None = None
         self._pending: list[ev.Event] = []
         self.web = None
+        self.audit = self._open_audit()
         self.history: Any = None
         self.history_problem = "not started"
         self.started_epoch = time.time()
@@ -172,6 +173,22 @@ class TableDaemon:
             raise
 
     # -- opening ------------------------------------------------------------------------
+
+    def _open_audit(self) -> Any:
+        """The audit list (``DATA_DIR/audit.sqlite``, controller/audit.py) and this start in
+        it, with a ``config_changed`` row when the config's digest is not the last start's
+        (issue 28 item 1). A list that cannot be opened is logged; the table plays on."""
+        from controller.audit import AUDIT_NAME, AuditLog, record_start
+
+        try:
+            audit = AuditLog(self.config.data_dir / AUDIT_NAME)
+            if record_start(audit, self.config.source, self.config.checksum):
+                log.warning("the config %s changed since the last start (in the audit list)",
+                            self.config.source)  # fmt: skip
+            return audit
+        except Exception:
+            log.exception("the audit list cannot be written: logins and actions are not kept")
+            return None
 
     def _sink(self, event: ev.Event) -> None:
         runtime = self._runtime
@@ -344,11 +361,15 @@ class TableDaemon:
         self.parts.append(("control socket", self.control.close))
         self._open_history()
         if cfg.web.enabled:
+            from controller.accounts import AccountStore
+            from controller.web.access import Access
             from controller.web.server import WebServer
 
+            access = Access(AccountStore(cfg.web.users_file, cfg.web.password_hash), self.audit)
             self.web = WebServer(
-                self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash
-            ).start()
+                self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash,
+                access=access,
+            ).start()  # fmt: skip
             self.parts.append(("web", self.web.close))
 
     def _open_history(self) -> None:

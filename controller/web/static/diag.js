@@ -863,6 +863,29 @@
     $("log").replaceChildren(...items);
   }
 
+  // -- the audit list (issue 28): who did what, in UTC --------------------------------------
+
+  async function loadAudit() {
+    const { status, data } = await api("GET", "/api/audit");
+    if (status !== 200) {
+      say($("audit-msg"), data.error || `audit list failed (HTTP ${status})`, "err");
+      return;
+    }
+    say($("audit-msg"), data.kept ? "" : "No audit list is kept on this table.", data.kept ? null : "err");
+    const rows = data.entries || [];
+    if (!changed("audit", rows)) return;
+    const utc = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+    const items = rows.map((r) =>
+      el(
+        "tr",
+        { class: `outcome-${r.outcome}`, "data-action": r.action, "data-outcome": r.outcome },
+        ...[utc(r.utc_ms), r.account, r.role, r.action.replace(/_/g, " "), r.object, r.outcome, r.detail, r.source].map((text) => el("td", { text: text || "" })),
+      ),
+    );
+    if (!items.length) items.push(el("tr", {}, el("td", { colspan: "8", text: "Nothing recorded yet." })));
+    $("audit-rows").replaceChildren(...items);
+  }
+
   // -- history: the charts (uPlot, vendored) -----------------------------------------------
 
   let lastHistory = null;
@@ -1125,6 +1148,15 @@
     }
     csrf = data.csrf;
     $("user").textContent = data.user;
+    $("role").textContent = data.role ? `(${data.role})` : "";
+    // what this account may not do is shown disabled, with why (the server refuses it too)
+    const may = new Set(data.permissions || []);
+    for (const [id, permission] of [["clear-faults", "clear_faults"], ["ack-all", "acknowledge_alarm"], ["light-test", "light_test"], ["rotate-journal", "rotate_journal"]]) {
+      if (!may.has(permission) && $(id)) {
+        $(id).dataset.denied = "1";
+        $(id).title = `${/^[aeiou]/.test(data.role) ? "an" : "a"} ${data.role} account may not do this`;
+      }
+    }
 
     $("logout").addEventListener("click", async () => {
       const { data: out } = await api("POST", "/logout", {});
@@ -1148,6 +1180,7 @@
     $("recall-search").addEventListener("submit", searchRecall);
     $("rotate-journal").addEventListener("click", () => action($("rotate-journal"), $("rotate-msg"), "/api/journal/rotate", {}, "New journal file started"));
     $("log-refresh").addEventListener("click", loadLog);
+    $("audit-refresh").addEventListener("click", loadAudit);
 
     const first = await api("GET", "/api/status");
     if (first.status === 200) render(first.data);
@@ -1155,6 +1188,8 @@
     connect();
     setInterval(watchdog, 1000);
     setInterval(loadLog, LOG_EVERY_MS);
+    loadAudit();
+    setInterval(loadAudit, LOG_EVERY_MS);
     loadHistory();
     setInterval(loadHistory, HISTORY_EVERY_MS);
   }
