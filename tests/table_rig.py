@@ -90,6 +90,7 @@ lockout = 7
 next = 8
 end_round = 12
 supervisor_key = 24
+jackpot_paid = 25
 
 [gpio.lights]
 lockout = 22
@@ -115,7 +116,9 @@ socket = "{tmp / "control.sock"}"
 class Rig:
     """The processes of one test and the ways to drive them."""
 
-    def __init__(self, tmp: Path, broker, web: str = "") -> None:
+    def __init__(
+        self, tmp: Path, broker, web: str = "", cards: list[str] | None = None
+    ) -> None:
         self.tmp = tmp
         self.broker = broker
         table_pw = tmp / "table.pw"
@@ -156,7 +159,7 @@ class Rig:
                 CONTROLLER_KID,
             ],
         )
-        cards = ",".join(ROUND_CARDS * 4)
+        cards = ",".join(cards or ROUND_CARDS * 4)  # ``cards``: the shoe's order, scripted
         self.shoe = subprocess.Popen(
             [
                 sys.executable,

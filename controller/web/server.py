@@ -700,8 +700,38 @@ class _Exchange:
             )
 
     def _award(self, path: str, body: dict[str, Any], session: Session) -> None:
-        """Confirm or void a jackpot award (issue 28 item 2): not on this table yet."""
-        self._error(HTTPStatus.NOT_FOUND, f"no action {path}")
+        """``/api/awards/confirm {award, amount}``: a supervisor confirms the hand pay of a
+        named award, typing its amount again (issue 28 item 2); the table checks both and
+        carries ``confirmed_by`` to the jackpot controller. An award is never voided here:
+        the controller never refuses an award it offered (docs/table.md)."""
+        from controller.rules.pays import parse_money
+
+        if path != "/api/awards/confirm":
+            self._error(
+                HTTPStatus.NOT_FOUND,
+                "an offered award is not voided at the table: the jackpot controller never "
+                "refuses an award it offered; call the jackpot controller's operator",
+            )
+            return
+        award, typed = body.get("award"), body.get("amount")
+        if not isinstance(award, str) or not 0 < len(award) <= 120:
+            self._error(HTTPStatus.BAD_REQUEST, "award must be the award's id, e.g. hcm-bj-07/3")
+            return
+        try:
+            amount = parse_money(typed) if isinstance(typed, str | int) else None
+        except ValueError:
+            amount = None
+        if amount is None or amount.denominator != 1 or amount < 1 or isinstance(typed, bool):
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "amount must be the award's amount typed again, e.g. \"$12,345.67\"",
+            )
+            return
+        by = session.by
+        self._table_action(
+            "confirm award",
+            lambda ev: ev.ConfirmAward(award, by=by, amount=int(amount)),
+        )
 
     def _table_action(self, what: str, make: Callable[[Any], Any]) -> None:
         from controller.table import events

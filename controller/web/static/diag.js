@@ -121,6 +121,7 @@
       renderFaults(status, snap);
     }
     if (changed("alarms", [snap.alarms || [], snap.alarms_dropped])) renderAlarms(snap);
+    if (changed("awards", snap.awards || [])) renderAwards(snap.awards || []);
     if (changed("table", snap)) renderTable(snap);
     if (changed("feed", bundle.feed)) {
       renderFeed(bundle.feed || []);
@@ -332,6 +333,33 @@
     $("clear-faults").title = latched ? "Clear the latched faults (after fixing their cause)" : "No fault is latched";
     if (!items.length) items.push(el("li", { class: "none", text: "No fault latched." }));
     $("faults").replaceChildren(...items);
+  }
+
+  // -- jackpot awards waiting for their hand pay (issue 28): a supervisor confirms one ----------
+
+  let mayConfirm = false;
+
+  function renderAwards(awards) {
+    $("award-count").textContent = String(awards.length);
+    const items = awards.map((a) => {
+      const typed = el("input", { type: "text", inputmode: "decimal", placeholder: "type the amount again", "aria-label": `amount of award ${a.award_id}`, "data-testid": "award-amount" });
+      const button = el("button", { type: "button", "data-testid": "award-confirm", disabled: !mayConfirm, title: mayConfirm ? null : "only a supervisor account confirms a hand pay" }, "Confirm hand pay");
+      button.addEventListener("click", () => {
+        if (!typed.value.trim()) {
+          say($("awards-msg"), `Type the amount of award ${a.award_id} again first`, "err");
+          return;
+        }
+        action(button, $("awards-msg"), "/api/awards/confirm", { award: a.award_id, amount: typed.value.trim() }, `Award ${a.award_id} confirmed`);
+      });
+      return el(
+        "li",
+        { "data-award": a.award_id },
+        el("strong", { text: `${a.award_id}: spot ${a.spot} ${betName(a.pool)} ${a.line}, ${money(a.amount)} hand pay` }),
+        el("div", { class: "actions" }, typed, button),
+      );
+    });
+    if (!items.length) items.push(el("li", { class: "none", text: "No award waits for a hand pay." }));
+    $("awards").replaceChildren(...items);
   }
 
   function renderAlarms(snap) {
@@ -1151,6 +1179,7 @@
     $("role").textContent = data.role ? `(${data.role})` : "";
     // what this account may not do is shown disabled, with why (the server refuses it too)
     const may = new Set(data.permissions || []);
+    mayConfirm = may.has("confirm_award");
     for (const [id, permission] of [["clear-faults", "clear_faults"], ["ack-all", "acknowledge_alarm"], ["light-test", "light_test"], ["rotate-journal", "rotate_journal"]]) {
       if (!may.has(permission) && $(id)) {
         $(id).dataset.denied = "1";
