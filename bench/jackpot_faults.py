@@ -184,6 +184,8 @@ class FaultRun:
         self.pace_ms = pace_ms
         self.log = log or (lambda text: None)
         self.keys = make_keys(workdir / "keys", self.tables)
+        # the key sealing the Mystery triggers (jackpot/draws.py), for this run's processes
+        os.environ.setdefault("JACKPOT_TRIGGER_KEY", str(workdir / "keys" / "mystery-trigger.key"))
         self.config_path = write_config(workdir / "jackpot.toml", self.tables, self.keys)
         self.config = load_config(self.config_path)
         self.ledger = workdir / "ledger.db"
@@ -259,12 +261,13 @@ class FaultRun:
             return []
         db = sqlite3.connect(self.ledger, timeout=30)
         try:
-            return db.execute("SELECT pool, trigger_cents, cycle FROM mystery").fetchall()
+            return db.execute("SELECT pool, commitment, cycle FROM draws").fetchall()
         finally:
             db.close()
 
     def read_triggers(self) -> None:
-        """Record (pool, cycle) -> trigger by direct SQL; a cycle's trigger must never change."""
+        """Record (pool, cycle) -> the trigger's commitment (SHA-256 of the trigger and its salt,
+        jackpot/draws.py) by direct SQL; a cycle's trigger must never change."""
         rows = self._trigger_rows()
         for pool, trigger, cycle in rows:
             seen = self.triggers.setdefault((pool, cycle), trigger)
@@ -464,7 +467,7 @@ class HaFaultRun(FaultRun):
     def start_controller(self, name: str) -> None:
         user = HA_USERS[name]
         self.controllers[name] = subprocess.Popen(
-            [sys.executable, "-m", "jackpot.service", "--config", self.configs[name],
+            [sys.executable, "-m", "jackpot.cli", "--config", self.configs[name],
              "--ledger", self.dsn, "--host", "127.0.0.1", "--port", str(self.proxy.port),
              "--username", user, "--password-file", self._pwfile(user),
              *self.keys.controller_args(), "--log-level", "INFO"],
@@ -516,7 +519,7 @@ class HaFaultRun(FaultRun):
 
     def _trigger_rows(self) -> list[tuple[str, int, int]]:
         try:
-            return self._sql("SELECT pool, trigger_cents, cycle FROM mystery")
+            return self._sql("SELECT pool, commitment, cycle FROM draws")
         except Exception:  # not created yet
             return []
 

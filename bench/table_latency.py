@@ -249,7 +249,7 @@ class Rig:
         jackpot.write_text(example + keys.jackpot_tables(), encoding="utf-8")
         self._start(
             "jackpot",
-            [sys.executable, "-m", "jackpot.service",
+            [sys.executable, "-m", "jackpot.cli",
              "--config", str(jackpot),
              "--ledger", str(self.tmp / "ledger.sqlite"),
              "--host", "127.0.0.1", "--port", str(self.broker.port),

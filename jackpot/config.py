@@ -16,6 +16,7 @@ from fractions import Fraction
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from controller.errors import ProfileError
+from jackpot.gaming_day import GamingDay
 
 #: A table's betting spots when neither its ``[tables.ID]`` nor its property says: the most a
 #: table controller drives (its ``[table] spots`` is 1 to 7). A game profile fixes no spot
@@ -106,6 +107,7 @@ class Property:
     tables: tuple[str, ...]
     games: tuple[str, ...] | None = None
     spots: int | None = None
+    gaming_day: GamingDay = GamingDay()  # its time zone and gaming-day start (central time)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,11 @@ class JackpotConfig:
     #: the key (``--host``); ``tls_ca``: their CA file, TLS on (docs/jackpot/brokers.md).
     mqtt_brokers: tuple[tuple[str, int], ...] = ()
     mqtt_tls_ca: str | None = None
+    #: ``[gaming_day]``: the controller's own gaming day (and every property's by default).
+    gaming_day: GamingDay = GamingDay()
+    #: ``[ledger] trigger_key``: the key file sealing the live Mystery triggers (None: the
+    #: default beside the signing key; jackpot/draws.py).
+    trigger_key: str | None = None
     #: ``[status] heartbeat_ms``: how often the signed retained ``bj/v1/jackpot/status``
     #: ``online`` is published again; the tables call the controller lost when it is older
     #: than their ``[mqtt] controller_timeout_s`` (issue 28 item 3).
@@ -179,6 +186,11 @@ class JackpotConfig:
         return (
             f"jackpot: {len(self.pools)} pools, {len(self.properties)} properties, {tables} tables"
         )
+
+    def gaming_day_for(self, table: str | None) -> GamingDay:
+        """The gaming day of ``table``'s property (the controller's own for None)."""
+        prop = self.properties.get(table.split("-", 1)[0]) if table else None
+        return prop.gaming_day if prop is not None else self.gaming_day
 
     def games_for(self, table: str) -> tuple[str, ...] | None:
         """The game profiles ``table`` may run: its ``[tables.ID] games``, else its

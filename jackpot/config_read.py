@@ -40,6 +40,7 @@ from jackpot.config import (
     Property,
     TableEntry,
 )
+from jackpot.gaming_day import GamingDay, read_gaming_day
 
 _PERCENT = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*%\s*$")
 _SHARE = re.compile(r"^(\d+)(?:\.(\d+))?% of meter$")
@@ -119,9 +120,8 @@ _POOL_KEYS = {
     "progressive": {"kind", "contribution", "per", "seed", "reset", "lines", "wagers"},
     "mystery": {"kind", "contribution", "per", "seed", "must_hit_from", "must_hit_by", "wagers"},
 }
-_SECTIONS = (
-    "pools", "properties", "tables", "link", "metrics", "ha", "ledger", "mqtt", "status",
-)  # fmt: skip
+_SECTIONS = ("pools", "properties", "tables", "link", "metrics", "ha", "ledger", "mqtt",
+             "gaming_day", "status")  # fmt: skip
 
 
 def _table(raw: Any, where: Where) -> dict[str, Any]:
@@ -228,7 +228,8 @@ def _spots(raw: dict, where: _Where, errs: _Errors) -> int | None:
 
 
 def _read_property(
-    pid: str, raw: Any, where: _Where, seen: set[str], errs: _Errors, unread: set[str]
+    pid: str, raw: Any, where: _Where, seen: set[str], errs: _Errors, unread: set[str],
+    day: GamingDay | None = None,
 ) -> Property | None:
     """One ``[properties.ID]``; its tables go into ``seen``. ``unread``: the ids of the
     properties whose ``tables`` could not be read (their tables' sections are not blamed)."""
@@ -236,7 +237,9 @@ def _read_property(
     before = len(errs.found)
     if not _PROPERTY.match(pid) or pid in RESERVED_PREFIXES:
         errs.add(where.error(None, f"property id {pid!r} must be 2-8 lower-case letters"))
-    errs.unknown_keys(raw, ("name", "tables", "games", "spots"), where)
+    errs.unknown_keys(
+        raw, ("name", "tables", "games", "spots", "time_zone", "gaming_day_start"), where
+    )
     name = raw.get("name", pid)
     if not isinstance(name, str):
         errs.add(where.error("name", "must be a string"))
@@ -251,9 +254,11 @@ def _read_property(
         else:
             seen.add(table)
     games, spots = _games(raw, where, errs), _spots(raw, where, errs)
+    gaming_day = errs.read(read_gaming_day, raw, "time_zone", "gaming_day_start", where,
+                           day or GamingDay())  # fmt: skip
     if len(errs.found) > before:
         return None
-    return Property(pid, name, tables, games, spots)
+    return Property(pid, name, tables, games, spots, gaming_day)
 
 
 def _read_table(
@@ -379,7 +384,9 @@ def _read_ledger(raw: Any, where: _Where, errs: _Errors) -> str | None:
     """``[ledger] dsn``: the PostgreSQL ledger's URL, without a password (libpq reads it from
     a passfile: ``?passfile=/etc/jackpot-controller/pgpass``, docs/jackpot/postgres.md)."""
     raw = _table(raw, where)
-    errs.unknown_keys(raw, ("dsn",), where)
+    errs.unknown_keys(raw, ("dsn", "trigger_key"), where)
+    if "dsn" not in raw:
+        return None
     dsn = raw.get("dsn")
     if not isinstance(dsn, str) or not _DSN.match(dsn):
         errs.add(where.error(
@@ -395,6 +402,25 @@ def _read_ledger(raw: Any, where: _Where, errs: _Errors) -> str | None:
             "controller (?passfile=/etc/jackpot-controller/pgpass, docs/jackpot/postgres.md)"
         ))  # fmt: skip
     return dsn
+
+
+def _read_trigger_key(raw: Any, where: _Where) -> str | None:
+    """``[ledger] trigger_key``: the path of the key file sealing the live Mystery triggers."""
+    path = _table(raw, where).get("trigger_key")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise where.error(
+            "trigger_key", f"{path!r}: the path of the Mystery trigger key file (a string), "
+            "e.g. /etc/jackpot-controller/mystery-trigger.key"
+        )  # fmt: skip
+    return path
+
+
+def _read_gaming_day(raw: Any, where: _Where, errs: _Errors) -> GamingDay:
+    """``[gaming_day] time_zone, start``: the controller's own gaming day, and every
+    property's unless its section says (jackpot/gaming_day.py)."""
+    raw = _table(raw, where)
+    errs.unknown_keys(raw, ("time_zone", "start"), where)
+    return read_gaming_day(raw, "time_zone", "start", where, GamingDay())
 
 
 def _read_mqtt(
@@ -475,9 +501,11 @@ def parse_config(text: str, source: str) -> JackpotConfig:
     seen: set[str] = set()
     unread: set[str] = set()
     properties: dict[str, Property] = {}
+    day = errs.read(_read_gaming_day, data.get("gaming_day", {}), top.child("gaming_day"), errs,
+                    default=GamingDay())  # fmt: skip
     for pid, raw in (props_raw or {}).items():
         where = props_where.child(pid)
-        if prop := errs.read(_read_property, pid, raw, where, seen, errs, unread):
+        if prop := errs.read(_read_property, pid, raw, where, seen, errs, unread, day):
             properties[pid] = prop
     if props_raw is None:
         unread.update(t.split("-", 1)[0] for t in data.get("tables", {}) or {})
@@ -503,6 +531,7 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         if "ledger" in data
         else None
     )
+    trigger_key = errs.read(_read_trigger_key, data.get("ledger", {}), top.child("ledger"))
     brokers, tls_ca = ((), None)
     if "mqtt" in data:
         brokers, tls_ca = errs.read(
@@ -516,7 +545,7 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         raise JackpotConfigErrors(errs.found)
     return JackpotConfig(
         source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn,
-        brokers, tls_ca,
+        brokers, tls_ca, day, trigger_key,
         status_heartbeat_ms=heartbeat,
     )  # fmt: skip
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from jackpot.leader import ElectionError, Elector, Fence
 from jackpot.pools import JackpotConfig
+from jackpot.service import JackpotService
 from jackpot.store import is_dsn
 
 log = logging.getLogger("jackpot.ha")
@@ -83,8 +84,6 @@ class HaService:
         self.poll_s = max(0.1, lease_s / 6)
 
         def default_factory(fence: Fence) -> Any:
-            from jackpot.service import JackpotService
-
             kwargs = {"client_id": username, **service_kwargs}
             return JackpotService(
                 config, ledger, host, port, username, password, fence=fence, **kwargs

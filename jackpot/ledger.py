@@ -11,18 +11,24 @@ A message that is refused (a contribution off the game's terms, a claim its roun
 cards do not prove, a confirm for no award) still takes its sequence number, recorded with the
 reason and an alarm kind, so the table's stream goes on; the meters do not move.
 
-The Must-Hit-By Mystery trigger lives only in the ``mystery`` table: no method returns it,
-no result, repr, snapshot or error message holds it. See docs/jackpot/controller.md.
+The Must-Hit-By Mystery trigger lives only in the ledger's ``draws`` table, committed by
+its SHA-256 and sealed with a key outside the ledger (jackpot/draws.py): no method returns
+it, no result, repr, snapshot or error message holds it. Every row carries the controller's
+UTC time and the gaming day (jackpot/gaming_day.py); the terms in force are ledger records
+(jackpot/parameters.py, jackpot/changes.py). See docs/jackpot/controller.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
+import os
 import secrets
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -36,13 +42,14 @@ from controller.rules.cards import parse_cards
 from controller.rules.pays import MeterShare
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blazing_7s
+from jackpot.draws import Draws, TriggerKey, key_path, next_low
+from jackpot.parameters import TERMS_KEY
 from jackpot.pools import (
     JackpotConfig,
     MeterReading,
     MysteryPool,
     ProgressivePool,
     contribution,
-    draw_trigger,
     mystery_ceiling_problem,
     mystery_step,
     parse_share,
@@ -53,7 +60,7 @@ from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, ope
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
-SCHEMA_VERSION = 2  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+SCHEMA_VERSION = 3  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
 _AWARD_COLUMNS = (
     "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
@@ -132,7 +139,12 @@ class Ledger:
     transaction, before any lock is taken or anything changes, and may raise
     :class:`LedgerFenced` to abort it with nothing committed (the hot standby's epoch check);
     its ``session``, if it has one, names and bounds the PostgreSQL connection (jackpot/leader.py:
-    a paused transaction of an old term can hold nothing for long)."""
+    a paused transaction of an old term can hold nothing for long).
+    ``clock()``: the controller's UTC time in seconds (every row's time). ``trigger_key``:
+    the :class:`~jackpot.draws.TriggerKey` (or its file) sealing the live Mystery triggers
+    (default :func:`jackpot.draws.key_path`). ``check_terms``: refuse a config whose terms
+    differ from the ledger's (:class:`~jackpot.parameters.TermsChanged`); False only for
+    ``parameters apply``, which applies them."""
 
     def __init__(
         self,
@@ -141,6 +153,9 @@ class Ledger:
         *,
         randbelow: Callable[[int], int] = secrets.randbelow,
         fence: Fence | None = None,
+        clock: Callable[[], float] = time.time,
+        trigger_key: TriggerKey | str | os.PathLike[str] | None = None,
+        check_terms: bool = True,
     ):
         self._db: Store | None = None
         session = getattr(fence, "session", None)
@@ -155,10 +170,25 @@ class Ledger:
         # table's acked sequence and each pool's meter, so a burst reads a row once
         self._acked: dict[str, int] | None = None
         self._meters: dict[str, Fraction] | None = None
+        self._clock = clock
+        self._now: int | None = None  # the controller's UTC ms of what is being written
+        self._day: str | None = None  # and its gaming day
+        if trigger_key is None:
+            trigger_key = key_path(config)
+        if not isinstance(trigger_key, TriggerKey):
+            trigger_key = Path(trigger_key)
+        self.draws = Draws(db, trigger_key, randbelow)
         try:
             db.open_ledger()  # inside a write transaction from here
-            self._init_rows()
+            self.draws.seal_plain()  # schema 2's live triggers, moved by the migration
+            from jackpot.changes import record_terms
+
+            self._stamp(None)
+            if record_terms(self, check_terms):  # the first terms: the config's tables, pools
+                self._init_rows()
+            self._terms_n = self.meta(TERMS_KEY)
             db.commit()
+            db.settle()
         except BaseException:
             db.rollback()
             db.close()
@@ -190,9 +220,52 @@ class Ledger:
         if self._fence is not None:
             self._db.fence(self._fence)
 
+    def _terms_current(self) -> None:
+        """Refuse the write if another controller applied new terms since this one opened
+        the ledger; asked after the meter rows are held (a change holds them too)."""
+        if self._terms_n is not None and (terms := self.meta(TERMS_KEY)) != self._terms_n:
+            raise LedgerFenced(
+                f"{self.location}: the ledger's terms changed (change #{terms}) after this "
+                "controller opened it: restart it with the config that was applied "
+                "(jackpot-controller report changes)"
+            )
+
+    _terms_n: str | None = None  # meta terms_change when opened (or last changed here)
+
+    def now_ms(self) -> int:
+        """The controller's UTC time now, in ms."""
+        return int(self._clock() * 1000)
+
+    def _stamp(self, table: str | None, utc_ms: int | None = None) -> None:
+        """What is written next happened at ``utc_ms`` (default: now), in ``table``'s
+        property's gaming day (the controller's own for None)."""
+        self._now = self.now_ms() if utc_ms is None else utc_ms
+        self._day = self.config.gaming_day_for(table).day_of(self._now)
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Store]:
+        """One audited write transaction (jackpot/changes.py): the meter rows held, the
+        fence asked, committed at the end, nothing kept if it raises."""
+        db = self._db
+        db.begin_write()
+        try:
+            self._fenced()
+            db.lock_money()
+            self._terms_current()
+            self._meters = {}
+            self._changed = []
+            self._stamp(None)
+            yield db
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        finally:
+            self._meters = None
+
     def _init_rows(self) -> None:
-        """The config's new tables (acked 0) and pools (seeded, a trigger drawn); nothing
-        written, and no fence asked, when the ledger has them all."""
+        """The config's new tables (acked 0) and pools (seeded, a trigger drawn), with the
+        first terms (:func:`jackpot.changes.record_terms` held the lock, asked the fence)."""
         db = self._db
         tables = {row[0] for row in db.execute("SELECT table_id FROM tables").fetchall()}
         pools = {row[0] for row in db.execute("SELECT pool FROM meters").fetchall()}
@@ -200,18 +273,19 @@ class Ledger:
         new_pools = [p for p in self.config.pools.values() if p.name not in pools]
         if not new_tables and not new_pools:
             return
-        self._fenced()
-        db.lock_money()
         for table in new_tables:
             db.execute("INSERT INTO tables VALUES (?, 0) ON CONFLICT DO NOTHING", (table,))
         for pool in new_pools:
-            db.execute("INSERT INTO meters VALUES (?, ?, 1, 0)", (pool.name, str(pool.seed)))
-            self._move(pool.name, None, None, "seed", Fraction(pool.seed))
-            if isinstance(pool, MysteryPool):
-                db.execute(
-                    "INSERT INTO mystery VALUES (?, ?, 1)",
-                    (pool.name, draw_trigger(pool, self._randbelow)),
-                )
+            self.add_pool(pool)
+
+    def add_pool(self, pool: ProgressivePool | MysteryPool, change_n: int | None = None) -> None:
+        """A new pool's meter at its seed (a movement) and, for a Mystery, its first draw."""
+        self._db.execute("INSERT INTO meters VALUES (?, ?, 1, 0)", (pool.name, str(pool.seed)))
+        self._move(pool.name, None, None, "seed", Fraction(pool.seed), change_n)
+        if isinstance(pool, MysteryPool):
+            self._db.execute("INSERT INTO mystery VALUES (?, 1)", (pool.name,))
+            low = next_low(pool.must_hit_from, Fraction(pool.seed))
+            self.draws.draw(pool.name, 1, low, pool.must_hit_by, self._now, self._day)
 
     # -- meta --------------------------------------------------------------------------------
 
@@ -226,6 +300,7 @@ class Ledger:
         db.begin_write()
         try:
             self._fenced()
+            self._terms_current()
             db.execute("INSERT INTO meta VALUES (?, '0') ON CONFLICT (key) DO NOTHING", (key,))
             (value,) = db.execute(
                 "UPDATE meta SET value=CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key=?"
@@ -241,10 +316,13 @@ class Ledger:
     # -- reading -------------------------------------------------------------------------
 
     def meters(self) -> dict[str, MeterReading]:
-        """Every pool's meter for the signs (never the mystery trigger)."""
+        """Every pool's meter for the signs (never the mystery trigger); a pool the config
+        no longer has (retired) is not shown."""
         out = {}
         rows = self._db.execute("SELECT pool, value, seq FROM meters").fetchall()
         for pool, value, seq in sorted(rows):
+            if pool not in self.config.pools:
+                continue
             amount, frac = split_meter(_frac(value))
             cfg = self.config.pools.get(pool)
             ceiling = cfg.must_hit_by if isinstance(cfg, MysteryPool) else None
@@ -314,6 +392,7 @@ class Ledger:
         *,
         checked: bool = False,
         texts: Sequence[str] | None = None,
+        received: Sequence[int] | None = None,
     ) -> list[Result]:
         """Apply ``messages`` in order in one transaction (group commit: one fsync for the
         burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
@@ -325,9 +404,13 @@ class Ledger:
         ``checked``: the caller got them from ``parse_message``, which checked them against
         their schemas (the service does; checking twice was half the controller's time).
         ``texts``: each message as it arrived (JSON), kept in ``applied.message`` as the
-        signed record; without them the message is written out again."""
+        signed record; without them the message is written out again. ``received``: the
+        controller's UTC ms each message arrived (default: now, for the whole batch)."""
         if texts is not None and len(texts) != len(messages):
             raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
+        if received is not None and len(received) != len(messages):
+            raise ValueError(f"{len(received)} times for {len(messages)} messages")
+        now = self.now_ms()
         db = self._db
         results: list[Result] = []
         db.begin_write()
@@ -336,7 +419,11 @@ class Ledger:
         try:
             self._fenced()
             db.lock_money()
+            self._terms_current()
             for i, message in enumerate(messages):
+                table = message.get("table") if isinstance(message, dict) else None
+                self._stamp(table if isinstance(table, str) else None,
+                            received[i] if received else now)  # fmt: skip
                 result = self._apply_one(message, checked, texts[i] if texts else None)
                 if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                     moved[result.table] = result.seq
@@ -413,19 +500,22 @@ class Ledger:
             alarm = refused.alarm
         db.execute(
             "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
-            " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " digest, received_utc, gaming_day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (table, seq, message["key"], kind, message["boot"], status.value, reason,
-             json.dumps(message, sort_keys=True) if text is None else text, content),
+             json.dumps(message, sort_keys=True) if text is None else text, content,
+             self._now, self._day),
         )  # fmt: skip
         self._acked[table] = seq  # the tables row is written once, at the batch's end
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
         )
 
-    def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction):
+    def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
+              change_n: int | None = None):  # fmt: skip
         self._db.execute(
-            "INSERT INTO movements (pool, table_id, seq, what, amount) VALUES (?, ?, ?, ?, ?)",
-            (pool, table, seq, what, str(amount)),
+            "INSERT INTO movements (pool, table_id, seq, what, amount, t_utc, gaming_day,"
+            " change_n) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (pool, table, seq, what, str(amount), self._now, self._day, change_n),
         )
 
     def _meter(self, pool: str) -> Fraction:
@@ -449,9 +539,10 @@ class Ledger:
 
     def _insert_award(self, a: Award) -> None:
         self._db.execute(
-            f"INSERT INTO awards ({_AWARD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO awards ({_AWARD_COLUMNS}, offered_utc, gaming_day)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (a.award_id, a.table, a.state, a.claim_seq, a.claim_key, a.round, a.spot, a.pool,
-             a.meter, a.amount, a.order, a.reason, a.meter_before),
+             a.meter, a.amount, a.order, a.reason, a.meter_before, self._now, self._day),
         )  # fmt: skip
 
     # -- the terms of a table's game -------------------------------------------------------
@@ -586,9 +677,7 @@ class Ledger:
                 "contribution is too large for its range; fix the jackpot config",
             )
         self._move(mystery.name, table, seq, "contribution", added)
-        (trigger, cycle) = self._db.execute(
-            "SELECT trigger_cents, cycle FROM mystery WHERE pool=?", (mystery.name,)
-        ).fetchone()
+        trigger, cycle = self.draws.live(mystery.name)
         try:
             step = mystery_step(mystery, meter, added, trigger)
         except ValueError as exc:  # only after a restart above a fresh trigger
@@ -602,10 +691,12 @@ class Ledger:
         self._move(mystery.name, table, seq, "excess", step.excess)
         order = self._hits(mystery.name) + 1
         self._set_meter(mystery.name, step.meter, hit=True)
-        self._db.execute(
-            "UPDATE mystery SET trigger_cents=?, cycle=? WHERE pool=?",
-            (draw_trigger(mystery, self._randbelow), cycle + 1, mystery.name),
-        )
+        # the next trigger: never below the meter now showing (rounded up), so no award is
+        # less than what a sign displayed (docs/profiles.md, "Must-Hit-By Mystery")
+        self.draws.end(mystery.name, "hit", self._now, f"{table}/{seq}")
+        self._db.execute("UPDATE mystery SET cycle=? WHERE pool=?", (cycle + 1, mystery.name))
+        low = next_low(mystery.must_hit_from, step.meter)
+        self.draws.draw(mystery.name, cycle + 1, low, mystery.must_hit_by, self._now, self._day)
         award = Award(f"{table}/{seq}", table, "offered", seq, message["key"], p["round"],
                       p["spot"], mystery.name, "100% of meter", step.award, order, None,
                       step.award)  # fmt: skip
@@ -747,8 +838,8 @@ class Ledger:
         ):  # fmt: skip
             raise _Refused(alarm, f"the confirm does not match award {award.award_id!r}")
         self._db.execute(
-            "UPDATE awards SET state='committed', confirm_seq=? WHERE award_id=?",
-            (message["seq"], award.award_id),
+            "UPDATE awards SET state='committed', confirm_seq=?, committed_utc=? WHERE award_id=?",
+            (message["seq"], self._now, award.award_id),
         )
         return [Award(**{**vars(award), "state": "committed"})]
 

@@ -1,5 +1,6 @@
 """The power-cut runs of tests/test_power_loss.py: a table, or a jackpot controller, whose
-files live on tests/powercut_fs.py's disk, cut at random moments, checked after each restart.
+files live on tests/powercut_fs.py's disk, cut at random disk operations or moments, checked
+after each restart.
 
 Each run returns a :class:`Report`: one line per cut (what the disk lost) and the problems
 found; a run stops at its first problem (everything after would follow from it).

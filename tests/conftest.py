@@ -28,6 +28,24 @@ from controller.rules.profile import HouseRules, parse_profile
 PROFILES = ("pa-standard", "double-up", "online-6deck", "blackjack-tie")
 
 
+def _trigger_key() -> None:
+    """The jackpot ledgers these tests open seal their Mystery triggers with one key file of
+    this test process (jackpot/draws.py; $JACKPOT_TRIGGER_KEY is how a controller finds it
+    without [ledger] trigger_key); the service children the tests start inherit it."""
+    if os.environ.get("JACKPOT_TRIGGER_KEY"):
+        return
+    import tempfile
+
+    from jackpot.draws import TriggerKey
+
+    path = Path(tempfile.mkdtemp(prefix="jackpot-key-")) / "mystery-trigger.key"
+    TriggerKey.create(path)
+    os.environ["JACKPOT_TRIGGER_KEY"] = str(path)
+
+
+_trigger_key()
+
+
 def profile_text(name: str) -> str:
     """The TOML text of a shipped profile."""
     return find_game(name).read_text(encoding="utf-8")

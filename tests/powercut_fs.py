@@ -37,12 +37,11 @@ A cut can also land at a chosen disk operation: ``arm(N)`` freezes the disk afte
 operation that changes something (a write, an fsync, a rename...); no operation returns after
 it, the test kills the programs, then cuts.
 
-The server is tests/_powercut_server.py (its disk tests/_powercut_disk.py), a child process of
-:class:`PowerCutMount`
-(``mount()``, ``cut(torn, seed)``, ``close()``), which the tests use.
-``python tests/powercut_fs.py sqlite-sync-off (-m MODULE | SCRIPT) ARGS...`` runs a program
-with every ``PRAGMA synchronous`` turned into ``OFF``: a test-only knob that shows the
-power-cut tests catch a program that does not sync.
+The server is tests/_powercut_server.py (its disk: tests/_powercut_disk.py), a child process
+of :class:`PowerCutMount` (``mount()``, ``arm(n)``, ``cut(torn, seed)``, ``close()``), which
+the tests use. ``python tests/powercut_fs.py sqlite-sync-off (-m MODULE | SCRIPT) ARGS...``
+runs a program with every ``PRAGMA synchronous`` turned into ``OFF``: a test-only knob that
+shows the power-cut tests catch a program that does not sync.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ class Rig:
             [
                 sys.executable,
                 "-m",
-                "jackpot.service",
+                "jackpot.cli",
                 "--config",
                 str(self.jackpot_config),
                 "--ledger",

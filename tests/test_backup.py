@@ -30,8 +30,8 @@ from controller.errors import JournalError
 from controller.journal import Journal, JournaledTable
 from controller.journal.outbox import Outbox, OutboxError
 from jackpot import backup as jackpot_backup
+from jackpot.cli import main as jackpot_cli
 from jackpot.ledger import Ledger
-from jackpot.service import main as jackpot_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GAME, SEED = "pa-standard", 11
@@ -107,7 +107,7 @@ def test_a_ledger_backup_taken_while_messages_are_applied_has_the_meters_of_a_pr
     writer.join()
     prefixes = []
     for copy in taken:
-        assert "schema 2" in copy.summary
+        assert "schema 3" in copy.summary
         with Ledger(copy.path, CONFIG, randbelow=fixed(0)) as led:
             k = led.ack(T1)
             assert led.meters() == expected[k]

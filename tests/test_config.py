@@ -26,7 +26,7 @@ from controller.journal.rotation import GamingDay
 from controller.link.signing import make_link_key
 from controller.web.auth import hash_password
 from drivers.gpio_pins import load_pin_map
-from jackpot.service import main as jackpot_cli
+from jackpot.cli import main as jackpot_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "table.example.toml"

@@ -91,7 +91,7 @@ def test_a_repeat_after_someone_acknowledged_from_another_process_is_a_new_alarm
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from jackpot.service import main; "
+        [sys.executable, "-c", "import sys; from jackpot.cli import main; "
          "sys.exit(main(sys.argv[1:]))", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

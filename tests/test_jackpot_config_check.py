@@ -13,10 +13,10 @@ import pytest
 from conftest import profile_text
 
 from controller.link.messages import validate
+from jackpot.cli import main
 from jackpot.config_check import profile_errors
 from jackpot.ledger import Ledger, Status
 from jackpot.pools import JackpotConfigError, JackpotConfigErrors, parse_config
-from jackpot.service import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"

@@ -104,7 +104,7 @@ def test_the_check_sees_a_loss_a_changed_trigger_and_a_wrong_sum(tmp_path):
     db = sqlite3.connect(fr.ledger)
     with db:
         db.execute("DELETE FROM applied WHERE n = (SELECT MAX(n) FROM applied)")
-        db.execute("UPDATE mystery SET trigger_cents = trigger_cents + 1")
+        db.execute("UPDATE draws SET commitment = 'x' || commitment WHERE ended IS NULL")
         db.execute(
             "INSERT INTO movements (pool, table_id, seq, what, amount) SELECT pool, table_id,"
             " seq, what, amount FROM movements WHERE what='contribution' LIMIT 1"

@@ -30,6 +30,7 @@ from controller.link.messages import validate
 from controller.link.signing import new_signing_key, public_key_text
 from controller.table.effects import Publish
 from controller.table.script import parse_script, replay
+from jackpot.draws import TriggerKey
 from jackpot.ledger import Ledger, LedgerError, LedgerFenced, Status
 from jackpot.pools import JackpotConfigError, contribution, load_config, parse_config
 from jackpot.store import open_store
@@ -149,7 +150,22 @@ def assert_refused(led, message, alarm, words):
 
 
 def trigger_on_disk(location) -> int:
-    return rows(location, "SELECT trigger_cents FROM mystery")[0][0]
+    """The live Mystery trigger, opened with the trigger key (jackpot/draws.py): the ledger
+    holds it sealed, never in the clear."""
+    ((cycle, sealed),) = rows(location, "SELECT cycle, sealed FROM draws WHERE ended IS NULL")
+    key = TriggerKey.load(os.environ["JACKPOT_TRIGGER_KEY"])
+    return key.open("mystery", cycle, sealed)[0]
+
+
+def every_cell(location) -> list:
+    """Every value of every row of every ledger table, as a copy of the ledger shows it."""
+    out = []
+    for table in ("meta", "tables", "applied", "meters", "mystery", "movements", "awards",
+                  "contributions", "round_results", "draws", "parameters", "changes",
+                  "table_keys"):  # fmt: skip
+        for row in rows(location, f"SELECT * FROM {table}"):
+            out += list(row)
+    return out
 
 
 @pytest.fixture
@@ -623,6 +639,8 @@ def test_mystery_trigger_is_secret_and_survives_restart(ledger_at):  # noqa: F81
         for form in ("79321", "793.21", "793,21"):
             assert form not in text
     assert trigger_on_disk(path) == secret
+    # a copy of the ledger (what a backup or an auditor holds) has it nowhere in the clear
+    assert not [v for v in every_cell(path) if v == secret or "79321" in str(v)]
 
     def no_redraw(n):
         raise AssertionError("the trigger was drawn again on reopening")
@@ -643,7 +661,43 @@ def test_pools_module_is_pure():
     assert not names & {"os", "time", "random", "secrets", "sqlite3", "socket", "paho"}
 
 
-# -- schema 1 -> 2 -----------------------------------------------------------------------------
+# -- schema 1 -> 2 -> 3 ------------------------------------------------------------------------
+
+#: What schema 3 added to the tables schema 2 had (jackpot/store/__init__.py, v3_steps).
+V3_COLUMNS = {"applied": ("received_utc", "gaming_day"),
+              "movements": ("t_utc", "gaming_day", "change_n"),
+              "awards": ("offered_utc", "committed_utc", "gaming_day")}  # fmt: skip
+V3_TABLES = ("draws", "parameters", "changes", "table_keys")
+
+
+def downgrade_to_2(location) -> int:
+    """Make a ledger exactly what schema 2 kept: no time columns, no terms, no draws, the
+    live trigger in the clear in ``mystery.trigger_cents``. Returns that trigger."""
+    secret = trigger_on_disk(location)
+    store = open_store(location)
+    try:
+        for table, columns in V3_COLUMNS.items():
+            for column in columns:
+                store.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        for table in V3_TABLES:
+            store.execute(f"DROP TABLE {table}")
+        store.execute("DELETE FROM meta WHERE key IN ('terms_change', 'trigger_key')")
+        store.execute("ALTER TABLE mystery ADD COLUMN trigger_cents BIGINT")
+        store.execute("UPDATE mystery SET trigger_cents=?", (secret,))
+        store.execute("UPDATE meta SET value='2' WHERE key='schema'")
+    finally:
+        store.close()
+    return secret
+
+
+def untimed(snapshot: dict) -> dict:
+    """A state() without the columns schema 3 added (the time of each row)."""
+    out = dict(snapshot)
+    for key, columns in V3_COLUMNS.items():  # the columns schema 3 added come last
+        out[key] = [row[: -len(columns)] for row in snapshot[key]]
+    out["meta"] = [r for r in snapshot["meta"] if r[0] not in ("terms_change", "trigger_key")]
+    out["mystery"] = [(pool, cycle) for pool, cycle, *_ in snapshot["mystery"]]
+    return out
 
 
 def test_a_version_1_ledger_is_migrated_in_place(tmp_path):
@@ -658,6 +712,7 @@ def test_a_version_1_ledger_is_migrated_in_place(tmp_path):
     assert {a.meter_before for a in awards} == {25_010, 1_000_150, None}
     assert ledger_hit.awards[0].meter_before == 1_000_150
     # what schema 1 had: no digest, no meter_before, no contributions or round_results
+    downgrade_to_2(path)
     db = sqlite3.connect(path)
     db.executescript(
         "ALTER TABLE applied DROP COLUMN digest; ALTER TABLE awards DROP COLUMN meter_before;"
@@ -666,10 +721,10 @@ def test_a_version_1_ledger_is_migrated_in_place(tmp_path):
     )
     db.close()
     with Ledger(path, CONFIG, randbelow=fixed(10)) as led:
-        assert state(led) == want
+        assert untimed(state(led)) == untimed(want)
         assert led.awards() == awards
         db = sqlite3.connect(path)
-        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("2",)
+        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("3",)
         db.close()
         # the migrated digests tell a resend from a conflict; the proofs still hold
         assert led.apply(contrib(T1, 1, 1)).status is Status.DUPLICATE
@@ -681,9 +736,9 @@ def test_a_newer_ledger_is_refused(ledger_at):  # noqa: F811
     path = ledger_at("l")
     Ledger(path, CONFIG).close()
     store = open_store(path)
-    store.execute("UPDATE meta SET value='3' WHERE key='schema'")
+    store.execute("UPDATE meta SET value='4' WHERE key='schema'")
     store.close()
-    with pytest.raises(LedgerError, match="ledger schema 3, this controller reads 2"):
+    with pytest.raises(LedgerError, match="ledger schema 4, this controller reads 3"):
         Ledger(path, CONFIG)
 
 

@@ -35,9 +35,11 @@ from controller.journal.outbox import Outbox
 from controller.link.messages import JACKPOT_STATUS_TOPIC, envelope, parse_message, topic_for
 from controller.link.publisher import TablePublisher
 from controller.table.effects import Publish
+from jackpot.cli import main
+from jackpot.draws import TriggerKey
 from jackpot.ledger import Ledger
 from jackpot.pools import contribution
-from jackpot.service import JackpotService, main
+from jackpot.service import JackpotService
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "jackpot.example.toml"
@@ -129,11 +131,15 @@ def publisher(broker, path: Path, **kwargs) -> TablePublisher:  # noqa: F811
 
 
 def trigger(ledger: Path) -> int:
+    """The live Mystery trigger, opened with the trigger key (the ledger holds it sealed)."""
     db = sqlite3.connect(ledger)
     try:
-        return db.execute("SELECT trigger_cents FROM mystery").fetchone()[0]
+        cycle, sealed = db.execute(
+            "SELECT cycle, sealed FROM draws WHERE ended IS NULL AND pool='mystery'"
+        ).fetchone()
     finally:
         db.close()
+    return TriggerKey.load(os.environ["JACKPOT_TRIGGER_KEY"]).open("mystery", cycle, sealed)[0]
 
 
 def check_ledger(ledger: Path, rows) -> None:
@@ -163,19 +169,28 @@ def test_a_table_stream_is_applied_once_acked_and_metered(tmp_path, pa, broker, 
     try:
         wait_for(lambda: depth(box) == 0, what="the outbox to drain")
         assert acked(box) == len(rows)
-        time.sleep(0.8)  # the coalesced meters go out
         counts = svc.health()["counts"]
         assert counts["applied"] == len(rows)
         assert counts.get("malformed", 0) == counts.get("gap", 0) == 0
+        with Ledger(ledger, CONFIG) as led:
+            final = {p: r.message(0) for p, r in led.meters().items()}
+        # the coalesced meters go out: read until each pool's final value has arrived
+        live: list = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            live += [m for m in meters.drain(0.3) if not m.retain]
+            seen = {parse_message(m.topic, m.payload)[2]["pool"]: m for m in live}
+            if all(
+                parse_message(m.topic, m.payload)[2]["seq"] == final[p]["seq"]
+                for p, m in seen.items()
+            ) and set(seen) == set(final):
+                break
     finally:
         pub.close()
         svc.close()
         svc.close()  # safe twice
     check_ledger(ledger, rows)
-    with Ledger(ledger, CONFIG) as led:
-        final = {p: r.message(0) for p, r in led.meters().items()}
     # coalesced: fewer meter messages than contributions, the last one is the final value
-    live = [m for m in meters.drain(0.5) if not m.retain]
     meters.close()  # the late sign below is the same user: one connection at a time
     contributions = sum(r.kind == "contribution" for r in rows)
     assert 1 <= len([m for m in live if m.topic.endswith("blazing_7s")]) < contributions
@@ -357,7 +372,7 @@ def test_main_refuses_bad_arguments_clearly(tmp_path, capsys):
     assert not (tmp_path / "l.db").exists()
 
 
-CHILD = [sys.executable, "-c", "import sys; from jackpot.service import main; "
+CHILD = [sys.executable, "-c", "import sys; from jackpot.cli import main; "
          "sys.exit(main(sys.argv[1:]))"]  # fmt: skip
 
 
@@ -424,14 +439,23 @@ def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, 
 
 #: The ledger's tables that hold money and order (meta holds the controller's boot counter).
 LEDGER_TABLES = ("tables", "applied", "meters", "mystery", "movements", "awards",
-                 "contributions", "round_results")  # fmt: skip
+                 "contributions", "round_results", "draws")  # fmt: skip
+#: Columns that differ between two runs of one stream: when (the controller's clock) and each
+#: draw's random salt (so its commitment and ciphertext); the triggers themselves do not.
+RUN_COLUMNS = {"received_utc", "gaming_day", "t_utc", "offered_utc", "committed_utc",
+               "drawn_utc", "ended_utc", "commitment", "sealed", "salt"}  # fmt: skip
 
 
 def ledger_rows(ledger: Path) -> dict[str, list[tuple]]:
     db = sqlite3.connect(ledger)
     try:
-        return {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
-                for t in LEDGER_TABLES}  # fmt: skip
+        out = {}
+        for table in LEDGER_TABLES:
+            cursor = db.execute(f"SELECT * FROM {table} ORDER BY rowid")
+            keep = [i for i, d in enumerate(cursor.description) if d[0] not in RUN_COLUMNS]
+            out[table] = [tuple(row[i] for i in keep) for row in cursor.fetchall()]
+        out["live trigger"] = [trigger(ledger)]
+        return out
     finally:
         db.close()
 
@@ -476,12 +500,12 @@ def test_a_burst_applied_in_batches_gives_the_ledger_of_one_by_one(
     failures = []  # the burst's first batch: the disk fails
     apply_batch = Ledger.apply_batch
 
-    def recording(self, messages, *, checked=False, texts=None):
+    def recording(self, messages, *, checked=False, texts=None, received=None):
         if failures == [] and len(messages) > 1:
             failures.append([m["seq"] for m in messages])
             raise sqlite3.OperationalError("disk I/O error")
         batches.append([m["seq"] for m in messages])
-        return apply_batch(self, messages, checked=checked, texts=texts)
+        return apply_batch(self, messages, checked=checked, texts=texts, received=received)
 
     monkeypatch.setattr(Ledger, "apply_batch", recording)
     spy = broker.client(OBSERVER)

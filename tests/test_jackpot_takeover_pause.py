@@ -2,27 +2,29 @@
 takeover goal (issue 26, docs/jackpot/failover.md "Fencing").
 
 A real PostgreSQL (tests/pg_server.py), two real electors, ledgers and alarm logs in one
-process. The old leader ``a`` runs one write (a ledger batch, its boot counter, a lease
-renewal, an alarm's repeat) on a connection whose cursors call :class:`Pause` before every
-statement is sent and after every result is read: at event ``k`` it stops there, as SIGSTOP
-or a VM pause would between two statements, until the test wakes it. Every ``k`` the write
-has, one at a time. While ``a`` sleeps, ``b`` bids for the lease, opens its ledger and alarm
-log, writes the same alarm's repeat and applies a batch that moves the meters; the time from
-the pause to that commit is the takeover, and it must be within :data:`GOAL_S`. Then ``a``
-wakes: whatever it was doing commits nothing, and each message is in the ledger once.
+process. The old leader ``a`` runs one write (a ledger batch, its boot counter, its ledger
+opened again, a lease renewal, an alarm's repeat) on a connection whose cursors call
+:class:`Pause` before every statement is sent and after every result is read: at event ``k``
+it stops there, as SIGSTOP or a VM pause would between two statements, until the test wakes
+it. Every ``k`` the write has, one at a time. While ``a`` sleeps, ``b`` bids for the lease,
+opens its ledger and alarm log, writes the same alarm's repeat and applies a batch that moves
+the meters; the time from the pause to that commit is the takeover, and it must be within
+:data:`GOAL_S`. Then ``a`` wakes: whatever it was doing commits nothing, and each message is
+in the ledger once.
 
 Before issue 26 the batch took the meter rows (``FOR UPDATE``) before its fence set any
 timeout: paused between the two, ``a`` held every meter row for as long as it slept, and
 ``b``'s first batch waited as long (here: until the test gave up waiting and woke ``a``); a
-renewal paused before its commit held the lease row, and an alarm's repeat its alarm row,
-as long.
+renewal paused before its commit held the lease row, a ledger being opened the schema's
+advisory lock, and an alarm's repeat its alarm row, as long.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -34,6 +36,7 @@ from jackpot.alarms import AlarmLog, AlarmLogError
 from jackpot.leader import ElectionError, Elector
 from jackpot.ledger import Ledger, LedgerError, Status
 from jackpot.pools import load_config
+from jackpot.store.postgres import PostgresStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = load_config(ROOT / "config" / "jackpot.example.toml")
@@ -47,7 +50,13 @@ STALL_S = 10.0
 
 
 #: The events that are points of each write (:class:`Pause`).
-KINDS = {"batch": ("sent",), "boot": ("sent",), "renew": ("sent", "read"), "alarms": ("sent",)}
+KINDS = {
+    "batch": ("sent",),
+    "boot": ("sent",),
+    "open": ("sent",),
+    "renew": ("sent", "read"),
+    "alarms": ("sent",),
+}
 #: The alarm both terms raise (the old one's repeat is written by its flush).
 ALARM = ("seq_conflict", T1)
 
@@ -131,6 +140,24 @@ def watch(conn: psycopg.Connection, pause: Pause) -> None:
     conn.cursor_factory = Cursor
 
 
+@contextlib.contextmanager
+def watching_opens(pause: Pause) -> Iterator[None]:
+    """Every connection a store opens in this thread meanwhile is watched by ``pause`` (a
+    ledger being opened: its connection does not exist before)."""
+    thread, connect = threading.current_thread(), PostgresStore._connect
+
+    def watched(store: PostgresStore) -> None:
+        connect(store)
+        if threading.current_thread() is thread:
+            watch(store._conn, pause)
+
+    PostgresStore._connect = watched
+    try:
+        yield
+    finally:
+        PostgresStore._connect = connect
+
+
 class Term:
     """A controller's term on ``dsn`` once ``elector`` leads: its epoch, ledger and alarm log,
     opened as jackpot/service.py opens them."""
@@ -153,21 +180,28 @@ class Term:
 
 
 class OldLeader(Term):
-    """``a``'s term; :meth:`write` runs ``what`` (``batch``, ``boot``, ``renew`` or
-    ``alarms``) on a watched connection."""
+    """``a``'s term; :meth:`write` runs ``what`` (``batch``, ``boot``, ``open``: its ledger
+    opened again, as the service's thread does, ``renew`` or ``alarms``) on a watched
+    connection (:meth:`watch`)."""
 
     def __init__(self, dsn: str, a: Elector) -> None:
         super().__init__(dsn, a, wait_for(take(a), 10, "a to lead"))
         self.alarms.raise_alarm(*ALARM, None, "raised")  # the row its repeat will lock
 
-    def connection(self, what: str) -> psycopg.Connection:
+    def watch(self, what: str, pause: Pause) -> None:
+        self.pause = pause
         if what == "renew":
-            return self.elector._connect()
-        if what == "alarms":
-            return self.alarms._db._live()
-        return self.ledger._db._live()
+            watch(self.elector._connect(), pause)
+        elif what == "alarms":
+            watch(self.alarms._db._live(), pause)
+        elif what != "open":  # open: the connection it makes (watching_opens)
+            watch(self.ledger._db._live(), pause)
 
     def write(self, what: str, seq: int) -> object:
+        if what == "open":
+            with watching_opens(self.pause):
+                return Ledger(self.ledger._db._dsn, CONFIG, fence=self.elector.fence_for(
+                    self.epoch), randbelow=no_hit)  # fmt: skip
         if what == "batch":
             return self.ledger.apply_batch([contrib(seq)])
         if what == "boot":
@@ -184,9 +218,11 @@ def events_of(dsn: str, what: str, seq: int) -> list[str]:
     try:
         old = OldLeader(dsn, a)
         pause = Pause(KINDS[what])
-        watch(old.connection(what), pause)
-        old.write(what, seq)
+        old.watch(what, pause)
+        opened = old.write(what, seq)
         events = list(pause.events)
+        if isinstance(opened, Ledger):
+            opened.close()
         old.close()
         a.resign()
         return events
@@ -203,7 +239,7 @@ def run_paused(dsn: str, what: str, at: int, seq: int) -> tuple[float, object]:
         old = OldLeader(dsn, a)
         assert a.renew()  # a full lease from here: the pause, not a late start, ends it
         pause = Pause(KINDS[what], at)
-        watch(old.connection(what), pause)
+        old.watch(what, pause)
         woke: list[object] = []
 
         def old_write() -> None:
@@ -246,7 +282,7 @@ def run_paused(dsn: str, what: str, at: int, seq: int) -> tuple[float, object]:
         b.close()
 
 
-@pytest.mark.parametrize("what", ["batch", "boot", "renew", "alarms"])
+@pytest.mark.parametrize("what", ["batch", "boot", "open", "renew", "alarms"])
 def test_the_standby_commits_within_the_goal_whatever_point_the_leader_paused_at(
     pg_dsn,  # noqa: F811
     what,
@@ -265,6 +301,10 @@ def test_the_standby_commits_within_the_goal_whatever_point_the_leader_paused_at
             assert woke is False or isinstance(woke, ElectionError), woke
         elif what == "alarms":  # cut off; or it had nothing to wait for (no term to check)
             assert woke is None or isinstance(woke, AlarmLogError), woke
+        elif what == "open":  # cut off; or it opened, having nothing to write (no term check)
+            assert isinstance(woke, Ledger | LedgerError), woke
+            if isinstance(woke, Ledger):
+                woke.close()
         else:  # whatever a was doing when it paused commits nothing
             assert isinstance(woke, LedgerError), (event, woke)
     with Ledger(pg_dsn, CONFIG) as led:

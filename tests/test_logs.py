@@ -53,7 +53,7 @@ def run_jackpot(tmp_path: Path, log: Path, env: dict[str, str]) -> str:
     pw = tmp_path / "pw"
     pw.write_text("secret\n")
     pw.chmod(0o600)  # others may not read it (issue 26)
-    argv = [sys.executable, "-m", "jackpot.service", "--config", str(config),
+    argv = [sys.executable, "-m", "jackpot.cli", "--config", str(config),
             "--ledger", str(tmp_path / "ledger.sqlite"), "--port", str(free_port()),
             "--password-file", str(pw), "--signing-key", str(key),
             "--key-id", CONTROLLER_KID]  # fmt: skip
@@ -78,7 +78,7 @@ def test_the_jackpot_controller_under_journald_prefixes_each_line_and_drops_the_
     lines = text.splitlines()
     assert lines and all(re.match(r"<[2-7]>(jackpot|controller)\.", line) for line in lines), text
     assert any(
-        line.startswith("<4>jackpot.service WARNING: no public key in the config")
+        line.startswith("<4>jackpot.cli WARNING: no public key in the config")
         for line in lines
     ), text
     assert any(line.startswith("<4>") and "cannot reach the broker" in line for line in lines)
@@ -99,7 +99,7 @@ def test_on_a_terminal_or_another_stream_each_line_starts_with_the_time(tmp_path
     lines = text.splitlines()
     assert lines
     assert all(re.match(TIMESTAMP + r"[A-Z]+ (jackpot|controller)\.", line) for line in lines)
-    assert re.search(TIMESTAMP + r"WARNING jackpot.service: no public key", text)
+    assert re.search(TIMESTAMP + r"WARNING jackpot.cli: no public key", text)
     assert "<4>" not in text and "<6>" not in text
 
 

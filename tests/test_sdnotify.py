@@ -211,7 +211,7 @@ def test_jackpot_controller_is_ready_pings_the_watchdog_and_says_stopping(tmp_pa
     args += ["--port", str(free_port()), "--password-file", str(pw), "--log-level", "ERROR"]
     key = write_key(controller_signer(), tmp_path / "link.key")
     args += ["--signing-key", str(key), "--key-id", CONTROLLER_KID]
-    code = "import sys; from jackpot.service import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from jackpot.cli import main; sys.exit(main(sys.argv[1:]))"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NOTIFY_SOCKET": path}
     env.update(WATCHDOG_USEC="1000000")  # WatchdogSec=1: a ping every 0.5 s
     env.pop("WATCHDOG_PID", None)

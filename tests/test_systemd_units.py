@@ -235,7 +235,7 @@ def test_the_jackpot_unit_runs_the_service_on_the_local_broker():
         "--username": "jackpot-controller",
         "--password-file": "/etc/jackpot-controller/mqtt-password",
     }
-    from jackpot.service import _parser
+    from jackpot.cli import _parser
 
     _parser().parse_args(command[1:])  # options the program really takes
     assert one(text, "Service", "PrivateDevices") == "yes"

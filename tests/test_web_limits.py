@@ -145,7 +145,9 @@ def test_a_thousand_idle_connections_do_not_starve_the_dealer_display(web_rig): 
         }
         print("starvation figures:", json.dumps(figures))
         assert all(s == 200 for _p, s, _t in samples), samples
-        assert max(t for _p, _s, t in samples) < 1.0, samples
+        # served, not queued behind the idle connections' 10 s request timeout (the finding held
+        # the dealer 6.4 s); on a quiet machine each answer takes milliseconds
+        assert max(t for _p, _s, t in samples) < LIMITS.request_timeout_s / 2, samples
         assert stranger[0] == 200
         assert still_open == IDLE  # all held while the dealer display was served
 
@@ -157,7 +159,7 @@ def test_a_thousand_idle_connections_do_not_starve_the_dealer_display(web_rig): 
         held += extra
         time.sleep(0.5)
         status, took = timed_get(port, "/dealer")
-        assert status == 200 and took < 1.0
+        assert status == 200 and took < LIMITS.request_timeout_s / 2
         gone = {i for i, s in enumerate(held[:IDLE]) if closed_by_server(s)}
         evicted = len(gone)
         assert evicted >= 100, evicted
@@ -210,7 +212,7 @@ def test_strangers_cannot_take_the_dealer_displays_or_technicians_streams(web_ri
         # the dealer's screen has its own budget, and gets its stream at once
         status, took, sock, data = first_update(port, "/api/dealer/stream")
         opened.append(sock)
-        assert status == 200 and b"event: update" in data and took < 1.0
+        assert status == 200 and b"event: update" in data and took < LIMITS.request_timeout_s / 2
         # an unauthenticated client cannot hold the technicians' stream at all
         status, _t, sock, data = first_update(port, "/api/stream", None, "127.0.0.30")
         opened.append(sock)

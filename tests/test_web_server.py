@@ -73,8 +73,9 @@ class Http:
             self.csrf = json.loads(body)["csrf"]
         return status, headers, json.loads(body)
 
-    def stream(self, path: str, seconds: float) -> bytes:
-        """Read a server-sent event stream for ``seconds``; every byte received (headers too)."""
+    def stream(self, path: str, seconds: float, started: threading.Event | None = None) -> bytes:
+        """Read a server-sent event stream for ``seconds`` or until the server ends it; every
+        byte received (headers too). ``started`` is set once the first update has arrived."""
         cookie = f"Cookie: {self.cookie}\r\n" if self.cookie else ""
         chunks: list[bytes] = []
         with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
@@ -88,6 +89,8 @@ class Http:
                 if not chunk:
                     break
                 chunks.append(chunk)
+                if started is not None and b"event: update" in b"".join(chunks):
+                    started.set()
         data = b"".join(chunks)
         assert data.startswith(b"HTTP/1.1 200"), data[:200]
         return data
@@ -110,7 +113,7 @@ def web_rig(tmp_path, broker):  # noqa: F811
         rig.stop()
 
 
-def wait_http(port: int, timeout: float = 10.0) -> None:
+def wait_http(port: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -491,9 +494,12 @@ def test_a_plain_form_login_works_and_a_foreign_page_cannot_post_one(web_rig):
     # a session ended elsewhere (logout) ends its live stream too
     web.csrf = web.get_json("/api/session")["csrf"]
     streamed: list[bytes] = []
-    reader = threading.Thread(target=lambda: streamed.append(web.stream("/api/stream", 3.0)))
+    started = threading.Event()
+    reader = threading.Thread(
+        target=lambda: streamed.append(web.stream("/api/stream", 60.0, started))
+    )
     reader.start()
-    time.sleep(0.5)
+    assert started.wait(30), "the live stream's first update"
     assert web.request("POST", "/logout", {})[0] == 200
     reader.join()
     assert b"event: update" in streamed[0] and b"event: logout" in streamed[0]

@@ -582,7 +582,7 @@ class Stage:
         self.spawn(
             "jackpot-controller",
             [
-                *(python, "-m", "jackpot.service", "--config", str(jackpot_path)),
+                *(python, "-m", "jackpot.cli", "--config", str(jackpot_path)),
                 *("--ledger", str(self.workdir / "ledger.sqlite"), *link),
                 *("--username", CONTROLLER_USER),
                 *("--password-file", str(passwords[CONTROLLER_USER])),

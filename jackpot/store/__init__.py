@@ -70,6 +70,54 @@ class Session:
         return " ".join(f"-c {name}={value}" for name, value in self.settings)
 
 
+#: The tables schema 3 adds, both backends (``{int}``: the integer type; ``{serial}``: an
+#: auto-numbered primary key). ``draws``: the Mystery's draws (jackpot/draws.py);
+#: ``parameters``: the effective terms, ``changes``: every audited change (the first start's
+#: terms, ``parameters apply``, corrections, transfers, retirements), ``table_keys``: every
+#: table key the ledger ever trusted and when (jackpot/parameters.py).
+V3_TABLES = """
+CREATE TABLE IF NOT EXISTS draws (
+    pool TEXT NOT NULL, cycle {int} NOT NULL, drawn_utc {int}, gaming_day TEXT, low {int},
+    high {int}, commitment TEXT, sealed TEXT, trigger_cents {int}, salt TEXT, ended TEXT,
+    ended_utc {int}, award_id TEXT, PRIMARY KEY (pool, cycle));
+CREATE UNIQUE INDEX IF NOT EXISTS draws_live ON draws (pool) WHERE ended IS NULL;
+CREATE TABLE IF NOT EXISTS parameters (
+    subject TEXT NOT NULL, term TEXT NOT NULL, value TEXT NOT NULL, change_n {int} NOT NULL,
+    PRIMARY KEY (subject, term));
+CREATE TABLE IF NOT EXISTS changes (
+    n {serial}, t_utc {int} NOT NULL, gaming_day TEXT NOT NULL, kind TEXT NOT NULL,
+    by_name TEXT NOT NULL, approved_by TEXT, reason TEXT NOT NULL, config_sha256 TEXT,
+    detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS table_keys (
+    table_id TEXT NOT NULL, kid TEXT NOT NULL, public_key TEXT NOT NULL, from_n {int} NOT NULL,
+    from_utc {int}, until_n {int}, until_utc {int}, PRIMARY KEY (table_id, kid, from_n));
+"""
+
+
+def v3_steps(integer: str) -> list[str]:
+    """Schema 2 -> 3 on the tables schema 2 had (the new ones exist by then): the time
+    columns, NULL on every row from before (they carry no time, and the reports say so);
+    each pool's live trigger moved into ``draws`` in the clear for the ledger to commit and
+    seal in the same transaction; ``mystery.trigger_cents`` dropped."""
+    columns = {
+        "applied": ("received_utc", "gaming_day"),
+        "movements": ("t_utc", "gaming_day", "change_n"),
+        "awards": ("offered_utc", "committed_utc", "gaming_day"),
+    }
+    steps = [
+        f"ALTER TABLE {table} ADD COLUMN {column} "
+        f"{'TEXT' if column == 'gaming_day' else integer}"
+        for table, names in columns.items()
+        for column in names
+    ]
+    return [
+        *steps,
+        "INSERT INTO draws (pool, cycle, trigger_cents) SELECT pool, cycle, trigger_cents"
+        " FROM mystery",
+        "ALTER TABLE mystery DROP COLUMN trigger_cents",
+    ]
+
+
 def is_dsn(location: Location) -> bool:
     """True for a PostgreSQL URL (``postgresql://...``), False for a file path."""
     return isinstance(location, str) and location.split("://", 1)[0].lower() in DSN_SCHEMES
@@ -148,6 +196,10 @@ class Store:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def settle(self) -> None:
+        """After the opening transaction committed (SQLite: empties the WAL after a
+        migration)."""
 
     def is_(self, column: str) -> str:
         """``column`` equal to a parameter, NULL included."""

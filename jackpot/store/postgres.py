@@ -32,11 +32,11 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from jackpot.store import Session, Store
+from jackpot.store import V3_TABLES, Session, Store, v3_steps
 
 _CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: pg_advisory_xact_lock key that serialises creating and migrating the schema.
 SCHEMA_LOCK = 0x6A61_636B_706F_7401  # "jackpot\x01"
 _FRACTION = r"CHECK ({col} ~ '^-?[0-9]+(/[0-9]+)?$')"
@@ -48,23 +48,24 @@ CREATE TABLE IF NOT EXISTS applied (
     n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     table_id TEXT NOT NULL, seq BIGINT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
     boot BIGINT NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    digest TEXT, UNIQUE (table_id, seq));
+    digest TEXT, received_utc BIGINT, gaming_day TEXT, UNIQUE (table_id, seq));
 CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
 CREATE TABLE IF NOT EXISTS meters (
     pool TEXT PRIMARY KEY, value TEXT NOT NULL {_FRACTION.format(col="value")},
     seq BIGINT NOT NULL, hits BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS mystery (
-    pool TEXT PRIMARY KEY, trigger_cents BIGINT NOT NULL, cycle BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS mystery (pool TEXT PRIMARY KEY, cycle BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS movements (
     n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT,
-    seq BIGINT, what TEXT NOT NULL, amount TEXT NOT NULL {_FRACTION.format(col="amount")});
+    seq BIGINT, what TEXT NOT NULL, amount TEXT NOT NULL {_FRACTION.format(col="amount")},
+    t_utc BIGINT, gaming_day TEXT, change_n BIGINT);
 CREATE INDEX IF NOT EXISTS movements_pool ON movements (pool, n);
 CREATE TABLE IF NOT EXISTS awards (
     award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
     claim_seq BIGINT NOT NULL, claim_key TEXT NOT NULL, round BIGINT NOT NULL,
     spot BIGINT NOT NULL, meter TEXT NOT NULL, amount BIGINT NOT NULL, state TEXT NOT NULL,
     hit_order BIGINT, reason TEXT, confirm_seq BIGINT, meter_before BIGINT,
-    n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE);
+    n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, offered_utc BIGINT, committed_utc BIGINT,
+    gaming_day TEXT);
 CREATE INDEX IF NOT EXISTS awards_spot ON awards (table_id, round, spot, pool);
 CREATE TABLE IF NOT EXISTS contributions (
     table_id TEXT NOT NULL, round BIGINT NOT NULL, spot BIGINT NOT NULL, pool TEXT NOT NULL,
@@ -72,7 +73,7 @@ CREATE TABLE IF NOT EXISTS contributions (
 CREATE TABLE IF NOT EXISTS round_results (
     table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
     PRIMARY KEY (table_id, round));
-"""
+""" + V3_TABLES.format(int="BIGINT", serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
 ALARMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS alarms (
@@ -83,8 +84,21 @@ CREATE TABLE IF NOT EXISTS alarms (
 CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
 """
 
-#: version -> the step to version + 1 (none yet: PostgreSQL ledgers start at schema 2).
-MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {}
+
+
+def _migrate_2_to_3(store: PostgresStore) -> None:
+    """Schema 2 -> 3 (:func:`jackpot.store.v3_steps`): time columns, NULL on the rows from
+    before; the live triggers moved into ``draws`` (sealed by the ledger before the opening
+    transaction commits) and dropped from ``mystery``."""
+    for statement in v3_steps("BIGINT"):
+        store._live().execute(statement)
+    # a dropped column's bytes stay in a row until it is written again: write the live rows
+    # now (their old versions go at the next VACUUM; docs/jackpot/postgres.md)
+    store._live().execute("UPDATE mystery SET cycle=cycle")
+
+
+#: version -> the step to version + 1 (PostgreSQL ledgers start at schema 2).
+MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {2: _migrate_2_to_3}
 
 _IDLE = pq.TransactionStatus.IDLE
 

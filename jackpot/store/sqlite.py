@@ -5,8 +5,12 @@ WAL and ``synchronous=FULL`` on every connection; a write transaction is ``BEGIN
 
 Schema versions (``meta`` key ``schema``): 1, the first; 2 adds ``applied.digest``,
 ``awards.meter_before`` and the ``contributions`` and ``round_results`` proofs
-(:func:`_migrate_1_to_2`, in place, inside the opening transaction). The alarm log's table
-lives in the same file (:data:`ALARMS_SCHEMA`). See docs/jackpot/postgres.md ("Schema").
+(:func:`_migrate_1_to_2`, in place, inside the opening transaction); 3 adds central time
+(the controller's UTC time and the gaming day on applied messages, movements and awards),
+the ledger's terms (``parameters``, ``changes``, ``table_keys``) and the Mystery's
+committed, sealed ``draws`` (:func:`_migrate_2_to_3`; rows from before carry no time). The
+alarm log's table lives in the same file (:data:`ALARMS_SCHEMA`). See
+docs/jackpot/postgres.md ("Schema").
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.link.signing import digest
-from jackpot.store import Store
+from jackpot.store import V3_TABLES, Store, v3_steps
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,27 +35,28 @@ CREATE TABLE IF NOT EXISTS applied (
     n INTEGER PRIMARY KEY AUTOINCREMENT,
     table_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
     boot INTEGER NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    digest TEXT, UNIQUE (table_id, seq));
+    digest TEXT, received_utc INTEGER, gaming_day TEXT, UNIQUE (table_id, seq));
 CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
 CREATE TABLE IF NOT EXISTS meters (
     pool TEXT PRIMARY KEY, value TEXT NOT NULL, seq INTEGER NOT NULL, hits INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS mystery (
-    pool TEXT PRIMARY KEY, trigger_cents INTEGER NOT NULL, cycle INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS mystery (pool TEXT PRIMARY KEY, cycle INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS movements (
     n INTEGER PRIMARY KEY AUTOINCREMENT, pool TEXT NOT NULL, table_id TEXT, seq INTEGER,
-    what TEXT NOT NULL, amount TEXT NOT NULL);
+    what TEXT NOT NULL, amount TEXT NOT NULL, t_utc INTEGER, gaming_day TEXT,
+    change_n INTEGER);
 CREATE TABLE IF NOT EXISTS awards (
     award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
     claim_seq INTEGER NOT NULL, claim_key TEXT NOT NULL, round INTEGER NOT NULL,
     spot INTEGER NOT NULL, meter TEXT NOT NULL, amount INTEGER NOT NULL, state TEXT NOT NULL,
-    hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER);
+    hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER,
+    offered_utc INTEGER, committed_utc INTEGER, gaming_day TEXT);
 CREATE TABLE IF NOT EXISTS contributions (
     table_id TEXT NOT NULL, round INTEGER NOT NULL, spot INTEGER NOT NULL, pool TEXT NOT NULL,
     seq INTEGER NOT NULL, PRIMARY KEY (table_id, round, spot, pool));
 CREATE TABLE IF NOT EXISTS round_results (
     table_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY (table_id, round));
-"""
+""" + V3_TABLES.format(int="INTEGER", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
 
 ALARMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS alarms (
@@ -76,6 +81,9 @@ class SQLiteStore(Store):
             self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            # freed pages are zeroed: a Mystery trigger's ciphertext (or a schema-2 trigger
+            # in the clear) erased from a row does not linger in the file
+            self._db.execute("PRAGMA secure_delete=ON")
         except sqlite3.Error as exc:
             raise self.failed("cannot open the jackpot ledger", exc) from None
 
@@ -111,18 +119,34 @@ class SQLiteStore(Store):
 
     def open_ledger(self) -> None:
         """Create or migrate the ledger's tables; returns inside a write transaction."""
-        self.script(LEDGER_SCHEMA)
+        # one transaction: a power cut while a first start creates the tables leaves all of
+        # them or none (tests/test_power_loss.py reads the ledger between cuts)
+        self.script(f"BEGIN IMMEDIATE;\n{LEDGER_SCHEMA}\nCOMMIT;")
         self.begin_write()
         row = self.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         if row is None:
             self.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif row[0] == "1":
-            _migrate_1_to_2(self)
-        elif row[0] != str(SCHEMA_VERSION):
+            return
+        if row[0] not in ("1", "2", str(SCHEMA_VERSION)):
             raise self.error(
                 f"{self.location}: ledger schema {row[0]}, this controller reads "
-                f"{SCHEMA_VERSION} (and migrates 1): run the controller version that wrote it"
+                f"{SCHEMA_VERSION} (and migrates 1 and 2): run the controller version that "
+                "wrote it"
             )
+        if row[0] == "1":
+            _migrate_1_to_2(self)
+        if row[0] in ("1", "2"):
+            _migrate_2_to_3(self)
+            self.migrated = True
+
+    migrated = False  # open_ledger migrated the file (settle() then empties the WAL)
+
+    def settle(self) -> None:
+        """After the opening transaction committed: a migration rewrote tables that held
+        the Mystery triggers in the clear; truncate the WAL so no old page stays in it."""
+        if self.migrated:
+            self.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            self.migrated = False
 
     def open_alarms(self) -> None:
         self.script(ALARMS_SCHEMA)
@@ -166,4 +190,14 @@ def _migrate_1_to_2(store: SQLiteStore) -> None:
         " json_extract(message, '$.payload.round'), seq FROM applied"
         " WHERE kind='round_result' AND outcome='applied' ORDER BY n"
     )
-    db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
+    db.execute("UPDATE meta SET value='2' WHERE key='schema'")
+
+
+def _migrate_2_to_3(store: SQLiteStore) -> None:
+    """Schema 2 -> 3 in place, inside the opening transaction (jackpot/store/__init__.py
+    :func:`~jackpot.store.v3_steps`): the time columns (NULL: rows from before carry no
+    time), the live trigger moved into ``draws`` (the ledger seals it before this
+    transaction commits) and dropped from ``mystery``."""
+    for statement in v3_steps("INTEGER"):
+        store.execute(statement)
+    store.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
