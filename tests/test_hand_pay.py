@@ -17,8 +17,12 @@ Either way the controller commits the award and its ledger keeps who confirmed i
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -122,6 +126,15 @@ def committed(rig: Rig, award: dict, by: str) -> None:
     rig.stop()
     with Ledger(rig.ledger, jackpot_config()) as ledger:  # the ledger's own reading
         assert ledger.confirmed_by(award["award_id"]) == by
+    done = subprocess.run(  # and the awards report (jackpot-controller report awards)
+        [sys.executable, "-m", "jackpot.cli", "report", "awards", "--ledger", str(rig.ledger)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = [
+        r for r in csv.DictReader(io.StringIO(done.stdout)) if r["award_id"] == award["award_id"]
+    ]
+    assert row["state"] == "committed" and row["confirmed_by"].endswith(f": {by}")
 
 
 def test_the_jackpot_paid_button_confirms_the_oldest_award_with_the_key(rig):
