@@ -193,6 +193,8 @@ class JackpotService:
         alarm_lines: tuple[int, float] = ALARM_LINES,
         trigger_key: Any = None,
         heartbeat_s: float | None = None,
+        clock_check_s: float = 60.0,
+        max_clock_offset_ms: float = 1000.0,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -220,6 +222,10 @@ class JackpotService:
         )
         self.rng = rng or random.SystemRandom()
         self._randbelow = randbelow
+        # the machine's clock: asked now and every clock_check_s (issue 28 item 6)
+        self.clock_check_s, self.max_clock_offset_ms = clock_check_s, max_clock_offset_ms
+        self._clock_state, self._clock_problem, self._clock_alarmed = None, None, None
+        self._check_clock()
         self._trigger_key = trigger_key  # the Mystery trigger key file (jackpot/draws.py)
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
         with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
@@ -273,6 +279,10 @@ class JackpotService:
         self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
         self._thread.start()
+        self._clock_thread = threading.Thread(
+            target=self._watch_clock, name="jackpot-clock", daemon=True
+        )
+        self._clock_thread.start()
 
     # -- any thread ------------------------------------------------------------------------
 
@@ -307,6 +317,10 @@ class JackpotService:
                     for table in sorted(self.config.tables)
                 },
                 "meters": dict(self._meter_cents),
+                "clock": {
+                    **(self._clock_state.as_dict() if self._clock_state else {}),
+                    "problem": self._clock_problem,
+                },
                 "largest_batch": self._largest_batch,
             }
 
@@ -360,6 +374,31 @@ class JackpotService:
             self._alarms.append(entry)
             self._alarm_counts[kind] += 1
             self._open_alarms = open_alarms
+
+    def _check_clock(self) -> None:
+        from controller.timesync import judge, read_clock
+
+        state = read_clock()
+        self._clock_state = state
+        self._clock_problem = judge(state, self.max_clock_offset_ms)
+
+    def _watch_clock(self) -> None:
+        while not self._stop.wait(self.clock_check_s):
+            try:
+                self._check_clock()
+            except Exception:
+                log.exception("clock: the check failed")
+
+    def _clock_alarm(self) -> None:
+        """On the service's thread: an unsynchronised clock (or one off past the limit) is
+        an alarm once each time it starts (issue 28 item 6)."""
+        problem = self._clock_problem
+        if problem != self._clock_alarmed:
+            if problem:
+                self._alarm("clock_unsynchronised", None, None, problem)
+            elif self._clock_alarmed:
+                log.info("clock synchronised again (%s)", self._clock_state.source)
+            self._clock_alarmed = problem
 
     def _may_log(self, what: str, table: str | None) -> bool:
         """Whether a log line about ``what`` from ``table`` may be written now (issue 26:
@@ -470,6 +509,7 @@ class JackpotService:
                         self._set_connected(False)
                         continue
                 self._flush_alarms()
+                self._clock_alarm()
             if socket_up and self._connected and self._goodbye:
                 self._say_goodbye()
             clean = True

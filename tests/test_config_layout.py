@@ -20,6 +20,7 @@ SECTION_MODULES = {
     "mqtt": ("link", "MQTT_KEYS", "read_mqtt"),
     "web": ("web", "WEB_KEYS", "read_web"),
     "journal": ("journal", "JOURNAL_KEYS", "read_journal"),
+    "clock": ("clock", "CLOCK_KEYS", "read_clock"),  # issue 28 item 6: a new section, a module
 }
 
 

@@ -102,6 +102,7 @@ JACKPOT_MAY_IMPORT = (
     "controller.backup",
     "controller.logs",
     "controller.sdnotify",
+    "controller.timesync",  # is the clock synchronised? both services ask (issue 28 item 6)
 )
 #: ``jackpot-controller reconcile`` (an audit command, run on copies of the tables' journals)
 #: replays a table's journal with the table's own state machine to the messages it sent: the

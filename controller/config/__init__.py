@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from controller.config.base import REQUIRED, ConfigError, ConfigErrors
 from controller.config.check import KINDS, ConfigCheck, check_config, check_config_file
+from controller.config.clock import ClockConfig
 from controller.config.gpio import (
     DEFAULT_SOCKET,
     PIN_FACTORIES,
@@ -80,6 +81,7 @@ __all__ = [
     "UNIX_SOCKET_MAX",
     "WEB_PORT_MIN",
     "CameraConfig",
+    "ClockConfig",
     "ConfigCheck",
     "ConfigError",
     "ConfigErrors",

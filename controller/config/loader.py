@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config.base import ConfigError, ConfigErrors, Section
+from controller.config.clock import CLOCK_KEYS, ClockConfig, read_clock
 from controller.config.gpio import (
     CONTROL_KEYS,
     GPIO_KEYS,
@@ -59,11 +60,12 @@ KEYS: dict[str, tuple[str, ...]] = {
     "web": WEB_KEYS,
     "control": CONTROL_KEYS,
     "journal": JOURNAL_KEYS,
+    "clock": CLOCK_KEYS,
 }
 """Every section and its keys, in file order."""
 
 REQUIRED_SECTIONS = ("table", "shoe", "gpio", "mqtt")
-OPTIONAL_SECTIONS = ("camera", "web", "control", "journal")
+OPTIONAL_SECTIONS = ("camera", "web", "control", "journal", "clock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,8 @@ class TableConfig:
     #: a journal checkpoint at each round's end and at least every this many events
     checkpoint_every_events: int = 1000
     journal: JournalConfig = field(default_factory=JournalConfig)
+    #: ``[clock]``: the time synchronisation check (issue 28 item 6)
+    clock: ClockConfig = field(default_factory=ClockConfig)
 
     @property
     def journal_path(self) -> Path:
@@ -177,10 +181,11 @@ def parse_table_config(
     web = read_web(section("web"), base)
     control = read_control(section("control"), base)
     journal = read_journal(section("journal"))
+    clock = read_clock(section("clock"))
     if errors:
         raise ConfigErrors(errors)
     # every reader returned its value when it found no error
-    assert None not in (shoe, gpio, camera, mqtt, web, control, journal, table["settings"])
+    assert None not in (shoe, gpio, camera, mqtt, web, control, journal, clock, table["settings"])
     return TableConfig(
         source=source,
         checksum=checksum,
@@ -199,6 +204,7 @@ def parse_table_config(
         web=web,
         control=control,
         journal=journal,
+        clock=clock,
     )
 
 

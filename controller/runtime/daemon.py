@@ -160,6 +160,13 @@ class TableDaemon:
         self._pending: list[ev.Event] = []
         self.web = None
         self.audit = self._open_audit()
+        from controller.runtime.clockwatch import ClockWatcher
+
+        self.clock_watch = ClockWatcher(config.clock)  # asked now: this run's record
+        self.parts.append(("clock", self.clock_watch.close))
+        clock = self.clock_watch.state
+        if config.clock.check_every_s:
+            table.journal.record_clock(clock.source, clock.synchronised, clock.offset_ms)
         self.history: Any = None
         self.history_problem = "not started"
         self.started_epoch = time.time()
@@ -275,12 +282,22 @@ class TableDaemon:
             controller_timeout_ms=cfg.mqtt.controller_timeout_s * 1000,
         )
         publisher = self.publisher
+        clock_watch, refuse = self.clock_watch, cfg.clock.refuse_progressive
+        alarmed = {"clock": False}
 
         def link_watch(t: int) -> list[ev.Event]:
             h = publisher.health()
             c = h["controller"]  # its signed heartbeat (issue 28 item 3)
             heard = None if c["heard_age_s"] is None else int(c["heard_age_s"] * 1000)
-            return link.update(t, h["connected"], h["depth"], h["last_ack"], c["state"], heard)
+            problem = clock_watch.problem  # the table's clock (issue 28 item 6)
+            out = link.update(
+                t, h["connected"], h["depth"], h["last_ack"], c["state"], heard,
+                clock_problem=bool(problem) and refuse,
+            )  # fmt: skip
+            if problem and not alarmed["clock"] and not refuse:  # refusing says it already
+                out.append(ev.LinkAlarm("clock_unsynchronised", problem, t=t))
+            alarmed["clock"] = bool(problem)
+            return out
 
         watches.append(link_watch)
         self.link_watch = link
@@ -465,7 +482,7 @@ class TableDaemon:
         """The table's runtime status, with ``meters``: the progressive meters the link
         last read (``pool``, ``amount`` in cents...; empty before any, or without a link)."""
         meters = self.publisher.meters() if self.publisher is not None else []
-        status = {**self.runtime.status(), "meters": meters}
+        status = {**self.runtime.status(), "meters": meters, "clock": self.clock_watch.health()}
         watch = getattr(self, "link_watch", None)
         if watch is not None and not status.get("jackpot_link", True):
             status["jackpot_link_why"] = watch.why  # a LINK_WHY code: the pages' words
@@ -489,6 +506,8 @@ class TableDaemon:
             problems.append(f"journal not writable: {status['journal_fault']}")
         if not self._threads_alive():
             problems.append("a driver or link thread has stopped")
+        if self.clock_watch.problem:
+            problems.append(f"clock: {self.clock_watch.problem}")
         if status.get("jackpot_link") is False:  # issue 28: a frozen controller answered 200
             why = getattr(getattr(self, "link_watch", None), "why", None)
             words = ev.LINK_WHY.get(why or "", "the jackpot link is down")

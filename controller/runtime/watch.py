@@ -96,8 +96,12 @@ class LinkWatch:
         last_ack: int,
         controller: str | None = None,
         heard_ms: int | None = None,
+        clock_problem: bool = False,
     ) -> bool:
-        return self.check(now_ms, connected, depth, last_ack, controller, heard_ms) is None
+        return (
+            self.check(now_ms, connected, depth, last_ack, controller, heard_ms, clock_problem)
+            is None
+        )
 
     def check(
         self,
@@ -107,10 +111,13 @@ class LinkWatch:
         last_ack: int,
         controller: str | None = None,
         heard_ms: int | None = None,
+        clock_problem: bool = False,
     ) -> str | None:
         """None if the link is up, else why not (a :data:`LINK_WHY` code). ``controller``:
         the controller's last status (``online``, ``offline``, None: none heard);
-        ``heard_ms``: how long ago its last heartbeat came (None: none yet)."""
+        ``heard_ms``: how long ago its last heartbeat came (None: none yet);
+        ``clock_problem``: the table's clock is unsynchronised and the config refuses
+        progressive wagers then (issue 28 item 6)."""
         if depth > 0:
             if self._waiting_since is None or last_ack != self._last_ack:
                 self._waiting_since = now_ms
@@ -125,6 +132,8 @@ class LinkWatch:
                 return "controller_offline"
             if heard_ms is None or heard_ms >= self.controller_timeout_ms:
                 return "controller_silent"
+        if clock_problem:
+            return "clock_unsynchronised"
         if waited >= self.ack_timeout_ms:
             return "no_ack"
         return None
@@ -137,9 +146,10 @@ class LinkWatch:
         last_ack: int,
         controller: str | None = None,
         heard_ms: int | None = None,
+        clock_problem: bool = False,
     ) -> list[Event]:
         """One sample of the publisher's health; returns the events for the table."""
-        why = self.check(now_ms, connected, depth, last_ack, controller, heard_ms)
+        why = self.check(now_ms, connected, depth, last_ack, controller, heard_ms, clock_problem)
         healthy = why is None
         out: list[Event] = []
         if healthy != self.up and (healthy or now_ms >= self.grace_until or not self.up):

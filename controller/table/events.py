@@ -355,6 +355,7 @@ LINK_WHY = {
     "no_ack": "no acknowledgement from the jackpot controller",
     "controller_silent": "the jackpot controller is not answering",
     "controller_offline": "the jackpot controller is not answering (it said offline)",
+    "clock_unsynchronised": "the table's clock is not synchronised",
 }
 
 

@@ -899,6 +899,13 @@ class Table(Procedure):
         self.state.jackpot_link = event.up
         if event.up:
             self._prompt("jackpot_link_up", "Jackpot link back: progressive wagers are open")
+        elif event.why == "clock_unsynchronised":
+            self._alarm(
+                "jackpot_link_down",
+                "The table's clock is not synchronised: no progressive wager can be taken",
+                "Take no Blazing 7's bets (chips on those circles are returned at no more "
+                "bets); call a technician to check the time server (NTP) and the clock",
+            )
         elif event.why in ("controller_silent", "controller_offline"):
             self._alarm(
                 "jackpot_link_down",
