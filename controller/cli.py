@@ -285,6 +285,7 @@ def _no_round_anywhere(live: str, files, number: int) -> str:
 
 
 def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
+    from controller.cli_users import audited
     from controller.config import load_table_config
     from controller.errors import JournalError
     from controller.journal import Journal
@@ -293,9 +294,17 @@ def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
 
     config = load_table_config(args.config)
     live = config.journal_path
+    _, record = audited(config, "journal_set_aside")
     if not live.is_file():
+        record("refused", detail="no journal to set aside")
         raise JournalError(f"no journal at {live}: nothing to set aside (check data_dir)")
-    done = set_aside(live, config.rules, config.settings, gaming_day=config.gaming_day)
+    try:
+        done = set_aside(live, config.rules, config.settings, gaming_day=config.gaming_day)
+    except Exception as exc:
+        record("refused", detail=str(exc))
+        raise
+    record(object=str(done.archive), detail=f"events {done.first_event} to {done.last_event}, "
+                                            f"sha256 {done.sha256[:16]}")  # fmt: skip
     with Journal(live) as journal:
         origin = journal.origin()
         written, acked, pending = journal.outbox_rows()
@@ -715,6 +724,10 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("backup", help="the backup file (journal-...sqlite)")
     restore.set_defaults(run=_cmd_restore)
 
+    from controller.cli_users import add_user_parser
+
+    add_user_parser(commands)
+
     try:
         from controller.demo import stage
     except ImportError:  # the demo ships with the package; tolerate a partial checkout
@@ -743,10 +756,17 @@ def _cmd_backup(args: argparse.Namespace) -> int:
 
 def _cmd_restore(args: argparse.Namespace) -> int:
     from controller.backup import restore_journal
+    from controller.cli_users import audited
     from controller.config import load_table_config
 
     config = load_table_config(args.config)
-    done = restore_journal(args.backup, config.journal_path)
+    _, record = audited(config, "restore")
+    try:
+        done = restore_journal(args.backup, config.journal_path)
+    except Exception as exc:
+        record("refused", object=str(args.backup), detail=str(exc))
+        raise
+    record(object=str(args.backup), detail=done.summary)
     print(f"restored {args.backup} as {done.journal}: {done.summary}")
     if done.kept is not None:
         print(f"the journal it replaced is kept as {done.kept} (with its -wal, if any)")
@@ -763,17 +783,29 @@ def _cmd_link_key(args: argparse.Namespace) -> int:
 
     table_id = None
     if args.config:
+        from controller.cli_users import audited
         from controller.config import load_table_config
 
         config = load_table_config(args.config)
         path, key_id, table_id = config.mqtt.signing_key, config.mqtt.key_id, config.table_id
         key_id = args.key_id or key_id
+        _, record = audited(config, "link_key")
+        try:
+            public = make_link_key(path, key_id, args.owner)
+        except Exception as exc:
+            record("refused", object=key_id, detail=str(exc))
+            raise
+        record(object=key_id, detail=f"a new signing key {path}")
+        return _print_link_key(path, key_id, public, table_id)
     else:
         if not args.key_id:
             print("link-key: --out needs --key-id (e.g. hcm-bj-07-1)", file=sys.stderr)
             return 2
         path, key_id = args.out, args.key_id
-    public = make_link_key(path, key_id, args.owner)
+    return _print_link_key(path, key_id, make_link_key(path, key_id, args.owner), table_id)
+
+
+def _print_link_key(path: object, key_id: str, public: str, table_id: str | None) -> int:
     print(f"wrote the signing key {path} (mode 0600); keep it on this machine only")
     print(f"key id: {key_id}")
     print(f"public key: {public}")

@@ -80,6 +80,7 @@ BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {
     "burn": lambda spot, t: ev.Burn(t=t),
     "void_round": lambda spot, t: ev.VoidRound(t=t),
     "misdeal": lambda spot, t: ev.Misdeal(t=t),
+    "jackpot_paid": lambda spot, t: ev.JackpotPaid(t=t),
     "insurance": lambda spot, t: ev.Insurance(spot, t=t),
     "even_money": lambda spot, t: ev.EvenMoney(spot, t=t),
     "ez_bust": lambda spot, t: ev.EzBust(spot, t=t),

@@ -163,6 +163,10 @@ class JackpotConfig:
     #: ``[ledger] trigger_key``: the key file sealing the live Mystery triggers (None: the
     #: default beside the signing key; jackpot/draws.py).
     trigger_key: str | None = None
+    #: ``[status] heartbeat_ms``: how often the signed retained ``bj/v1/jackpot/status``
+    #: ``online`` is published again; the tables call the controller lost when it is older
+    #: than their ``[mqtt] controller_timeout_s`` (issue 28 item 3).
+    status_heartbeat_ms: int = 2000
 
     @property
     def tables(self) -> frozenset[str]:

@@ -121,7 +121,7 @@ _POOL_KEYS = {
     "mystery": {"kind", "contribution", "per", "seed", "must_hit_from", "must_hit_by", "wagers"},
 }
 _SECTIONS = ("pools", "properties", "tables", "link", "metrics", "ha", "ledger", "mqtt",
-             "gaming_day")  # fmt: skip
+             "gaming_day", "status")  # fmt: skip
 
 
 def _table(raw: Any, where: Where) -> dict[str, Any]:
@@ -314,6 +314,28 @@ def _read_link(raw: Any, where: _Where, errs: _Errors) -> tuple[str | None, str 
         )
         path = None
     return key_id, path
+
+
+#: ``[status] heartbeat_ms``: the range of the controller's heartbeat (docs/config.md).
+HEARTBEAT_MS = (500, 30_000)
+
+
+def _read_status(raw: Any, where: _Where, errs: _Errors) -> int:
+    raw = _table(raw, where)
+    errs.unknown_keys(raw, ("heartbeat_ms",), where)
+    every = raw.get("heartbeat_ms", JackpotConfig.status_heartbeat_ms)
+    low, high = HEARTBEAT_MS
+    if isinstance(every, bool) or not isinstance(every, int) or not low <= every <= high:
+        errs.add(
+            where.error(
+                "heartbeat_ms",
+                f"{every!r}: must be a whole number of ms from {low} to {high}; the tables "
+                "call the controller lost after their [mqtt] controller_timeout_s (6 s), so "
+                "keep it at a third of that or less",
+            )
+        )
+        return JackpotConfig.status_heartbeat_ms
+    return every
 
 
 def _read_metrics(raw: Any, where: _Where, errs: _Errors) -> tuple[str, int]:
@@ -515,11 +537,16 @@ def parse_config(text: str, source: str) -> JackpotConfig:
         brokers, tls_ca = errs.read(
             _read_mqtt, data["mqtt"], top.child("mqtt"), errs, default=((), None)
         )
+    heartbeat = errs.read(
+        _read_status, data.get("status", {}), top.child("status"), errs,
+        default=JackpotConfig.status_heartbeat_ms,
+    )  # fmt: skip
     if errs.found:
         raise JackpotConfigErrors(errs.found)
     return JackpotConfig(
         source, pools, properties, entries, key_id, signing_key, address, port, ha, dsn,
         brokers, tls_ca, day, trigger_key,
+        status_heartbeat_ms=heartbeat,
     )  # fmt: skip
 
 

@@ -343,6 +343,20 @@ class Ledger:
         sql += (" WHERE table_id=?" if table else "") + f" ORDER BY {self._db.award_order}"
         return [Award(*r) for r in self._db.execute(sql, (table,) if table else ())]
 
+    def confirmed_by(self, award_id: str) -> str | None:
+        """Who confirmed a committed award's hand pay, as its table's ``award_confirm`` said
+        (``confirmed_by``: ``supervisor key`` or ``supervisor NAME``; issue 28): kept with
+        the message in ``applied``. None: not committed, or confirmed by a table before
+        issue 28 (its message names no one)."""
+        row = self._db.execute(
+            "SELECT a.message FROM awards w JOIN applied a"
+            " ON a.table_id = w.table_id AND a.seq = w.confirm_seq WHERE w.award_id = ?",
+            (award_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return json.loads(row[0]).get("payload", {}).get("confirmed_by")
+
     def acks(self) -> dict[str, int]:
         """Every table's highest sequence with no gap."""
         return dict(self._db.execute("SELECT table_id, acked FROM tables").fetchall())

@@ -300,8 +300,12 @@ def awards(reader: Reader, first: str | None, last: str | None, pool: str | None
         line = body.get("line") or ("Must-Hit-By Mystery" if "mystery" in body else "")
         who = ""
         if confirm_seq is not None:
-            kid = json.loads(confirm).get("kid", "unsigned") if confirm else "?"
+            sent = json.loads(confirm) if confirm else {}
+            kid = sent.get("kid", "unsigned") if confirm else "?"
             who = f"{table} seq {confirm_seq} (key {kid})"
+            person = (sent.get("payload") or {}).get("confirmed_by")  # issue 28: who, by name
+            if person:
+                who += f": {person}"
         report.rows.append({
             "date": when.strftime("%Y-%m-%d") if when else UNTIMED,
             "time": when.strftime("%H:%M:%S") if when else UNTIMED,

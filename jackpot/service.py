@@ -8,7 +8,9 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   expiry, so the broker keeps the subscription and queues table messages while it is down;
   reconnects with jittered exponential backoff;
 - sets its retained ``bj/v1/jackpot/status`` offline as the will and publishes online after
-  each CONNACK (``boot``: a counter kept in the ledger file's ``meta`` table);
+  each CONNACK (``boot``: a counter kept in the ledger file's ``meta`` table), then again
+  every ``[status] heartbeat_ms`` (2 s) as a signed heartbeat: a table that hears none for
+  its ``controller_timeout_s`` (6 s) takes no progressive wager (issue 28 item 3);
 - subscribes in ``on_connect`` to ``bj/v1/table/+/#`` (QoS 1);
 - for each table message: ``parse_message`` (refused: counted and logged, nothing applied),
   then ``Ledger.apply`` (one transaction), and only after the commit publishes the
@@ -98,9 +100,11 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
 #: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
 BATCH_MAX = 256
-#: Seconds between republishing the retained ``online`` status while connected: a will of
-#: another controller (a killed leader's, published late by a broker) never stays for long.
-STATUS_EVERY_S = 60.0
+#: Seconds between republishing the retained ``online`` status while connected, when the
+#: config does not say (``[status] heartbeat_ms``): the tables' heartbeat (a table that hears
+#: none for its ``controller_timeout_s`` calls the controller lost; issue 28 item 3), and a will
+#: of another controller (a killed leader's, published late by a broker) never stays for long.
+STATUS_EVERY_S = 2.0
 #: The fastest the status is published again in answer to someone else's on its topic.
 STATUS_AGAIN_S = 1.0
 #: Log lines per alarm kind and source in each window, and the window (s): the rest are
@@ -188,6 +192,9 @@ class JackpotService:
         tls_ca: str | None = None,
         alarm_lines: tuple[int, float] = ALARM_LINES,
         trigger_key: Any = None,
+        heartbeat_s: float | None = None,
+        clock_check_s: float = 60.0,
+        max_clock_offset_ms: float = 1000.0,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -209,8 +216,16 @@ class JackpotService:
         self.session_expiry = session_expiry
         self.keepalive = keepalive
         self.resend_interval = resend_interval
+        # the signed status again every this many seconds: the tables' heartbeat
+        self.heartbeat_s = (
+            heartbeat_s if heartbeat_s is not None else config.status_heartbeat_ms / 1000
+        )
         self.rng = rng or random.SystemRandom()
         self._randbelow = randbelow
+        # the machine's clock: asked now and every clock_check_s (issue 28 item 6)
+        self.clock_check_s, self.max_clock_offset_ms = clock_check_s, max_clock_offset_ms
+        self._clock_state, self._clock_problem, self._clock_alarmed = None, None, None
+        self._check_clock()
         self._trigger_key = trigger_key  # the Mystery trigger key file (jackpot/draws.py)
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
         with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
@@ -264,6 +279,10 @@ class JackpotService:
         self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
         self._thread.start()
+        self._clock_thread = threading.Thread(
+            target=self._watch_clock, name="jackpot-clock", daemon=True
+        )
+        self._clock_thread.start()
 
     # -- any thread ------------------------------------------------------------------------
 
@@ -298,6 +317,10 @@ class JackpotService:
                     for table in sorted(self.config.tables)
                 },
                 "meters": dict(self._meter_cents),
+                "clock": {
+                    **(self._clock_state.as_dict() if self._clock_state else {}),
+                    "problem": self._clock_problem,
+                },
                 "largest_batch": self._largest_batch,
             }
 
@@ -351,6 +374,31 @@ class JackpotService:
             self._alarms.append(entry)
             self._alarm_counts[kind] += 1
             self._open_alarms = open_alarms
+
+    def _check_clock(self) -> None:
+        from controller.timesync import judge, read_clock
+
+        state = read_clock()
+        self._clock_state = state
+        self._clock_problem = judge(state, self.max_clock_offset_ms)
+
+    def _watch_clock(self) -> None:
+        while not self._stop.wait(self.clock_check_s):
+            try:
+                self._check_clock()
+            except Exception:
+                log.exception("clock: the check failed")
+
+    def _clock_alarm(self) -> None:
+        """On the service's thread: an unsynchronised clock (or one off past the limit) is
+        an alarm once each time it starts (issue 28 item 6)."""
+        problem = self._clock_problem
+        if problem != self._clock_alarmed:
+            if problem:
+                self._alarm("clock_unsynchronised", None, None, problem)
+            elif self._clock_alarmed:
+                log.info("clock synchronised again (%s)", self._clock_state.source)
+            self._clock_alarmed = problem
 
     def _may_log(self, what: str, table: str | None) -> bool:
         """Whether a log line about ``what`` from ``table`` may be written now (issue 26:
@@ -450,7 +498,7 @@ class JackpotService:
                     self._flush_meters()
                     self._check_births()
                     since = time.monotonic() - self._status_sent
-                    if since >= STATUS_EVERY_S or (
+                    if since >= self.heartbeat_s or (
                         self._status_wanted and since >= STATUS_AGAIN_S
                     ):
                         self._status_wanted = False
@@ -461,6 +509,7 @@ class JackpotService:
                         self._set_connected(False)
                         continue
                 self._flush_alarms()
+                self._clock_alarm()
             if socket_up and self._connected and self._goodbye:
                 self._say_goodbye()
             clean = True
@@ -559,7 +608,7 @@ class JackpotService:
                 "cannot watch %s (SUBACK %s): give this controller's broker user 'topic read "
                 "%s' (config/mosquitto/acl); until then a late will of another controller "
                 "shows it offline to the signs for up to %.0f s",
-                JACKPOT_STATUS_TOPIC, status, JACKPOT_STATUS_TOPIC, STATUS_EVERY_S,
+                JACKPOT_STATUS_TOPIC, status, JACKPOT_STATUS_TOPIC, self.heartbeat_s,
             )  # fmt: skip
         if streams.is_failure:
             self._count("suback")

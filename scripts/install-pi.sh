@@ -286,8 +286,9 @@ Installed. Left for the technician (hardware/install.md, sections 3, 6, 7, 8):
     The link's CA: sudo install -m 0644 ca.crt $CONF_DIR/ca.crt
  5. The link key, sent to whoever runs the jackpot controller:
       sudo $BIN/table-controller link-key --config $CONF_DIR/table.toml --owner $SERVICE
- 6. The diagnostics password, pasted as [web] password_hash in table.toml:
-      $BIN/table-controller hash-password
+ 6. The diagnostics page's accounts, one per person (roles technician, supervisor,
+    auditor; each asks for the password twice; docs/web.md, "Accounts"):
+      sudo $BIN/table-controller user add NAME --role technician --config $CONF_DIR/table.toml
  7. Check, until it says ok:
       sudo -u $SERVICE $BIN/table-controller check-config $CONF_DIR/table.toml
  8. Start it now and at every boot, and the daily journal backup:

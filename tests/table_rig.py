@@ -50,7 +50,12 @@ def free_port() -> int:
 
 
 def table_config(
-    tmp: Path, port: int, password_file: Path, web: str = "", signing_key: Path | None = None
+    tmp: Path,
+    port: int,
+    password_file: Path,
+    web: str = "",
+    signing_key: Path | None = None,
+    extra: str = "",
 ) -> Path:
     """The test table's config; ``web`` is the body of a ``[web]`` section (none if empty);
     ``signing_key``: the table's key file (default ``tmp/table.key``, written if missing)."""
@@ -90,6 +95,7 @@ lockout = 7
 next = 8
 end_round = 12
 supervisor_key = 24
+jackpot_paid = 25
 
 [gpio.lights]
 lockout = 22
@@ -106,7 +112,8 @@ ack_timeout_s = 30
 [control]
 socket = "{tmp / "control.sock"}"
 """
-        + (f"\n[web]\n{web}\n" if web else ""),
+        + (f"\n[web]\n{web}\n" if web else "")
+        + (f"\n{extra}\n" if extra else ""),  # more sections (``[clock]`` ...)
         encoding="utf-8",
     )
     return path
@@ -115,7 +122,14 @@ socket = "{tmp / "control.sock"}"
 class Rig:
     """The processes of one test and the ways to drive them."""
 
-    def __init__(self, tmp: Path, broker, web: str = "") -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        broker,
+        web: str = "",
+        cards: list[str] | None = None,
+        extra: str = "",
+    ) -> None:
         self.tmp = tmp
         self.broker = broker
         table_pw = tmp / "table.pw"
@@ -124,7 +138,7 @@ class Rig:
         ctl_pw.write_text(broker.passwords[CONTROLLER] + "\n")
         for secret in (table_pw, ctl_pw):
             secret.chmod(0o600)  # others may not read it (issue 26)
-        self.config = table_config(tmp, broker.port, table_pw, web)
+        self.config = table_config(tmp, broker.port, table_pw, web, extra=extra)
         self.jackpot_config = tmp / "jackpot.toml"
         self.jackpot_config.write_text(  # /metrics on a free port (named in jackpot.log)
             jackpot_config_text() + "\n[metrics]\nport = 0\n", encoding="utf-8"
@@ -156,7 +170,7 @@ class Rig:
                 CONTROLLER_KID,
             ],
         )
-        cards = ",".join(ROUND_CARDS * 4)
+        cards = ",".join(cards or ROUND_CARDS * 4)  # ``cards``: the shoe's order, scripted
         self.shoe = subprocess.Popen(
             [
                 sys.executable,

@@ -109,6 +109,22 @@ def test_a_retained_meter_reaches_a_sign_that_connects_later(broker):  # noqa: F
     assert got["bj/v1/jackpot/status"].payload == b"online"
 
 
+def test_a_table_reads_the_controllers_status_and_cannot_write_it(broker):  # noqa: F811
+    """Issue 28 item 3: a table watches the controller's heartbeat on bj/v1/jackpot/status
+    (config/mosquitto/acl grants the read); it cannot speak for the controller there."""
+    ctl = broker.client(CONTROLLER)
+    table = broker.client(T7)
+    assert table.subscribe("bj/v1/jackpot/status", qos=0).value == 0
+    assert not ctl.publish("bj/v1/jackpot/status", b"online", retain=True).is_failure
+    assert table.publish("bj/v1/jackpot/status", b"offline", retain=True).value == NOT_AUTHORIZED
+    got = table.get(timeout=10)  # the live status: the table's read is granted
+    assert got is not None and (got.topic, got.payload) == ("bj/v1/jackpot/status", b"online")
+    later = broker.client(T8)  # and the retained one is still the controller's
+    later.subscribe("bj/v1/jackpot/status")
+    got = later.get(timeout=10)
+    assert got is not None and (got.payload, got.retain) == (b"online", True)
+
+
 def persistent_controller(broker) -> BrokerClient:  # noqa: F811
     return broker.client(CONTROLLER, clean_start=False, session_expiry=DAY)
 

@@ -227,7 +227,7 @@ def test_what_is_left_is_printed_as_commands_the_program_takes(installed):
     for line in commands:
         args = line.split(program + " ", 1)[1].split()
         taken.add(build_parser().parse_args(args).command)
-    assert taken == {"link-key", "hash-password", "check-config"}
+    assert taken == {"link-key", "user", "check-config"}  # accounts, not one password (issue 28)
     assert "sudo -u table-controller " + program + " check-config" in left
     assert "systemctl enable --now table-controller table-controller-backup.timer" in left
 

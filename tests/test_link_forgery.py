@@ -467,14 +467,16 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
             assert board.refused == refused + 2 * len(fake_meters)
             assert {p: m["amount"] for p, m in board.meters.items()} == shown
             assert board.status["state"] == "online"
-            # the table reads the meters too (its dealer display): the same four forged
-            # meters are refused there, and it still shows the true ones
+            # the table reads the meters too (its dealer display) and the controller's status
+            # (its heartbeat, issue 28): the same four forged meters and two forged statuses
+            # are refused there, it still shows the true meters and the controller online
             wait_for(
-                lambda: live.pub.health()["errors"].get("signature", 0) == signatures + 4,
-                what="the table to refuse the forged meters",
+                lambda: live.pub.health()["errors"].get("signature", 0) == signatures + 6,
+                what="the table to refuse the forged meters and statuses",
             )
             live.pump(0.3)
             assert {m["pool"]: m["amount"] for m in live.pub.meters()} == shown
+            assert live.pub.health()["controller"]["state"] == "online"
         finally:
             twin.close()
 

@@ -497,7 +497,11 @@ def test_every_kind_has_its_channel_message_schema_and_delivery(asyncapi):
         assert {op["action"] for op in ops} == {"send", "receive"}, name
         qos, retain = messages.DELIVERY[kind]
         for op in ops:
-            assert op["bindings"]["mqtt"]["qos"] == qos, name
+            got = op["bindings"]["mqtt"]["qos"]
+            # a receiver may subscribe below the publish QoS and say why (the tables take the
+            # controller's heartbeat at QoS 0: a queued heartbeat is no heartbeat)
+            assert got == qos or (op["action"] == "receive" and got < qos), name
+            assert got == qos or f"QoS {got}" in op["summary"], name
             assert op["bindings"]["mqtt"]["retain"] is retain, name
 
 

@@ -564,3 +564,44 @@ def test_the_table_reads_the_meters_the_controller_signed(tmp_path, pa, broker):
     finally:
         pub.close()
         controller.close()
+
+
+def test_the_table_hears_the_controllers_signed_heartbeat(tmp_path, pa, broker):  # noqa: F811
+    """Issue 28 item 3: the retained status gives the controller's state, never a heartbeat;
+    a live signed ``online`` is one; a copy not newer than one heard, or from an older boot
+    (a late will), is stale and changes nothing; a forged or unreadable one is an alarm."""
+    path = tmp_path / "t.journal"
+    fill(path, pa, rounds=1)
+    controller, genuine = broker.client(CONTROLLER_TWIN), controller_signer()
+    topic = "bj/v1/jackpot/status"
+
+    def status(state, boot, sent_t, signer=genuine):
+        body = {"v": 1, "state": state, "boot": boot, "sent_t": sent_t}
+        return topic, json.dumps(signer.sign(topic, body) if signer else body)
+
+    assert controller.publish(*status("online", 4, 100), retain=True).value in (0, 16)
+    pub = publisher(broker, path)
+    try:
+        wait_for(lambda: pub.health()["controller"]["state"] == "online", what="the retained")
+        c = pub.health()["controller"]
+        assert (c["boot"], c["heartbeats"], c["heard_age_s"]) == (4, 0, None)
+        controller.publish(*status("online", 4, 200))
+        wait_for(lambda: pub.health()["controller"]["heartbeats"] == 1, what="a heartbeat")
+        assert pub.health()["controller"]["heard_age_s"] < 60
+        controller.publish(*status("offline", 3, 900))  # an older boot's late will
+        controller.publish(*status("online", 4, 200))  # a copy of one heard
+        controller.publish(*status("offline", 4, 300, signer=table_signer(T7)))  # forged
+        controller.publish(*status("offline", 4, 300, signer=None))  # unsigned
+        controller.publish(topic, b"not json")
+        wait_for(lambda: pub.health()["controller"]["stale"] == 2, what="the stale ones")
+        wait_for(lambda: len(pub.alarms) == 3, what="the alarms")
+        c = pub.health()["controller"]
+        assert (c["state"], c["boot"], c["heartbeats"]) == ("online", 4, 1)
+        assert pub.health()["errors"] == {"signature": 2, "status_malformed": 1}
+        controller.publish(*status("offline", 4, 400))  # its will: the state says so at once
+        wait_for(lambda: pub.health()["controller"]["state"] == "offline", what="offline")
+        controller.publish(*status("online", 5, 10))  # restarted: a newer boot
+        wait_for(lambda: pub.health()["controller"]["heartbeats"] == 2, what="boot 5")
+    finally:
+        pub.close()
+        controller.close()

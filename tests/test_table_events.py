@@ -61,6 +61,8 @@ EXAMPLES: list[ev.Event] = [
         "hcm-bj-07/14", 6, 2, "blazing_7s", 9, "10% of meter", claim_key="k", meter_before=99
     ),
     ev.ConfirmAward("hcm-bj-07/12", t=8),
+    ev.ConfirmAward("hcm-bj-07/12", t=8, by="supervisor mlopez", amount=1_234_567),
+    ev.JackpotPaid(t=8),
     ev.TableFault("shoe", "offline 30 s"),
     ev.TableFault("journal", "disk full", False, t=4),
     ev.ClearFaults(),

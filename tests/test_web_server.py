@@ -153,7 +153,15 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
     assert status == 200 and answer["user"] == "Ana 4411"
     cookie = headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert tech.get_json("/api/session") == {"ok": True, "user": "Ana 4411", "csrf": tech.csrf}
+    assert tech.get_json("/api/session") == {
+        "ok": True,
+        "user": "Ana 4411",
+        "csrf": tech.csrf,
+        "role": "technician",  # the old single password is one technician's account
+        "permissions": [
+            "acknowledge_alarm", "clear_faults", "light_test", "read", "rotate_journal"
+        ],
+    }
 
     before = web_rig.events()
     # logged in, but no token, a wrong token, or a foreign page's Origin: refused, nothing sent

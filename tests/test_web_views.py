@@ -615,3 +615,19 @@ def test_a_pay_list_survives_a_full_tables_round(tmp_path):
     do(ev.EndRound())  # the next round's display starts with an empty pay list
     assert dealer_view("BJ-07", runtime.status(), runtime.recent())["pay"] == []
     table.close()
+
+
+def test_the_dealer_bar_says_the_jackpot_controller_is_not_answering():
+    """Issue 28 item 3: the bar says why the link is down, in fixed words."""
+    from controller.web.views import jackpot_link_words
+
+    assert jackpot_link_words({"jackpot_link": True}) is None
+    assert jackpot_link_words({"jackpot_link": False}) == (
+        "Jackpot link down: no progressive wagers"
+    )
+    silent = {"jackpot_link": False, "jackpot_link_why": "controller_silent"}
+    assert jackpot_link_words(silent) == (
+        "Jackpot link down: the jackpot controller is not answering. No progressive wagers"
+    )
+    odd = {"jackpot_link": False, "jackpot_link_why": "PAY SPOT 3 $25,000 NOW"}
+    assert jackpot_link_words(odd) == "Jackpot link down: no progressive wagers"

@@ -258,6 +258,8 @@ def table_config(
             },
         ),
         ("control", {"socket": str(workdir / "control.sock")}),
+        # a PC's clock is what it is: checked and shown, never a reason to refuse a wager
+        ("clock", {"check_every_s": 60, "refuse_progressive": False}),
     ]
     if web_port is not None:
         sections.append(("web", {"bind": HOST, "port": web_port, "password_hash": web_hash}))

@@ -69,6 +69,13 @@ _RUNS = (
 """Each run of a writer: its boot, the software version, when it started (UTC ms since the
 epoch) and the first event it could write. Added like ``checkpoints``: no version change."""
 
+_RUN_CLOCK = (
+    ("clock_source", "TEXT"),
+    ("clock_synchronised", "INTEGER"),
+    ("clock_offset_ms", "REAL"),
+)
+"""The columns a run's clock check adds to ``runs`` (issue 28 item 6)."""
+
 _CHECKPOINTS = (
     "CREATE TABLE IF NOT EXISTS checkpoints ("
     " seq INTEGER PRIMARY KEY REFERENCES events (seq),"
@@ -366,6 +373,28 @@ class Journal:
         except sqlite3.Error as exc:
             raise JournalError(
                 f"journal {self.path}: cannot record this run: {exc}; {WHAT_TO_DO}"
+            ) from None
+
+    def record_clock(self, source: str, synchronised: bool | None, offset_ms: float | None) -> None:
+        """This run's clock at its start (issue 28 item 6): the time daemon and its server,
+        whether it was synchronised (None: nothing could tell) and the offset, in the
+        ``runs`` row (columns added when missing: no version change)."""
+        if self.boot is None:
+            return
+        try:
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+            for column, kind in _RUN_CLOCK:
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+            self.db.execute(
+                "UPDATE runs SET clock_source = ?, clock_synchronised = ?, clock_offset_ms = ?"
+                " WHERE boot = ?",
+                (source, None if synchronised is None else int(synchronised),
+                 None if offset_ms is None else round(offset_ms, 3), self.boot),
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"journal {self.path}: cannot record this run's clock: {exc}; {WHAT_TO_DO}"
             ) from None
 
     def runs(self) -> list[dict[str, Any]]:

@@ -9,7 +9,12 @@ and the alarms). It:
 - sets the death message (retained ``status`` offline, ``clean: false``, this boot) as the
   will before each connect, and publishes the birth (retained ``status`` online, this boot)
   after each CONNACK, so a late will from an earlier boot is recognised by its ``boot``;
-- subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack``, ``/resend`` and ``/award``;
+- subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack``, ``/resend`` and ``/award``,
+  and to the controller's signed ``bj/v1/jackpot/status`` (its heartbeat: ``online`` again
+  every 2 s; at QoS 0, so heartbeats a broker queued while the table was away never pass for
+  fresh ones): :meth:`health` says how long ago the last one came (``controller``), and the
+  runtime's link watch calls the controller lost when it is too old or said ``offline``
+  (issue 28 item 3);
 - signs everything it publishes (envelopes, birth, will, clean death) with the table's key
   (``signer``) and accepts an ack, resend or award only with a valid signature by one of the
   jackpot controller's keys (``verifier``); anything else raises a ``signature`` alarm and
@@ -65,6 +70,7 @@ from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
 from controller.link.brokers import BrokerList
 from controller.link.messages import (
+    JACKPOT_STATUS_TOPIC,
     PREFIX,
     VERSION,
     LinkMessageError,
@@ -126,6 +132,18 @@ class Alarm:
 
 
 @dataclass
+class _Controller:
+    """What the table last heard of the jackpot controller's status (its heartbeat)."""
+
+    state: str | None = None  # "online", "offline"; None: nothing heard since the start
+    boot: int = 0
+    sent_t: int = 0
+    heard: float | None = None  # monotonic s of the last live heartbeat
+    heartbeats: int = 0
+    stale: int = 0  # statuses older than one already heard (a copy kept, a late will)
+
+
+@dataclass
 class _Health:
     connected: bool = False
     depth: int = 0
@@ -134,6 +152,7 @@ class _Health:
     next_seq: int = 1
     stopped_at: int | None = None
     errors: Counter[str] = field(default_factory=Counter)
+    controller: _Controller = field(default_factory=_Controller)
 
 
 class TablePublisher:
@@ -230,6 +249,7 @@ class TablePublisher:
         self._client.message_callback_add(topic_for(table_id, "resend"), self._on_resend)
         self._client.message_callback_add(topic_for(table_id, "award"), self._on_award)
         self._client.message_callback_add(METERS, self._on_meter)
+        self._client.message_callback_add(JACKPOT_STATUS_TOPIC, self._on_controller_status)
         self._meters: dict[str, dict[str, Any]] = {}  # pool -> the latest checked meter
         # the thread's state
         self._outbox: Outbox | None = None
@@ -251,10 +271,16 @@ class TablePublisher:
     def health(self) -> dict[str, Any]:
         """``connected``, ``depth``, ``last_ack``, ``last_ack_age_s`` (None before the first
         ack of this run), ``next_seq``, ``stopped_at`` (a row that cannot be sent), ``errors``
-        by kind."""
+        by kind, and ``controller``: the jackpot controller's last signed status, ``state``
+        (``online``, ``offline``, None before any), ``boot``, ``heard_age_s`` (seconds since
+        its last live heartbeat; None before the first), ``heartbeats`` and ``stale``
+        (counts)."""
         with self._lock:
             h = self._health
-            age = None if h.last_ack_t is None else max(0.0, time.monotonic() - h.last_ack_t)
+            now = time.monotonic()
+            age = None if h.last_ack_t is None else max(0.0, now - h.last_ack_t)
+            c = h.controller
+            heard = None if c.heard is None else max(0.0, now - c.heard)
             return {
                 "connected": h.connected,
                 "depth": h.depth,
@@ -263,6 +289,13 @@ class TablePublisher:
                 "next_seq": h.next_seq,
                 "stopped_at": h.stopped_at,
                 "errors": dict(h.errors),
+                "controller": {
+                    "state": c.state,
+                    "boot": c.boot,
+                    "heard_age_s": heard,
+                    "heartbeats": c.heartbeats,
+                    "stale": c.stale,
+                },
             }
 
     def alive(self) -> bool:
@@ -405,7 +438,7 @@ class TablePublisher:
         _no_delay(client)
         client.subscribe(
             [(topic_for(self.table_id, kind), 1) for kind in ("ack", "resend", "award")]
-            + [(METERS, 1)]
+            + [(METERS, 1), (JACKPOT_STATUS_TOPIC, 0)]
         )
         topic, payload = self._status("online")
         info = client.publish(topic, payload, qos=1, retain=True)
@@ -416,11 +449,21 @@ class TablePublisher:
         self._set(connected=False)
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
-        codes = list(reason_codes)  # ack, resend, award, then the meters
+        codes = list(reason_codes)  # ack, resend, award, the meters, the controller's status
         streams, meters = codes[:3], (codes[3] if len(codes) > 3 else None)
         for code in streams:
             if code.is_failure:
                 self._alarm("suback", f"SUBACK {code.value} {code}", None, code.value)
+        status = codes[4] if len(codes) > 4 else None
+        if status is not None and status.is_failure:  # no heartbeat: the link stays down
+            self._alarm(
+                "suback",
+                f"SUBACK {status.value} {status} for {JACKPOT_STATUS_TOPIC}: the table cannot "
+                "hear the jackpot controller's heartbeat and takes no progressive wager; give "
+                f"the tables 'pattern read {JACKPOT_STATUS_TOPIC}' (config/mosquitto/acl)",
+                None,
+                status.value,
+            )
         if meters is not None and meters.is_failure:  # the money flows; only the display lacks
             with self._lock:
                 self._health.errors["meters_refused"] += 1
@@ -459,6 +502,35 @@ class TablePublisher:
                     "seq": body["seq"],
                     "must_hit_by": body.get("must_hit_by"),
                 }
+
+    def _on_controller_status(self, client, userdata, message) -> None:
+        """The jackpot controller's signed status: ``online`` again every heartbeat, or
+        ``offline`` (its will, its clean stop). A live one (not the retained copy the broker
+        hands over at subscribe) is a heartbeat; one from an older boot, or not newer than one
+        heard (a copy kept, a late will of a controller that has since restarted), is stale."""
+        try:
+            kind, _, body = parse_message(message.topic, message.payload)
+            if kind != "jackpot_status":
+                raise LinkMessageError(f"{kind} on {message.topic}")
+            self.verifier.verify(message.topic, body, "jackpot_status")
+        except SignatureError as exc:
+            self._alarm("signature", f"{exc}; a controller status refused, nothing changed")
+            return
+        except LinkMessageError as exc:
+            self._alarm("status_malformed", str(exc))
+            return
+        except Exception as exc:  # nothing a message holds may stop the link
+            self._alarm("status_malformed", f"status unreadable: {type(exc).__name__}")
+            return
+        with self._lock:
+            c = self._health.controller
+            if c.state is not None and (body["boot"], body["sent_t"]) <= (c.boot, c.sent_t):
+                c.stale += 1
+                return
+            c.state, c.boot, c.sent_t = body["state"], body["boot"], body["sent_t"]
+            if not message.retain and body["state"] == "online":
+                c.heard = time.monotonic()
+                c.heartbeats += 1
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         seq = self._inflight.pop(mid, None)

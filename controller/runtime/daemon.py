@@ -159,6 +159,14 @@ class TableDaemon:
         self._runtime: TableRuntime | None = None
         self._pending: list[ev.Event] = []
         self.web = None
+        self.audit = self._open_audit()
+        from controller.runtime.clockwatch import ClockWatcher
+
+        self.clock_watch = ClockWatcher(config.clock)  # asked now: this run's record
+        self.parts.append(("clock", self.clock_watch.close))
+        clock = self.clock_watch.state
+        if config.clock.check_every_s:
+            table.journal.record_clock(clock.source, clock.synchronised, clock.offset_ms)
         self.history: Any = None
         self.history_problem = "not started"
         self.started_epoch = time.time()
@@ -172,6 +180,22 @@ class TableDaemon:
             raise
 
     # -- opening ------------------------------------------------------------------------
+
+    def _open_audit(self) -> Any:
+        """The audit list (``DATA_DIR/audit.sqlite``, controller/audit.py) and this start in
+        it, with a ``config_changed`` row when the config's digest is not the last start's
+        (issue 28 item 1). A list that cannot be opened is logged; the table plays on."""
+        from controller.audit import AUDIT_NAME, AuditLog, record_start
+
+        try:
+            audit = AuditLog(self.config.data_dir / AUDIT_NAME)
+            if record_start(audit, self.config.source, self.config.checksum):
+                log.warning("the config %s changed since the last start (in the audit list)",
+                            self.config.source)  # fmt: skip
+            return audit
+        except Exception:
+            log.exception("the audit list cannot be written: logins and actions are not kept")
+            return None
 
     def _sink(self, event: ev.Event) -> None:
         runtime = self._runtime
@@ -255,12 +279,25 @@ class TableDaemon:
             now_ms=now,
             up=state.jackpot_link,
             reported=state.faults.get("link", ("", False))[1],
+            controller_timeout_ms=cfg.mqtt.controller_timeout_s * 1000,
         )
         publisher = self.publisher
+        clock_watch, refuse = self.clock_watch, cfg.clock.refuse_progressive
+        alarmed = {"clock": False}
 
         def link_watch(t: int) -> list[ev.Event]:
             h = publisher.health()
-            return link.update(t, h["connected"], h["depth"], h["last_ack"])
+            c = h["controller"]  # its signed heartbeat (issue 28 item 3)
+            heard = None if c["heard_age_s"] is None else int(c["heard_age_s"] * 1000)
+            problem = clock_watch.problem  # the table's clock (issue 28 item 6)
+            out = link.update(
+                t, h["connected"], h["depth"], h["last_ack"], c["state"], heard,
+                clock_problem=bool(problem) and refuse,
+            )  # fmt: skip
+            if problem and not alarmed["clock"] and not refuse:  # refusing says it already
+                out.append(ev.LinkAlarm("clock_unsynchronised", problem, t=t))
+            alarmed["clock"] = bool(problem)
+            return out
 
         watches.append(link_watch)
         self.link_watch = link
@@ -341,11 +378,15 @@ class TableDaemon:
         self.parts.append(("control socket", self.control.close))
         self._open_history()
         if cfg.web.enabled:
+            from controller.accounts import AccountStore
+            from controller.web.access import Access
             from controller.web.server import WebServer
 
+            access = Access(AccountStore(cfg.web.users_file, cfg.web.password_hash), self.audit)
             self.web = WebServer(
-                self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash
-            ).start()
+                self, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash,
+                access=access,
+            ).start()  # fmt: skip
             self.parts.append(("web", self.web.close))
 
     def _open_history(self) -> None:
@@ -441,7 +482,12 @@ class TableDaemon:
         """The table's runtime status, with ``meters``: the progressive meters the link
         last read (``pool``, ``amount`` in cents...; empty before any, or without a link)."""
         meters = self.publisher.meters() if self.publisher is not None else []
-        return {**self.runtime.status(), "meters": meters}
+        status = {**self.runtime.status(), "meters": meters, "clock": self.clock_watch.health()}
+        watch = getattr(self, "link_watch", None)
+        if watch is not None and not status.get("jackpot_link", True):
+            status["jackpot_link_why"] = watch.why  # a LINK_WHY code: the pages' words
+            status["jackpot_link_words"] = ev.LINK_WHY.get(watch.why or "", "")
+        return status
 
     def feed(self) -> list[dict[str, Any]]:
         return self.runtime.recent()
@@ -460,6 +506,12 @@ class TableDaemon:
             problems.append(f"journal not writable: {status['journal_fault']}")
         if not self._threads_alive():
             problems.append("a driver or link thread has stopped")
+        if self.clock_watch.problem:
+            problems.append(f"clock: {self.clock_watch.problem}")
+        if status.get("jackpot_link") is False:  # issue 28: a frozen controller answered 200
+            why = getattr(getattr(self, "link_watch", None), "why", None)
+            words = ev.LINK_WHY.get(why or "", "the jackpot link is down")
+            problems.append(f"jackpot link down: {words}; progressive wagers refused")
         for kind, fault in (status.get("faults") or {}).items():
             if fault["active"]:
                 problems.append(f"{kind} fault: {fault['detail'] or 'present'}")
@@ -514,7 +566,7 @@ class TableDaemon:
                 "table": self.config.table_id,
                 "version": __version__,
                 "config_checksum": self.config.checksum,
-                "status": self.runtime.status(),
+                "status": self.status(),  # with the meters and why the link is down
                 "feed": self.runtime.recent(),
                 "health": self.health(),
             }

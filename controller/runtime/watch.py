@@ -12,12 +12,18 @@ reads a clock or touches a device, so every rule below is tested with plain numb
   controller acknowledges: a row waiting ``ack_timeout_ms`` without any acknowledgement
   counts as down (a broker that accepts messages nobody applies is no link). The table hears
   ``JackpotLink(False)`` at once (no progressive wagers); down for ``fault_after_ms`` also
-  latches a ``link`` fault (0: never).
+  latches a ``link`` fault (0: never). With ``controller_timeout_ms`` it also needs the
+  jackpot controller's signed heartbeat: a status ``offline``, or no heartbeat for that long
+  (none at all, once the start's grace is over), is the link down at once, whatever the
+  broker says (issue 28 item 3; N.J.A.C. 13:69E-1.39B(d)3). The event says why
+  (:data:`LINK_WHY`).
 """
 
 from __future__ import annotations
 
-from controller.table.events import Event, JackpotLink, TableFault
+from controller.table.events import LINK_WHY, Event, JackpotLink, TableFault
+
+__all__ = ["LINK_WHY", "DriverWatch", "LinkWatch"]
 
 
 def _seconds(ms: int) -> str:
@@ -69,8 +75,11 @@ class LinkWatch:
         up: bool = True,
         reported: bool = False,
         grace_ms: int = 10_000,
+        controller_timeout_ms: int | None = None,
     ):
         self.ack_timeout_ms = ack_timeout_ms
+        self.controller_timeout_ms = controller_timeout_ms
+        self.why: str | None = None  # why the link is down (a LINK_WHY code), None while up
         self.fault_after_ms = fault_after_ms
         self.up = up
         self.reported = reported
@@ -79,7 +88,36 @@ class LinkWatch:
         self._last_ack: int | None = None
         self._waiting_since: int | None = None
 
-    def healthy(self, now_ms: int, connected: bool, depth: int, last_ack: int) -> bool:
+    def healthy(
+        self,
+        now_ms: int,
+        connected: bool,
+        depth: int,
+        last_ack: int,
+        controller: str | None = None,
+        heard_ms: int | None = None,
+        clock_problem: bool = False,
+    ) -> bool:
+        return (
+            self.check(now_ms, connected, depth, last_ack, controller, heard_ms, clock_problem)
+            is None
+        )
+
+    def check(
+        self,
+        now_ms: int,
+        connected: bool,
+        depth: int,
+        last_ack: int,
+        controller: str | None = None,
+        heard_ms: int | None = None,
+        clock_problem: bool = False,
+    ) -> str | None:
+        """None if the link is up, else why not (a :data:`LINK_WHY` code). ``controller``:
+        the controller's last status (``online``, ``offline``, None: none heard);
+        ``heard_ms``: how long ago its last heartbeat came (None: none yet);
+        ``clock_problem``: the table's clock is unsynchronised and the config refuses
+        progressive wagers then (issue 28 item 6)."""
         if depth > 0:
             if self._waiting_since is None or last_ack != self._last_ack:
                 self._waiting_since = now_ms
@@ -87,16 +125,41 @@ class LinkWatch:
             self._waiting_since = None
         self._last_ack = last_ack
         waited = 0 if self._waiting_since is None else now_ms - self._waiting_since
-        return connected and waited < self.ack_timeout_ms
+        if not connected:
+            return "not_connected"
+        if self.controller_timeout_ms is not None:
+            if controller == "offline":
+                return "controller_offline"
+            if heard_ms is None or heard_ms >= self.controller_timeout_ms:
+                return "controller_silent"
+        if clock_problem:
+            return "clock_unsynchronised"
+        if waited >= self.ack_timeout_ms:
+            return "no_ack"
+        return None
 
-    def update(self, now_ms: int, connected: bool, depth: int, last_ack: int) -> list[Event]:
+    def update(
+        self,
+        now_ms: int,
+        connected: bool,
+        depth: int,
+        last_ack: int,
+        controller: str | None = None,
+        heard_ms: int | None = None,
+        clock_problem: bool = False,
+    ) -> list[Event]:
         """One sample of the publisher's health; returns the events for the table."""
-        healthy = self.healthy(now_ms, connected, depth, last_ack)
+        why = self.check(now_ms, connected, depth, last_ack, controller, heard_ms, clock_problem)
+        healthy = why is None
         out: list[Event] = []
         if healthy != self.up and (healthy or now_ms >= self.grace_until or not self.up):
             self.up = healthy
             self.down_since = None if healthy else now_ms
-            out.append(JackpotLink(healthy, t=now_ms))
+            out.append(JackpotLink(healthy, why=why, t=now_ms))
+        if not self.up:
+            self.why = why or self.why
+        else:
+            self.why = None
         if self.up and self.reported:
             self.reported = False
             out.append(TableFault("link", "", active=False, t=now_ms))
@@ -108,11 +171,11 @@ class LinkWatch:
             and now_ms - self.down_since >= self.fault_after_ms
         ):
             self.reported = True
-            why = "not connected" if not connected else "no acknowledgement"
+            words = LINK_WHY.get(self.why or "", "not connected")
             out.append(
                 TableFault(
                     "link",
-                    f"jackpot link down ({why}) for {_seconds(now_ms - self.down_since)}",
+                    f"jackpot link down ({words}) for {_seconds(now_ms - self.down_since)}",
                     t=now_ms,
                 )
             )

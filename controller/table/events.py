@@ -54,6 +54,7 @@ CONSOLE_BUTTONS = (
     "burn",
     "void_round",
     "misdeal",
+    "jackpot_paid",
 )
 """The dealer console's buttons with no spot (double ... double_up act on the spot in action);
 the GPIO pin map (``drivers/gpio_pins.py``) and the demo's autopilot use these names."""
@@ -303,10 +304,25 @@ class JackpotAward(Event):
 
 @dataclass(frozen=True, slots=True)
 class ConfirmAward(Event):
-    """The dealer hand paid the pending award ``award_id`` (supervisor key on)."""
+    """The dealer hand paid the pending award ``award_id``. ``by`` None: confirmed with the
+    supervisor key on (journals before issue 28). ``by``: a supervisor account on the
+    diagnostics page (``"supervisor mlopez"``; the page checked the role), carried to the
+    jackpot controller as ``confirmed_by``; ``amount``: the cents the supervisor typed again,
+    which must be the award's."""
 
     TYPE: ClassVar[str] = "confirm_award"
     award_id: str
+    t: int | None = None
+    by: str | None = None
+    amount: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JackpotPaid(Event):
+    """The console's ``jackpot_paid`` button, supervisor key on: the oldest award waiting at
+    the table was hand paid (issue 28 item 2); ``confirmed_by`` says the supervisor key."""
+
+    TYPE: ClassVar[str] = "jackpot_paid"
     t: int | None = None
 
 
@@ -333,13 +349,25 @@ class ClearFaults(Event):
     t: int | None = None
 
 
+#: Why the jackpot link is down (``JackpotLink.why``), in the fixed words the table shows.
+LINK_WHY = {
+    "not_connected": "not connected to the broker",
+    "no_ack": "no acknowledgement from the jackpot controller",
+    "controller_silent": "the jackpot controller is not answering",
+    "controller_offline": "the jackpot controller is not answering (it said offline)",
+    "clock_unsynchronised": "the table's clock is not synchronised",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class JackpotLink(Event):
-    """The link to the jackpot controller is ``up`` (connected and acknowledging) or down.
-    While it is down the table takes no progressive wagers."""
+    """The link to the jackpot controller is ``up`` (connected, acknowledging, its heartbeat
+    fresh) or down. While it is down the table takes no progressive wagers. ``why``: a key of
+    :data:`LINK_WHY` (None: not said; journals before issue 28)."""
 
     TYPE: ClassVar[str] = "jackpot_link"
     up: bool
+    why: str | None = None
     t: int | None = None
 
 
@@ -393,6 +421,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Tick,
         JackpotAward,
         ConfirmAward,
+        JackpotPaid,
         TableFault,
         ClearFaults,
         JackpotLink,

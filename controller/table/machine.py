@@ -180,6 +180,7 @@ class Table(Procedure):
             Tick: lambda event: None,
             ev.JackpotAward: self._on_award,
             ev.ConfirmAward: self._on_confirm_award,
+            ev.JackpotPaid: self._on_jackpot_paid,
             ev.TableFault: self._on_fault,
             ev.ClearFaults: self._on_clear_faults,
             ev.JackpotLink: self._on_link,
@@ -814,6 +815,16 @@ class Table(Procedure):
             self._prompt("supervisor_key", f"Supervisor key {'on' if event.on else 'off'}")
             if event.on and self.state.faults:
                 self._clear_faults("the supervisor key")
+            if event.on and self.state.awards:  # which award the jackpot_paid button confirms
+                award = next(iter(self.state.awards.values()))
+                more = len(self.state.awards) - 1
+                self._prompt(
+                    "jackpot_paid_ready",
+                    f"JACKPOT PAID confirms award {award.award_id}: spot {award.spot} "
+                    f"{pool_name(award.pool)} {format_cents(award.amount)} hand pay"
+                    + (f" ({more} more waiting after it)" if more else ""),
+                    award.spot,
+                )
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -888,6 +899,20 @@ class Table(Procedure):
         self.state.jackpot_link = event.up
         if event.up:
             self._prompt("jackpot_link_up", "Jackpot link back: progressive wagers are open")
+        elif event.why == "clock_unsynchronised":
+            self._alarm(
+                "jackpot_link_down",
+                "The table's clock is not synchronised: no progressive wager can be taken",
+                "Take no Blazing 7's bets (chips on those circles are returned at no more "
+                "bets); call a technician to check the time server (NTP) and the clock",
+            )
+        elif event.why in ("controller_silent", "controller_offline"):
+            self._alarm(
+                "jackpot_link_down",
+                "The jackpot controller is not answering: no progressive wager can be taken",
+                "Take no Blazing 7's bets (chips on those circles are returned at no more "
+                "bets); call a technician if it stays down",
+            )
         else:
             self._alarm(
                 "jackpot_link_down",
@@ -1056,16 +1081,34 @@ class Table(Procedure):
             self.state.claims.pop(key, None)
             self.state.mystery_claims.pop(key, None)
 
-    def _on_confirm_award(self, event: ev.ConfirmAward) -> None:
+    def _on_jackpot_paid(self, event: ev.JackpotPaid) -> None:
         state = self.state
         if not state.supervisor_key:
+            raise ProcedureError("jackpot paid refused: turn the supervisor key first")
+        if not state.awards:
+            raise ProcedureError("jackpot paid refused: no award waits for a hand pay")
+        oldest = next(iter(state.awards))
+        self._confirm(oldest, "supervisor key", None, "jackpot paid")
+
+    def _on_confirm_award(self, event: ev.ConfirmAward) -> None:
+        if event.by is None and not self.state.supervisor_key:
             raise ProcedureError("confirm award refused: turn the supervisor key first")
-        award = state.awards.get(event.award_id)
+        self._confirm(event.award_id, event.by, event.amount, "confirm award")
+
+    def _confirm(self, award_id: str, by: str | None, typed: int | None, what: str) -> None:
+        """Confirm the hand pay of ``award_id`` (``by``: who, for ``confirmed_by``; ``typed``:
+        the amount typed again, which must be the award's)."""
+        state = self.state
+        award = state.awards.get(award_id)
         if award is None:
             pending = ", ".join(state.awards) or "none"
             raise ProcedureError(
-                f"confirm award refused: no award {event.award_id} waits for a hand pay "
-                f"(pending: {pending})"
+                f"{what} refused: no award {award_id} waits for a hand pay (pending: {pending})"
+            )
+        if typed is not None and typed != award.amount:
+            raise ProcedureError(
+                f"{what} refused: the amount typed, {format_cents(typed)}, is not award "
+                f"{award_id}'s {format_cents(award.amount)}; nothing confirmed"
             )
         if state.now is None:
             raise ProcedureError(
@@ -1075,24 +1118,22 @@ class Table(Procedure):
         del state.awards[award.award_id]
         state.awards_closed[award.award_id] = "confirmed"
         self._forget_claim(award.claim_key)
-        self._out.append(
-            Publish(
-                "award_confirm",
-                f"award/{award.award_id}/confirm",
-                {
-                    "award_id": award.award_id,
-                    "round": award.round,
-                    "spot": award.spot,
-                    "pool": award.pool,
-                    "amount": award.amount,
-                    "confirmed_t": state.now,
-                },
-            )
-        )
+        payload: dict[str, object] = {
+            "award_id": award.award_id,
+            "round": award.round,
+            "spot": award.spot,
+            "pool": award.pool,
+            "amount": award.amount,
+            "confirmed_t": state.now,
+        }
+        if by is not None:  # a journal before issue 28 made none: its outbox stays as written
+            payload["confirmed_by"] = by
+        self._out.append(Publish("award_confirm", f"award/{award.award_id}/confirm", payload))
         self._prompt(
             "jackpot_confirmed",
             f"Jackpot award {award.award_id} confirmed: spot {award.spot} hand paid "
-            f"{format_cents(award.amount)}; sent to the jackpot controller",
+            f"{format_cents(award.amount)}" + (f" (by {by})" if by else "")
+            + "; sent to the jackpot controller",
             award.spot,
         )
 

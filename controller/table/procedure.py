@@ -56,7 +56,7 @@ from controller.table.state import (
     SpotInPlay,
     TableState,
 )
-from controller.table.view import bet_name, settlement_prompt
+from controller.table.view import bet_name, pool_name, settlement_prompt
 
 
 def _settled_words(rnd: RoundState) -> str:
@@ -396,6 +396,9 @@ class Procedure:
                 "assign it, or call a misdeal (supervisor key)",
             )
         phase = state.phase
+        between = phase is Phase.BETTING or rnd is None or phase is Phase.SETTLED
+        if state.awards and between:  # a jackpot hand pay waits (issue 28 item 2)
+            return self._award_prompt()
         if phase is Phase.BETTING or rnd is None:
             if state.cut_card_out or state.shuffle_pending:
                 return Prompt("shuffle_now", "The cut card is out: shuffle before the next round")
@@ -433,6 +436,25 @@ class Procedure:
                 return Prompt("dealer_draws", "Deal the dealer's second card")
             return Prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
         return Prompt("round_settled", _settled_words(rnd))
+
+    def _award_prompt(self) -> Prompt:
+        """The oldest award waiting for its hand pay: what the JACKPOT PAID button confirms
+        once the supervisor key is on."""
+        state = self.state
+        award = next(iter(state.awards.values()))
+        what = (
+            f"award {award.award_id}: spot {award.spot} {pool_name(award.pool)} "
+            f"{format_cents(award.amount)} hand pay"
+        )
+        more = len(state.awards) - 1
+        after = f" ({more} more waiting after it)" if more else ""
+        if state.supervisor_key:
+            return Prompt("jackpot_paid_ready", f"JACKPOT PAID confirms {what}{after}", award.spot)
+        return Prompt(
+            "jackpot_hand_pay",
+            f"Jackpot {what} waits{after}: call the supervisor (key on, then JACKPOT PAID)",
+            award.spot,
+        )
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
         rules, state = self.rules, self._hand_state(hand)

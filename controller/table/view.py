@@ -46,6 +46,10 @@ LINK_ALARM_WORDS = {
         _FORGED,
     ),
     "ack_malformed": ("A malformed acknowledgement arrived on the jackpot link", _FORGED),
+    "clock_unsynchronised": (  # issue 28 item 6: every record's time depends on the clock
+        "The table's clock is not synchronised (or off its time server past the limit)",
+        f"{_CALL}: check the time server (NTP) and the clock; the records' times may be off",
+    ),
     "resend_refused": (
         "A resend request for messages this table never sent was refused: its messages go on",
         _FORGED,

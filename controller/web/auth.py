@@ -304,6 +304,15 @@ class Session:
     created: float
     last_seen: float
     actions: int = field(default=0)
+    #: the account's role (``controller.accounts.ROLES``); ``legacy``: logged in with the old
+    #: single ``[web] password_hash`` (``user`` is the name typed with it)
+    role: str = "technician"
+    legacy: bool = True
+
+    @property
+    def by(self) -> str:
+        """Who, as the journal and the audit list name them: ``"supervisor jsmith"``."""
+        return f"{self.role} {self.user}"
 
 
 class Sessions:
@@ -320,10 +329,13 @@ class Sessions:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def create(self, user: str, address: str, now: float) -> Session:
+    def create(
+        self, user: str, address: str, now: float, role: str = "technician", legacy: bool = True
+    ) -> Session:
         session = Session(
-            secrets.token_urlsafe(32), secrets.token_urlsafe(32), user, address, now, now
-        )
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), user, address, now, now,
+            role=role, legacy=legacy,
+        )  # fmt: skip
         with self._lock:
             self._expire(now)
             while len(self._sessions) >= self.limit:

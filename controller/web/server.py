@@ -39,9 +39,11 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
 
+from controller.accounts import AccountStore
 from controller.errors import JournalError, TableControllerError
 from controller.journal.library import FoundRound, JournalLibrary, local_to_utc_ms
 from controller.web import views
+from controller.web.access import ACTION_PERMISSION, Access
 from controller.web.auth import (
     LoginNameError,
     LoginThrottle,
@@ -65,6 +67,7 @@ ACTIONS = (
     "/api/faults/clear",
     "/api/lights/test",
     "/api/journal/rotate",
+    *(path for path in ACTION_PERMISSION if path.startswith("/api/awards/")),
 )
 """The POST routes that need a login and the session's CSRF token."""
 PAGES = {
@@ -168,8 +171,12 @@ class WebServer:
         sessions: Sessions | None = None,
         limits: Limits | None = None,
         dealer_addresses: Iterable[str] | None = None,
+        access: Access | None = None,
     ):
         self.source = source
+        # the accounts and the audit list (issue 28); without them the one password_hash
+        self.access = access or Access(AccountStore(None, password_hash))
+        self.access.verify = lambda password, stored: verify_password(password, stored)
         if dealer_addresses is None:
             web_config = getattr(getattr(source, "config", None), "web", None)
             dealer_addresses = getattr(web_config, "dealer_addresses", DEALER_ADDRESSES)
@@ -498,6 +505,13 @@ class _Exchange:
 
     def _login_required(self, page: bool = False) -> Session | None:
         session = self._session()
+        if session is not None and not self.web.access.current(session):
+            self.web.sessions.end(session.token)  # the account was removed or changed
+            self.web.access.record(
+                session.user, "session_ended", role=session.role, address=self.address,
+                detail="the account was removed or its role changed",
+            )  # fmt: skip
+            session = None
         if session is None:
             if page:
                 self._redirect("/login")
@@ -556,7 +570,18 @@ class _Exchange:
         elif path == "/api/session":
             session = self._login_required()
             if session:
-                self._json(HTTPStatus.OK, {"ok": True, "user": session.user, "csrf": session.csrf})
+                from controller.accounts import PERMISSIONS
+
+                self._json(HTTPStatus.OK, {
+                    "ok": True, "user": session.user, "csrf": session.csrf,
+                    "role": session.role, "permissions": sorted(PERMISSIONS[session.role]),
+                })  # fmt: skip
+        elif path == "/api/audit":
+            if self._login_required():
+                audit = web.access.audit
+                entries = audit.recent(200) if audit is not None else []
+                self._json(HTTPStatus.OK, {"ok": True, "kept": audit is not None,
+                                           "entries": entries})  # fmt: skip
         elif path == "/api/status":
             if self._login_required():
                 self._json(HTTPStatus.OK, web.bundle())
@@ -600,16 +625,43 @@ class _Exchange:
         session = self._action_session()
         if session is None:
             return
-        by = f"technician {session.user}"
+        access = self.web.access
+        permission = ACTION_PERMISSION.get(path)
+        if permission is not None and not access.may(session, permission):
+            why = access.refusal(session, permission)
+            access.record(session.user, permission, "refused", role=session.role,
+                          detail=why, address=self.address)  # fmt: skip
+            log.warning("web: %s %s", path, why)
+            self._error(HTTPStatus.FORBIDDEN, why)
+            return
         if path == "/logout":
             self.web.sessions.end(session.token)
+            access.record(session.user, "logout", role=session.role, address=self.address)
             log.info("web: %s logged out (%s)", session.user, self.address)
             self._json(
                 HTTPStatus.OK,
                 {"ok": True},
                 {"Set-Cookie": f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"},
             )
-        elif path == "/api/alarms/ack":
+            return
+        self._action(path, body, session)
+        # the audit list: who, what, and how it ended (the table's own words on a refusal)
+        reply = self.reply
+        answer: dict[str, Any] = {}
+        if reply is not None and reply.body.startswith(b"{"):
+            answer = json.loads(reply.body)
+        ok = reply is not None and reply.status < 300
+        what = body.get("award") or body.get("alarm")
+        access.record(
+            session.user, permission or path, "ok" if ok else "refused", role=session.role,
+            object="" if what is None else str(what), address=self.address,
+            detail=str(answer.get("error") or answer.get("message") or ""),
+        )  # fmt: skip
+
+    def _action(self, path: str, body: dict[str, Any], session: Session) -> None:
+        """A page action the session may take: submitted to the table, answered."""
+        by = session.by
+        if path == "/api/alarms/ack":
             alarm = body.get("alarm")
             if isinstance(alarm, bool) or not isinstance(alarm, int) or alarm < 0:
                 self._error(
@@ -628,6 +680,8 @@ class _Exchange:
             self._table_action("clear faults", lambda ev: ev.ClearFaults(by=by))
         elif path == "/api/journal/rotate":
             self._rotate(by)
+        elif path.startswith("/api/awards/"):
+            self._award(path, body, session)
         else:
             try:
                 started, message = self.web.source.light_test(by)
@@ -644,6 +698,40 @@ class _Exchange:
                 HTTPStatus.ACCEPTED if queued else code,
                 {"ok": started, "message": message, "queued": queued},
             )
+
+    def _award(self, path: str, body: dict[str, Any], session: Session) -> None:
+        """``/api/awards/confirm {award, amount}``: a supervisor confirms the hand pay of a
+        named award, typing its amount again (issue 28 item 2); the table checks both and
+        carries ``confirmed_by`` to the jackpot controller. An award is never voided here:
+        the controller never refuses an award it offered (docs/table.md)."""
+        from controller.rules.pays import parse_money
+
+        if path != "/api/awards/confirm":
+            self._error(
+                HTTPStatus.NOT_FOUND,
+                "an offered award is not voided at the table: the jackpot controller never "
+                "refuses an award it offered; call the jackpot controller's operator",
+            )
+            return
+        award, typed = body.get("award"), body.get("amount")
+        if not isinstance(award, str) or not 0 < len(award) <= 120:
+            self._error(HTTPStatus.BAD_REQUEST, "award must be the award's id, e.g. hcm-bj-07/3")
+            return
+        try:
+            amount = parse_money(typed) if isinstance(typed, str | int) else None
+        except ValueError:
+            amount = None
+        if amount is None or amount.denominator != 1 or amount < 1 or isinstance(typed, bool):
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "amount must be the award's amount typed again, e.g. \"$12,345.67\"",
+            )
+            return
+        by = session.by
+        self._table_action(
+            "confirm award",
+            lambda ev: ev.ConfirmAward(award, by=by, amount=int(amount)),
+        )
 
     def _table_action(self, what: str, make: Callable[[Any], Any]) -> None:
         from controller.table import events
@@ -684,11 +772,11 @@ class _Exchange:
         if not isinstance(password, str) or not password:
             self._error(HTTPStatus.BAD_REQUEST, "give the password")
             return
-        if not web.password_hash:
+        if not web.access.enabled:
             self._error(
                 HTTPStatus.FORBIDDEN,
-                "the diagnostics page is off on this table: set [web] password_hash "
-                "(table-controller hash-password) and restart",
+                "the diagnostics page is off on this table: make an account (table-controller "
+                "user add NAME --role technician --config FILE), or set [web] password_hash",
             )
             return
         answer = web.logins.submit(
@@ -716,30 +804,37 @@ class _Exchange:
         """The password check and its answer, in a check thread of :mod:`.logins`."""
         web = self.web
         try:
-            right = verify_password(password[:1024], web.password_hash)
+            result = web.access.check(name, password[:1024])
         except Exception:
             log.exception("web: the password check for %r failed", name)
             web.throttle.wrong(self.address, web.clock())
             return _error_reply(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the log")
-        if not right:
+        if not result.ok:
             web.throttle.wrong(self.address, web.clock())
             web.count("login_failures")
+            why = "wrong password" if result.why == "legacy" else result.why
+            web.access.record(name, "login", "refused", detail=why, address=self.address)
             failures = web.throttle.failures(self.address)
             delay = web.throttle.delay_s(failures)
             log.warning(
                 "web: wrong password for %r from %s (%d in a row)", name, self.address, failures
             )
             extra = f"; wait {int(delay)} s before the next try" if delay else ""
+            wrong = "wrong password" if result.why == "legacy" else "wrong name or password"
             self._error(
                 HTTPStatus.UNAUTHORIZED,
-                f"wrong password{extra}",
+                f"{wrong}{extra}",
                 {"Retry-After": str(int(delay))} if delay else None,
             )
             return self.reply  # type: ignore[return-value]
         web.throttle.succeeded(self.address)
         web.count("logins")
-        session = web.sessions.create(name, self.address, web.clock())
-        log.info("web: %s logged in from %s", session.user, self.address)
+        session = web.sessions.create(
+            name, self.address, web.clock(), role=result.role, legacy=result.legacy
+        )
+        how = "the old [web] password_hash" if result.legacy else ""
+        web.access.record(name, "login", role=result.role, address=self.address, detail=how)
+        log.info("web: %s (%s) logged in from %s", session.user, session.role, self.address)
         cookie = f"{COOKIE}={session.token}; Path=/; HttpOnly; SameSite=Strict"
         if form:
             self._redirect("/diag", {"Set-Cookie": cookie})

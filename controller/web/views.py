@@ -13,6 +13,7 @@ from typing import Any
 
 from controller.rules.pays import format_cents
 from controller.table.effects import Settled, field_names
+from controller.table.events import LINK_WHY
 from controller.table.view import bet_name, pool_name, settlement_prompt
 
 SUITS = {"H": "\u2665", "D": "\u2666", "C": "\u2663", "S": "\u2660"}
@@ -379,6 +380,17 @@ def recent(feed: list[dict[str, Any]], status: dict[str, Any], now: str | None) 
     return [text for text in texts if text != now]
 
 
+def jackpot_link_words(status: dict[str, Any]) -> str | None:
+    """The dealer's bar while the jackpot link is down, in fixed words (the controller's
+    heartbeat missing says so: issue 28 item 3); None while it is up."""
+    if status.get("jackpot_link", True):
+        return None
+    why = LINK_WHY.get(str(status.get("jackpot_link_why") or ""))
+    if why is None:
+        return "Jackpot link down: no progressive wagers"
+    return f"Jackpot link down: {why}. No progressive wagers"
+
+
 def dealer_view(
     table_id: str,
     status: dict[str, Any],
@@ -431,6 +443,7 @@ def dealer_view(
         "in_action": snap.get("in_action"),
         "spots": spots,
         "jackpot_link": status.get("jackpot_link", True),
+        "jackpot_link_words": jackpot_link_words(status),
     }
     items = _round_settlements(status, feed, number)
     now = headline(snap, feed)

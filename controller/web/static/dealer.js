@@ -183,6 +183,7 @@
     $("round").textContent = view.round ?? "–";
     $("phase").textContent = view.phase_words || "";
     $("jackpot-down").hidden = view.jackpot_link !== false;
+    if (view.jackpot_link_words) $("jackpot-down").textContent = view.jackpot_link_words;
 
     const prompt = view.prompt ? view.prompt.text : "";
     $("next").replaceChildren(

@@ -121,6 +121,7 @@
       renderFaults(status, snap);
     }
     if (changed("alarms", [snap.alarms || [], snap.alarms_dropped])) renderAlarms(snap);
+    if (changed("awards", snap.awards || [])) renderAwards(snap.awards || []);
     if (changed("table", snap)) renderTable(snap);
     if (changed("feed", bundle.feed)) {
       renderFeed(bundle.feed || []);
@@ -152,6 +153,13 @@
     const kinds = Object.entries(errors || {});
     if (!kinds.length) return "none";
     return kinds.map(([kind, n]) => `${kind.replace(/_/g, " ")} ${n}`).join(", ");
+  }
+
+  // The jackpot controller's signed heartbeat, as the link last heard it (issue 28 item 3).
+  function controllerText(c) {
+    if (!c || !c.state) return "not heard yet";
+    const heard = c.heard_age_s == null ? "no heartbeat yet" : `heartbeat ${duration(c.heard_age_s)} ago`;
+    return `${c.state} (boot ${c.boot}), ${heard}`;
   }
 
   function tile(id, title, state, lines) {
@@ -253,6 +261,7 @@
           ["connected", link.connected ? "yes" : "no"],
           ["errors", errorsText(link.errors)],
           ["last ack", link.last_ack_age_s === null ? "none yet" : `${duration(link.last_ack_age_s)} ago`],
+          ["controller", controllerText(link.controller)],
           ["stopped", link.stopped_at || undefined],
         ]),
       );
@@ -279,7 +288,8 @@
     );
     tiles.push(
       tile("jackpot", "Jackpot link", status.jackpot_link ? "ok" : "bad", [
-        ["link", status.jackpot_link ? "up" : "DOWN: progressive wagers refused"],
+        ["link", status.jackpot_link ? "up" : `DOWN: ${status.jackpot_link_words ? `${status.jackpot_link_words}; ` : ""}progressive wagers refused`],
+        ["controller", controllerText(health.link && health.link.controller)],
       ]),
     );
     if (history) {
@@ -323,6 +333,33 @@
     $("clear-faults").title = latched ? "Clear the latched faults (after fixing their cause)" : "No fault is latched";
     if (!items.length) items.push(el("li", { class: "none", text: "No fault latched." }));
     $("faults").replaceChildren(...items);
+  }
+
+  // -- jackpot awards waiting for their hand pay (issue 28): a supervisor confirms one ----------
+
+  let mayConfirm = false;
+
+  function renderAwards(awards) {
+    $("award-count").textContent = String(awards.length);
+    const items = awards.map((a) => {
+      const typed = el("input", { type: "text", inputmode: "decimal", placeholder: "type the amount again", "aria-label": `amount of award ${a.award_id}`, "data-testid": "award-amount" });
+      const button = el("button", { type: "button", "data-testid": "award-confirm", disabled: !mayConfirm, title: mayConfirm ? null : "only a supervisor account confirms a hand pay" }, "Confirm hand pay");
+      button.addEventListener("click", () => {
+        if (!typed.value.trim()) {
+          say($("awards-msg"), `Type the amount of award ${a.award_id} again first`, "err");
+          return;
+        }
+        action(button, $("awards-msg"), "/api/awards/confirm", { award: a.award_id, amount: typed.value.trim() }, `Award ${a.award_id} confirmed`);
+      });
+      return el(
+        "li",
+        { "data-award": a.award_id },
+        el("strong", { text: `${a.award_id}: spot ${a.spot} ${betName(a.pool)} ${a.line}, ${money(a.amount)} hand pay` }),
+        el("div", { class: "actions" }, typed, button),
+      );
+    });
+    if (!items.length) items.push(el("li", { class: "none", text: "No award waits for a hand pay." }));
+    $("awards").replaceChildren(...items);
   }
 
   function renderAlarms(snap) {
@@ -854,6 +891,29 @@
     $("log").replaceChildren(...items);
   }
 
+  // -- the audit list (issue 28): who did what, in UTC --------------------------------------
+
+  async function loadAudit() {
+    const { status, data } = await api("GET", "/api/audit");
+    if (status !== 200) {
+      say($("audit-msg"), data.error || `audit list failed (HTTP ${status})`, "err");
+      return;
+    }
+    say($("audit-msg"), data.kept ? "" : "No audit list is kept on this table.", data.kept ? null : "err");
+    const rows = data.entries || [];
+    if (!changed("audit", rows)) return;
+    const utc = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+    const items = rows.map((r) =>
+      el(
+        "tr",
+        { class: `outcome-${r.outcome}`, "data-action": r.action, "data-outcome": r.outcome },
+        ...[utc(r.utc_ms), r.account, r.role, r.action.replace(/_/g, " "), r.object, r.outcome, r.detail, r.source].map((text) => el("td", { text: text || "" })),
+      ),
+    );
+    if (!items.length) items.push(el("tr", {}, el("td", { colspan: "8", text: "Nothing recorded yet." })));
+    $("audit-rows").replaceChildren(...items);
+  }
+
   // -- history: the charts (uPlot, vendored) -----------------------------------------------
 
   let lastHistory = null;
@@ -1116,6 +1176,16 @@
     }
     csrf = data.csrf;
     $("user").textContent = data.user;
+    $("role").textContent = data.role ? `(${data.role})` : "";
+    // what this account may not do is shown disabled, with why (the server refuses it too)
+    const may = new Set(data.permissions || []);
+    mayConfirm = may.has("confirm_award");
+    for (const [id, permission] of [["clear-faults", "clear_faults"], ["ack-all", "acknowledge_alarm"], ["light-test", "light_test"], ["rotate-journal", "rotate_journal"]]) {
+      if (!may.has(permission) && $(id)) {
+        $(id).dataset.denied = "1";
+        $(id).title = `${/^[aeiou]/.test(data.role) ? "an" : "a"} ${data.role} account may not do this`;
+      }
+    }
 
     $("logout").addEventListener("click", async () => {
       const { data: out } = await api("POST", "/logout", {});
@@ -1139,6 +1209,7 @@
     $("recall-search").addEventListener("submit", searchRecall);
     $("rotate-journal").addEventListener("click", () => action($("rotate-journal"), $("rotate-msg"), "/api/journal/rotate", {}, "New journal file started"));
     $("log-refresh").addEventListener("click", loadLog);
+    $("audit-refresh").addEventListener("click", loadAudit);
 
     const first = await api("GET", "/api/status");
     if (first.status === 200) render(first.data);
@@ -1146,6 +1217,8 @@
     connect();
     setInterval(watchdog, 1000);
     setInterval(loadLog, LOG_EVERY_MS);
+    loadAudit();
+    setInterval(loadAudit, LOG_EVERY_MS);
     loadHistory();
     setInterval(loadHistory, HISTORY_EVERY_MS);
   }
