@@ -38,8 +38,8 @@ from typing import Any
 from controller.errors import ProfileError
 from controller.games import load_game
 from controller.link.signing import public_key_text
+from controller.names import invisible
 from controller.rules.profile import PROGRESSIVE_WAGERS
-from controller.web.auth import _invisible as invisible
 from jackpot.money import dollars, percent
 from jackpot.pools import JackpotConfig, MysteryPool, ProgressivePool
 from jackpot.store import LedgerError

@@ -103,6 +103,7 @@ JACKPOT_MAY_IMPORT = (
     "controller.logs",
     "controller.sdnotify",
     "controller.timesync",  # is the clock synchronised? both services ask (issue 28 item 6)
+    "controller.names",  # a person's name that shows blank is refused by both (issues 26, 27)
 )
 #: ``jackpot-controller reconcile`` (an audit command, run on copies of the tables' journals)
 #: replays a table's journal with the table's own state machine to the messages it sent: the

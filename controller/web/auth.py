@@ -23,6 +23,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from controller.errors import TableControllerError
+from controller.names import invisible
 
 SCRYPT_N = 2**14
 """scrypt cost (16 MiB of memory per check; bench/web_pages.py measures the time)."""
@@ -117,25 +118,10 @@ NAME_MAX = 40
 """Characters of a technician's name or badge at most."""
 NAME_MARKS = " .'@-_"
 """What a name may hold besides letters, digits and their accents."""
-_INVISIBLE = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
-    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)  # fmt: skip
-"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.0): characters a
-screen draws as nothing. Python counts four of them letters (the Hangul fillers U+115F,
-U+1160, U+3164, U+FFA0), so a name of them once passed as a name that shows blank."""
 _ASK = (
     "give your name or badge number: 1 to 40 letters and digits that show, with spaces or "
     ". ' @ - _ between them"
 )
-
-
-def _invisible(char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in _INVISIBLE)
 
 
 def technician_name(raw: object) -> str:
@@ -159,7 +145,7 @@ def technician_name(raw: object) -> str:
     for n, char in enumerate(name):
         code = f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})"
         kind = unicodedata.category(char)
-        if _invisible(char):
+        if invisible(char):
             raise LoginNameError(f"the name holds {code}, which shows as nothing: {_ASK}")
         if kind[0] in "LN":
             seen_letter = True
