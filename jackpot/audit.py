@@ -2,9 +2,12 @@
 
 Every message the ledger stores (``applied.message``: the text as it arrived, with ``kid``
 and ``sig``) is verified again with the Ed25519 public key its table had **when it arrived**:
-the ledger's key history (``table_keys``: each key with the change that added it and the one
-that retired it, and their UTC times; retired keys stay), so a message signed before a key
-change still checks after it, and a key added later never vouches for an older message. A
+the key history the ``changes`` table records (each ``table:T keys`` term's old and new
+values and the change's UTC time; retired keys stay), so a message signed before a key
+change still checks after it, and a key added later never vouches for an older message.
+``table_keys`` must match that history row for row (a key row without its change is a
+failure, and is never trusted). Each stored text must be its row's (table, seq, kind, key)
+and have the row's digest. A
 message from before schema 3 (no time) checks against the keys the ledger held when it
 first recorded its terms. Every revealed Mystery draw is checked against the commitment
 written when it was drawn (SHA-256 of ``"{trigger}:{salt}"``), and a hit's trigger against
@@ -18,7 +21,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from controller.link.messages import topic_for
-from controller.link.signing import SignatureError, SigningKeyError, Verifier, parse_public_key
+from controller.link.signing import (
+    SignatureError,
+    SigningKeyError,
+    Verifier,
+    digest,
+    parse_public_key,
+)
 from jackpot.draws import commitment
 from jackpot.gaming_day import utc_text
 from jackpot.reports import Reader
@@ -50,19 +59,87 @@ def _valid(key: tuple, received: int | None) -> bool:
     return (since is None or since <= received) and (until is None or received < until)
 
 
+def key_history(reader: Reader) -> tuple[dict[tuple[str, str], list[tuple]], list[str]]:
+    """The keys each table had, replayed from the changes the auditor signs off (each
+    ``table:T keys`` term's old and new values), and the ``table_keys`` rows that do not match
+    that history (failures): ({(table, kid): [(public, from_utc, until_utc)]}, failures).
+
+    A key a change added is trusted from the change's time (no time: the first terms of a
+    ledger migrated from schema 2, which trust the messages from before); a key it removed
+    or replaced, until that change's time."""
+    rows: dict[tuple, list] = {}  # (table, kid, public, from_n) -> [from_utc, until_n, until_utc]
+    failures: list[str] = []
+    untimed: set[tuple] = set()
+    for n, t_utc, kind, detail in reader.rows(
+        "SELECT n, t_utc, kind, detail FROM changes ORDER BY n"
+    ):
+        for entry in json.loads(detail):
+            if entry.get("term") != "keys" or not str(entry.get("subject")).startswith("table:"):
+                continue
+            table = entry["subject"].split(":", 1)[1]
+            old = dict(k.split("=", 1) for k in (entry["old"] or "").split(",") if k)
+            new = dict(k.split("=", 1) for k in (entry["new"] or "").split(",") if k)
+            for kid, public in old.items():
+                if new.get(kid) != public:
+                    for key, value in rows.items():
+                        if key[:3] == (table, kid, public) and value[1] is None:
+                            value[1:] = [n, t_utc]
+            for kid, public in new.items():
+                if old.get(kid) != public:
+                    rows[(table, kid, public, n)] = [t_utc, None, None]
+                    if kind == "initial":
+                        untimed.add((table, kid, public, n))
+    stored = {}
+    for table, kid, public, from_n, since, until_n, until in reader.rows(
+        "SELECT table_id, kid, public_key, from_n, from_utc, until_n, until_utc FROM table_keys"
+    ):
+        stored[(table, kid, public, from_n)] = (since, until_n, until)
+    for key, (since, until_n, until) in sorted(stored.items(), key=repr):
+        table, kid, _public, from_n = key
+        want = rows.get(key)
+        name = f"key {kid!r} of {table} (table_keys, from change {from_n})"
+        if want is None:
+            failures.append(f"{name}: no change added this key: a key row without a change "
+                            "behind it is not trusted")  # fmt: skip
+        elif (until_n, until) != tuple(want[1:]) or (
+            since != want[0] and not (since is None and key in untimed)
+        ):
+            failures.append(f"{name}: its times or retirement differ from the changes "
+                            f"(row: from {since}, until change {until_n}; changes: from "
+                            f"{want[0]}, until change {want[1]})")  # fmt: skip
+    for key in sorted(set(rows) - set(stored), key=repr):
+        failures.append(f"key {key[1]!r} of {key[0]} (change {key[3]}): added by the change, "
+                        "missing from table_keys")  # fmt: skip
+    history: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for (table, kid, public, _n), (since, _until_n, until) in rows.items():
+        row = stored.get((table, kid, public, _n))
+        if row is not None and row[0] is None and (table, kid, public, _n) in untimed:
+            since = None  # the migrated first terms: they vouch for the untimed messages
+        history[(table, kid)].append((public, since, until))
+    return history, failures
+
+
 def audit(reader: Reader) -> Audit:
     result = Audit()
-    keys: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-    for table, kid, public, since, until in reader.rows(
-        "SELECT table_id, kid, public_key, from_utc, until_utc FROM table_keys"
-    ):
-        keys[(table, kid)].append((public, since, until))
-    for table, seq, kind, received, text in reader.rows(
-        "SELECT table_id, seq, kind, received_utc, message FROM applied ORDER BY n"
+    keys, key_failures = key_history(reader)
+    result.failures.extend(key_failures)
+    for table, seq, key, kind, received, text, stored in reader.rows(
+        "SELECT table_id, seq, key, kind, received_utc, message, digest FROM applied ORDER BY n"
     ):
         result.messages += 1
         where = f"seq {seq} {kind} from {table} (received {utc_text(received) or 'untimed'})"
         body = json.loads(text)
+        row = (table, seq, kind, key)
+        said = tuple(body.get(k) for k in ("table", "seq", "kind", "key"))
+        if said != row:
+            result.failures.append(
+                f"{where}: the stored message is not this row's: it says table {said[0]}, seq "
+                f"{said[1]}, {said[2]} {said[3]}"
+            )
+            continue
+        if stored is not None and digest(body) != stored:
+            result.failures.append(f"{where}: the stored message does not have the row's digest")
+            continue
         kid = body.get("kid")
         trusted = [p for p, s, u in keys.get((table, kid), []) if _valid((s, u), received)]
         if not trusted:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,6 +121,14 @@ def record_terms(led: Ledger, check: bool) -> bool:
     db.lock_money()
     migrated = db.execute("SELECT 1 FROM meters").fetchone() is not None
     changes = [Change(s, t, None, v) for (s, t), v in sorted(wanted.items())]
+    meters = {p: Fraction(v) for p, v in db.execute("SELECT pool, value FROM meters")}
+    if migrated and (
+        why := refusal(changes, led.config, meters, apply_command(led.config, led.location))
+    ):
+        raise ChangeRefused(
+            f"{led.location}: this ledger was migrated from schema 2 and its first terms get the "
+            f"checks of parameters apply: {why}"
+        )  # fmt: skip
     for (pool,) in db.execute("SELECT pool FROM meters ORDER BY pool").fetchall():
         if pool not in led.config.pools:  # a pool the config dropped: owed until it is zero
             changes.append(Change(f"pool:{pool}", "status", None, "retired"))
@@ -130,7 +139,43 @@ def record_terms(led: Ledger, check: bool) -> bool:
     n = _record(led, "initial", CONTROLLER, None, reason, [c.as_dict() for c in changes],
                 config_sha256(led.config))  # fmt: skip
     _write_terms(led, n, changes, timed=not migrated)
+    if migrated:
+        redrawn = _redraw_carried_over(led, meters, n)
+        if redrawn:
+            detail = [c.as_dict() for c in changes] + redrawn
+            db.execute("UPDATE changes SET detail=? WHERE n=?", (json.dumps(detail), n))
     return True
+
+
+def _redraw_carried_over(led: Ledger, meters: dict[str, Fraction], n: int) -> list[dict[str, Any]]:
+    """The live triggers schema 2 carried over that the terms now in force do not allow
+    (below the meter, rounded up, or ``must_hit_from``; above ``must_hit_by``): each ended
+    ``redrawn`` (revealed, ``award_id`` ``change/{n}``) and drawn again; one detail entry for
+    ``changes`` each. A trigger in range is kept: never a silent redraw."""
+    out = []
+    for pool in led.config.pools.values():
+        if not isinstance(pool, MysteryPool) or pool.name not in meters:
+            continue
+        meter = meters[pool.name]
+        trigger, cycle = led.draws.live(pool.name)
+        low = next_low(pool.must_hit_from, meter)
+        if trigger < math.ceil(meter):
+            why = f"below the meter {dollars(meter)}"
+        elif trigger < pool.must_hit_from:
+            why = f"below must_hit_from {dollars(pool.must_hit_from)}"
+        elif trigger > pool.must_hit_by:
+            why = f"above must_hit_by {dollars(pool.must_hit_by)}"
+        else:
+            continue
+        old = f"cycle {cycle}: trigger {dollars(trigger)} carried over from schema 2, {why}"
+        del trigger
+        _redraw(led, pool, meter, n)
+        out.append({
+            "subject": f"pool:{pool.name}", "term": "draw", "old": old,
+            "new": f"redrawn: cycle {cycle + 1} drawn in [{dollars(low)}, "
+                   f"{dollars(pool.must_hit_by)}]",
+        })  # fmt: skip
+    return out
 
 
 def _redraw(led: Ledger, pool: MysteryPool, meter: Fraction, n: int) -> None:

@@ -10,7 +10,9 @@ transaction that draws it:
 - ``sealed``: while the draw is live, the trigger and salt encrypted with AES-256-GCM under
   the **trigger key**, a 32-byte key in a file outside the ledger (mode 0600, beside the
   controller's signing key), with the pool and cycle as associated data (a sealed value
-  cannot be moved to another draw). A copy or backup of the ledger holds only the
+  cannot be moved to another draw). The plaintext has a fixed width (a version byte, the
+  trigger as an 8-byte unsigned integer, the 16 salt bytes), so every seal has the same
+  length whatever the trigger's digits. A copy or backup of the ledger holds only the
   commitment and this ciphertext: the live trigger cannot be read from it;
 - once the draw ends (``ended``: ``hit``, or ``redrawn`` when an audited change of the range
   or the meter replaced it), ``trigger_cents`` and ``salt`` are written in the clear, the
@@ -54,6 +56,11 @@ DEFAULT_TRIGGER_KEY = "/etc/jackpot-controller/mystery-trigger.key"
 TRIGGER_KEY_NAME = "mystery-trigger.key"
 _KEY_HEADER = "jackpot-controller mystery trigger key v1"
 SALT_BYTES = 16
+#: The first byte of a sealed trigger's plaintext: version 2, fixed width (1 + 8 + 16 bytes).
+#: Version 1 (``"{trigger}:{salt_hex}"`` in ASCII, whose length gave away the trigger's number
+#: of digits) is still opened; it starts with a digit, never this byte.
+SEAL_V2 = b"\x02"
+SEALED_PLAIN_BYTES = 1 + 8 + SALT_BYTES
 
 
 class TriggerKeyError(LedgerError):
@@ -145,8 +152,13 @@ class TriggerKey:
         return cls(path, key)
 
     def seal(self, pool: str, cycle: int, trigger: int, salt_hex: str) -> str:
+        """The trigger and salt encrypted at a fixed width (:data:`SEAL_V2`, 8-byte trigger,
+        16-byte salt): a seal's length says nothing of the trigger's number of digits."""
+        plain = SEAL_V2 + trigger.to_bytes(8, "big") + bytes.fromhex(salt_hex)
+        if len(plain) != SEALED_PLAIN_BYTES:
+            raise ValueError(f"a salt is {SALT_BYTES} bytes, not {len(salt_hex) // 2}")
         nonce = secrets.token_bytes(12)
-        sealed = self._aead.encrypt(nonce, f"{trigger}:{salt_hex}".encode(), _aad(pool, cycle))
+        sealed = self._aead.encrypt(nonce, plain, _aad(pool, cycle))
         return base64.b64encode(nonce + sealed).decode("ascii")
 
     def open(self, pool: str, cycle: int, sealed: str) -> tuple[int, str]:
@@ -154,13 +166,16 @@ class TriggerKey:
         seal it (or it was changed)."""
         try:
             raw = base64.b64decode(sealed, validate=True)
-            text = self._aead.decrypt(raw[:12], raw[12:], _aad(pool, cycle)).decode("ascii")
-            trigger, salt = text.split(":")
+            plain = self._aead.decrypt(raw[:12], raw[12:], _aad(pool, cycle))
+            if len(plain) == SEALED_PLAIN_BYTES and plain[:1] == SEAL_V2:
+                return int.from_bytes(plain[1:9], "big"), plain[9:].hex()
+            trigger, salt = plain.decode("ascii").split(":")  # sealed before the fixed width
             return int(trigger), salt
         except (InvalidTag, ValueError):
             raise TriggerKeyError(
                 f"the live {pool} draw (cycle {cycle}) does not open with the trigger key "
-                f"{self.path}: the key is not the one that sealed it, or the ledger was altered"
+                f"{self.path}: the key is not the one that sealed it, or the ledger was altered; "
+                "restore the key file that sealed it (or the ledger from a backup)"
             ) from None
 
 
@@ -199,13 +214,23 @@ class Draws:
         row = self._db.execute("SELECT value FROM meta WHERE key='trigger_key'").fetchone()
         # a ledger that sealed nothing yet makes its key; one that did needs that very key
         exists = path.exists() or row is not None
-        key = TriggerKey.load(path) if exists else TriggerKey.create(path)
+        try:
+            key = TriggerKey.load(path) if exists else TriggerKey.create(path)
+        except TriggerKeyError as exc:
+            if row is None:
+                raise
+            raise TriggerKeyError(
+                f"{exc}; this ledger's Mystery draws are sealed with the key of fingerprint "
+                f"{row[0]}: restore that key file (or name it with --trigger-key or [ledger] "
+                "trigger_key); a new key would not open them"
+            ) from None
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('trigger_key', ?)", (key.fingerprint,))
         elif row[0] != key.fingerprint:
             raise TriggerKeyError(
                 f"the Mystery trigger key {path} (fingerprint {key.fingerprint}) is not the one "
-                f"this ledger's live draws are sealed with ({row[0]}): restore that key file"
+                f"this ledger's live draws are sealed with ({row[0]}): restore that key file "
+                "(or name it with --trigger-key or [ledger] trigger_key)"
             )
         self._key = key
         return key
@@ -221,6 +246,17 @@ class Draws:
             (pool, cycle, now, day, low, high, commitment(trigger, salt), sealed),
         )
         del trigger
+
+    def check(self) -> None:
+        """At opening: if any draw is live, load the key, compare its fingerprint and open
+        every live draw, so a missing, wrong or altered key refuses the start
+        (:class:`TriggerKeyError`) instead of every Mystery contribution after it. Nothing is
+        drawn again: a draw that does not open stays as it is until its key is restored."""
+        for pool, cycle, sealed in self._db.execute(
+            "SELECT pool, cycle, sealed FROM draws WHERE ended IS NULL AND sealed IS NOT NULL"
+            " ORDER BY pool"
+        ).fetchall():
+            self.key().open(pool, cycle, sealed)
 
     def live(self, pool: str) -> tuple[int, int]:
         """``(trigger, cycle)`` of the pool's live draw (inside ``apply`` only)."""

@@ -181,6 +181,7 @@ class Ledger:
         try:
             db.open_ledger()  # inside a write transaction from here
             self.draws.seal_plain()  # schema 2's live triggers, moved by the migration
+            self.draws.check()  # the trigger key opens every live draw, or no start
             from jackpot.changes import record_terms
 
             self._stamp(None)

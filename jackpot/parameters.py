@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -38,6 +39,7 @@ from controller.errors import ProfileError
 from controller.games import load_game
 from controller.link.signing import public_key_text
 from controller.rules.profile import PROGRESSIVE_WAGERS
+from controller.web.auth import _invisible as invisible
 from jackpot.money import dollars, percent
 from jackpot.pools import JackpotConfig, MysteryPool, ProgressivePool
 from jackpot.store import LedgerError
@@ -177,14 +179,45 @@ def differences(recorded: Terms, wanted: Terms) -> list[Change]:
     ]
 
 
+def person(flag: str, raw: object) -> str:
+    """A person's name as recorded: NFKC (full-width letters, composed accents, no-break
+    spaces read as their plain forms), runs of white space made one space, trimmed. A
+    character that prints as nothing (Unicode's default-ignorable code points, as a login name
+    refuses them: controller/web/auth.py) or a control character is refused, named."""
+    name = " ".join(unicodedata.normalize("NFKC", str(raw or "")).split())
+    for char in name:
+        code = f"U+{ord(char):04X}"
+        if invisible(char) or unicodedata.category(char) in ("Cf", "Co", "Cn", "Cs"):
+            raise ChangeRefused(
+                f"{flag} {name!r} holds {code} ({unicodedata.name(char, 'unnamed')}), which "
+                "shows as nothing: give the person's name as it prints"
+            )
+        if unicodedata.category(char) == "Cc":
+            raise ChangeRefused(
+                f"{flag} {name!r} holds {code}, a control character: give the person's name "
+                "as it prints"
+            )
+    return name
+
+
+def same_person(a: str, b: str) -> bool:
+    """Do two recorded names (:func:`person`) name one person (case and width aside)?"""
+    return unicodedata.normalize("NFKC", a.casefold()) == unicodedata.normalize(
+        "NFKC", b.casefold()
+    )
+
+
 def check_names(by: str, approved_by: str, reason: str) -> tuple[str, str, str]:
-    """Two different people and a reason, or :class:`ChangeRefused`."""
-    by, approved_by, reason = (str(x or "").strip() for x in (by, approved_by, reason))
+    """Two different people and a reason, or :class:`ChangeRefused`. The names are compared
+    and recorded as :func:`person` makes them."""
+    by, approved_by = person("--by", by), person("--approved-by", approved_by)
+    reason = str(reason or "").strip()
     if not by or not approved_by:
         raise ChangeRefused("--by and --approved-by must each name a person")
-    if by.casefold() == approved_by.casefold():
+    if same_person(by, approved_by):
         raise ChangeRefused(
-            f"--by and --approved-by both name {by!r}: a change needs two different people"
+            f"--by {by!r} and --approved-by {approved_by!r} name the same person (case, width, "
+            "accents and spaces aside): a change needs two different people"
         )
     if len(reason) < 5:
         raise ChangeRefused("--reason must say why (at least a few words)")

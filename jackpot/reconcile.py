@@ -8,8 +8,11 @@ is compared with the ledger's row of the same table and sequence:
   until it is applied), refused by the ledger (the player's money moved at the table, not on
   the meter), or applied with other content (its SHA-256 content digest differs, or the
   stored message no longer has the digest it was applied with);
-- every contribution moved each pool it feeds by exactly the pool's contribution rate in
-  force when it was applied (the ledger's terms history) times its stake;
+- every contribution moved exactly the pools it feeds (its ``pool``, and with ``mystery``
+  true the Mystery pool its wager feeds, by the terms then in force), each by exactly the
+  pool's contribution rate in force when it was applied (the ledger's terms history) times
+  its stake;
+- each pool's meter is the sum of its movements (``excess`` aside): :func:`meter_differences`;
 - the ledger holds nothing the table never wrote (a sequence after the journal's last);
 - the outbox: it wrote as many messages as the journal's events made, and what it deleted
   as acknowledged the ledger does hold.
@@ -104,22 +107,64 @@ def read_journal(path: Path) -> Sent:
     return Sent(path, messages, written, acked)
 
 
-def _rates(reader: Reader) -> dict[str, list[tuple[int | None, Fraction]]]:
-    """Each pool's contribution rate over time: (from UTC ms, rate), oldest first."""
-    out: dict[str, list[tuple[int | None, Fraction]]] = defaultdict(list)
+def _terms_history(reader: Reader) -> list[tuple[int | None, dict[tuple[str, str], str]]]:
+    """The terms after each change, oldest first: (the change's UTC ms, the terms)."""
+    out: list[tuple[int | None, dict[tuple[str, str], str]]] = []
+    terms: dict[tuple[str, str], str] = {}
     for t_utc, detail in reader.rows("SELECT t_utc, detail FROM changes ORDER BY n"):
+        terms = dict(terms)
         for entry in json.loads(detail):
-            if entry.get("term") == "contribution" and entry["new"] is not None:
-                out[entry["subject"].split(":", 1)[1]].append((t_utc, Fraction(entry["new"])))
+            if "subject" not in entry:
+                continue
+            if entry["new"] is None:
+                terms.pop((entry["subject"], entry["term"]), None)
+            else:
+                terms[(entry["subject"], entry["term"])] = entry["new"]
+        out.append((t_utc, terms))
     return out
 
 
-def _rate_at(history: list[tuple[int | None, Fraction]], when: int | None) -> Fraction | None:
-    rate = history[0][1] if history else None  # an untimed row: the first rate recorded
+def _terms_at(history: list, when: int | None) -> dict[tuple[str, str], str]:
+    """The terms in force at ``when`` (an untimed row: the first terms recorded)."""
+    terms = history[0][1] if history else {}
     for since, value in history:
         if when is not None and since is not None and since <= when:
-            rate = value
-    return rate
+            terms = value
+    return terms
+
+
+def expected_pools(terms: dict[tuple[str, str], str], payload: dict[str, Any]) -> set[str]:
+    """The pools a contribution must move: its ``pool``, and with ``mystery`` true the
+    Mystery pool its wager feeds (the terms then in force)."""
+    pools = {str(payload.get("pool"))}
+    if payload.get("mystery") is True:
+        for (subject, term), value in terms.items():
+            if (
+                term == "kind"
+                and value == "mystery"
+                and subject.startswith("pool:")
+                and payload.get("wager") in terms.get((subject, "wagers"), "").split(",")
+            ):
+                pools.add(subject.split(":", 1)[1])
+        if len(pools) == 1:
+            pools.add("(the Mystery pool its wager feeds: none in the terms)")
+    return pools
+
+
+def meter_differences(reader: Reader) -> list[str]:
+    """Each pool whose meter is not the sum of its movements (all but ``excess``)."""
+    sums: dict[str, Fraction] = defaultdict(Fraction)
+    for pool, what, amount in reader.rows("SELECT pool, what, amount FROM movements"):
+        if what != "excess":  # information: already inside the meter's contribution
+            sums[pool] += Fraction(amount)
+    out = []
+    for pool, value in reader.rows("SELECT pool, value FROM meters ORDER BY pool"):
+        if Fraction(value) != sums.get(pool, Fraction(0)):
+            out.append(
+                f"pool {pool}: the meter is {cents_text(Fraction(value))} cents; its "
+                f"movements add up to {cents_text(sums.get(pool, Fraction(0)))} cents"
+            )
+    return out
 
 
 def find_table(reader: Reader, sent: Sent) -> str:
@@ -163,7 +208,7 @@ def reconcile(reader: Reader, table: str, journals: list[Sent]) -> TableCheck:
         (table,),
     ):
         moves[seq][pool] = moves[seq].get(pool, Fraction(0)) + Fraction(amount)
-    rates = _rates(reader)
+    history = _terms_history(reader)
     for seq in sorted(sent):
         kind, key, payload = sent[seq]
         row = ledger.get(seq)
@@ -185,8 +230,16 @@ def reconcile(reader: Reader, table: str, journals: list[Sent]) -> TableCheck:
             check.differences.append(f"{where}: refused by the ledger: {reason}")
             continue
         if kind == "contribution":
-            for pool, amount in sorted(moves.get(seq, {}).items()):
-                rate = _rate_at(rates.get(pool, []), received)
+            terms = _terms_at(history, received)
+            moved = moves.get(seq, {})
+            want = expected_pools(terms, payload)
+            for pool in sorted(want - set(moved)):
+                check.differences.append(f"{where}: applied, but did not move {pool}")
+            for pool in sorted(set(moved) - want):
+                check.differences.append(f"{where}: moved {pool}, which it does not feed")
+            for pool, amount in sorted(moved.items()):
+                rate = terms.get((f"pool:{pool}", "contribution"))
+                rate = Fraction(rate) if rate is not None else None
                 total = check.totals.setdefault(pool, [0, 0, Fraction(0)])
                 total[0] += 1
                 total[1] += payload["stake"]
@@ -197,8 +250,6 @@ def reconcile(reader: Reader, table: str, journals: list[Sent]) -> TableCheck:
                         f"({rate} of the stake) on {payload['stake']} cents is "
                         f"{cents_text(rate * payload['stake'])}"
                     )
-            if not moves.get(seq):
-                check.differences.append(f"{where}: applied, but no meter moved")
     last = max(sent, default=0)
     for seq in sorted(s for s in ledger if s > last):
         check.differences.append(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -106,15 +107,30 @@ class Report:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def csv(self) -> str:
+        """CSV with a header row; a text cell a spreadsheet would run as a formula (it starts
+        with ``= + - @``, a tab or a carriage return, and is not a number) is written with a
+        leading ``'``, shown as text (numbers, ``-7.5`` cents included, stay numbers)."""
         out = io.StringIO()
         writer = csv.DictWriter(out, self.columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(self.rows)
+        writer.writerows({k: inert(v) for k, v in row.items()} for row in self.rows)
         return out.getvalue()
 
     def json(self, **about: Any) -> str:
         return json.dumps({"report": self.name, **about, "columns": self.columns,
                            "rows": self.rows}, indent=1)  # fmt: skip
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?(/[0-9]+)?")
+
+
+def inert(value: Any) -> Any:
+    """``value`` for a CSV cell no spreadsheet runs: ``'`` before a text starting with
+    ``= + - @``, a tab or CR that is not a number (CSV formula injection)."""
+    if isinstance(value, str) and value.startswith(_FORMULA) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def _money(prefix: str, cents: Fraction | int) -> dict[str, str]:
@@ -153,15 +169,20 @@ def terms_at(reader: Reader, day: str | None) -> dict[tuple[str, str], str]:
     for gaming_day, detail in reader.rows("SELECT gaming_day, detail FROM changes ORDER BY n"):
         if day is not None and gaming_day > day and terms:
             break
-        for entry in json.loads(detail):
-            if "subject" not in entry:
-                continue
-            key = (entry["subject"], entry["term"])
-            if entry["new"] is None:
-                terms.pop(key, None)
-            else:
-                terms[key] = entry["new"]
+        _apply_terms(terms, json.loads(detail))
     return terms
+
+
+def _apply_terms(terms: dict[tuple[str, str], str], detail: list[dict[str, Any]]) -> None:
+    """One change's entries applied to ``terms`` (its movements are not terms)."""
+    for entry in detail:
+        if "subject" not in entry:
+            continue
+        key = (entry["subject"], entry["term"])
+        if entry["new"] is None:
+            terms.pop(key, None)
+        else:
+            terms[key] = entry["new"]
 
 
 def liability(reader: Reader, first: str, last: str, pool: str | None = None) -> Report:
@@ -171,17 +192,40 @@ def liability(reader: Reader, first: str, last: str, pool: str | None = None) ->
                "hits_day", "wins_day_cents", "wins_day_dollars", "hits_total",
                "wins_total_cents", "wins_total_dollars"]  # fmt: skip
     report = Report("liability", columns)
-    moves = reader.rows("SELECT pool, gaming_day, what, amount FROM movements ORDER BY n")
-    wins = reader.rows("SELECT pool, gaming_day, amount FROM awards WHERE state != 'refused'")
+    # one ordered pass: movements by gaming day (untimed first: they count in every close),
+    # the changes in order, the awards summed per pool and day; running totals per day
+    moves = sorted(reader.rows("SELECT pool, gaming_day, what, amount FROM movements ORDER BY n"),
+                   key=lambda m: m[1] or "")  # fmt: skip
+    history = [(d, json.loads(detail)) for d, detail in
+               reader.rows("SELECT gaming_day, detail FROM changes ORDER BY n")]  # fmt: skip
+    wins_by: dict[tuple[str, str | None], list[int]] = defaultdict(lambda: [0, 0])
+    for name, when, amount in reader.rows(
+        "SELECT pool, gaming_day, amount FROM awards WHERE state != 'refused'"
+    ):
+        wins_by[(name, when)][0] += 1
+        wins_by[(name, when)][1] += amount
+    wins_days = sorted(wins_by.items(), key=lambda w: w[0][1] or "")
+    terms: dict[tuple[str, str], str] = {}
+    meters: dict[str, Fraction] = defaultdict(Fraction)
+    hits_total: dict[str, int] = defaultdict(int)
+    wins_total: dict[str, int] = defaultdict(int)
+    seen: set[str] = set()
+    i_move = i_change = i_win = 0
     for day in days_between(first, last):
-        terms = terms_at(reader, day)
-        meters: dict[str, Fraction] = defaultdict(Fraction)
-        seen: set[str] = set()
-        for name, when, what, amount in moves:
-            if when is None or when <= day:
-                seen.add(name)
-                if what != "excess":  # the part of a Mystery hit past its trigger: information
-                    meters[name] += Fraction(amount)
+        while i_change < len(history) and (history[i_change][0] <= day or not terms):
+            _apply_terms(terms, history[i_change][1])
+            i_change += 1
+        while i_move < len(moves) and (moves[i_move][1] is None or moves[i_move][1] <= day):
+            name, _when, what, amount = moves[i_move]
+            seen.add(name)
+            if what != "excess":  # the part of a Mystery hit past its trigger: information
+                meters[name] += Fraction(amount)
+            i_move += 1
+        while i_win < len(wins_days) and (wins_days[i_win][0][1] or "") <= day:
+            (name, _when), (count, amount) = wins_days[i_win]
+            hits_total[name] += count
+            wins_total[name] += amount
+            i_win += 1
         for name in sorted(seen):
             if pool is not None and name != pool:
                 continue
@@ -191,14 +235,13 @@ def liability(reader: Reader, first: str, last: str, pool: str | None = None) ->
                 continue  # reported until it is zero
             term = "reset" if kind == "progressive" else "seed"
             reset = 0 if status == "retired" else int(terms.get((f"pool:{name}", term), 0))
-            today = [a for p, d, a in wins if p == name and d == day]
-            total = [a for p, d, a in wins if p == name and (d is None or d <= day)]
+            hits_day, wins_day = wins_by.get((name, day), (0, 0))
             report.rows.append({
                 "gaming_day": day, "pool": name, "kind": kind, "status": status,
                 **_money("meter", meters[name]), **_money("reset", reset),
                 **_money("liability", meters[name] - reset),
-                "hits_day": len(today), **_money("wins_day", sum(today)),
-                "hits_total": len(total), **_money("wins_total", sum(total)),
+                "hits_day": hits_day, **_money("wins_day", wins_day),
+                "hits_total": hits_total[name], **_money("wins_total", wins_total[name]),
             })  # fmt: skip
     return report
 
@@ -292,8 +335,9 @@ def changes(reader: Reader, first: str | None, last: str | None, pool: str | Non
                 subject, term, old, new, amount = (entry["subject"], entry["term"],
                                                    entry["old"], entry["new"], None)  # fmt: skip
             else:
-                subject, term = f"pool:{entry['pool']}", "meter"
-                old, new = entry["meter_before"], entry["meter"]
+                subject, term = f"pool:{entry['pool']}", "meter"  # in cents, exact
+                old = cents_text(Fraction(entry["meter_before"]))
+                new = cents_text(Fraction(entry["meter"]))
                 amount = Fraction(entry["amount"])
             if pool is not None and subject != f"pool:{pool}":
                 continue

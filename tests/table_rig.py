@@ -207,7 +207,7 @@ class Rig:
         self.table = self._start(
             "table", [sys.executable, "-m", "controller.cli", "run", "--config", str(self.config)]
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a loaded machine starts it late
         while time.monotonic() < deadline:
             if self.table.poll() is not None:
                 raise AssertionError(f"table-controller run exited:\n{self.log('table')}")
@@ -218,6 +218,24 @@ class Rig:
             except OSError:
                 time.sleep(0.05)
         raise AssertionError(f"the control socket never answered:\n{self.log('table')}")
+
+    def wait_web(self, url: str, timeout: float = 60.0) -> None:
+        """Until the table's web server at ``url`` answers ``/healthz`` (any status: a 503
+        while the shoe connects is an answer); a loaded machine starts the pages late."""
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=1).close()
+                return
+            except urllib.error.HTTPError:
+                return  # it answers
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def log(self, name: str) -> str:
         path = self.tmp / f"{name}.log"

@@ -24,8 +24,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -528,17 +526,7 @@ def rig(tmp_path, broker):  # noqa: F811
     r.url = f"http://127.0.0.1:{port}"
     try:
         r.start_table()
-        deadline = time.monotonic() + 30  # a loaded machine starts the web pages late
-        while True:
-            try:
-                urllib.request.urlopen(r.url + "/healthz", timeout=1).close()
-                break
-            except urllib.error.HTTPError:
-                break  # it answers
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        r.wait_web(r.url)
         yield r
     finally:
         r.stop()

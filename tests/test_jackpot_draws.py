@@ -13,9 +13,12 @@ What a player, the auditor and a regulator's lab rely on:
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 import os
 import random
+import secrets
 import stat
 from collections import Counter
 from fractions import Fraction
@@ -28,6 +31,7 @@ from test_jackpot_ledger import (
     T1,
     T2,
     contrib,
+    downgrade_to_2,
     every_cell,
     fixed,
     rows,
@@ -36,6 +40,7 @@ from test_jackpot_ledger import (
 
 from jackpot.draws import TriggerKey, TriggerKeyError, commitment, draw_cents, next_low
 from jackpot.ledger import Ledger, Status
+from jackpot.store import open_store
 
 
 def wilson_hilferty(df: int, z: float) -> float:
@@ -155,3 +160,104 @@ def test_the_live_trigger_needs_the_key_outside_the_ledger(tmp_path):
         Ledger(location, CONFIG, trigger_key=key_path) as led,
     ):
         led.apply(contrib(T1, 2, 2))
+
+
+# -- review findings (issue 27 review) ---------------------------------------------------------
+
+
+def no_redraw(n: int) -> int:
+    raise AssertionError("a trigger was drawn again")
+
+
+def test_a_migrated_trigger_below_the_meter_is_redrawn_and_recorded(ledger_at):  # noqa: F811
+    """Schema 2 drew the next trigger from must_hit_from: after a hit left the meter at
+    $250.05 it could hold $250.00. The migration ends that draw as ``redrawn`` (revealed, in
+    the draws and in ``changes``) and draws again from the meter up; a trigger that is in
+    range is kept (never a silent redraw)."""
+    kept, low = ledger_at("kept"), ledger_at("low")
+    for location in (kept, low):
+        with Ledger(location, CONFIG, randbelow=fixed(10)) as led:
+            led.apply(contrib(T1, 1, 1))
+            (award,) = led.apply(contrib(T2, 1, 5)).awards
+            assert award.amount == 25_010 and led.meter("mystery") == 25_005
+        downgrade_to_2(location)
+    # in range (25015 >= 25005): carried over as it is, no draw
+    with Ledger(kept, CONFIG, randbelow=no_redraw):
+        pass
+    assert trigger_on_disk(kept) == 25_015
+    assert rows(kept, "SELECT ended FROM draws") == [(None,)]
+    store = open_store(low)
+    store.execute("UPDATE mystery SET trigger_cents=25000")  # what schema 2 could draw
+    store.close()
+    with Ledger(low, CONFIG, randbelow=fixed(0)) as led:
+        shown = led.meters()["mystery"].amount
+        assert shown == 25_005
+        got = led.apply(contrib(T1, 2, 2))
+        assert [a.amount for a in got.awards] == [25_005]  # what the sign showed, not $250.00
+    (old, new, _live) = rows(low, "SELECT cycle, ended, trigger_cents, salt, commitment, low, high,"
+                      " award_id FROM draws ORDER BY cycle")  # fmt: skip
+    _cycle, ended, trigger, salt, sha, _, _, award_id = old
+    assert (ended, trigger, award_id) == ("redrawn", 25_000, "change/1")
+    assert commitment(trigger, salt) == sha
+    assert new[1:3] == ("hit", 25_005) and new[5:7] == (25_005, 100_000)
+    ((kind, detail),) = rows(low, "SELECT kind, detail FROM changes")
+    (entry,) = [e for e in json.loads(detail) if e.get("term") == "draw"]
+    assert kind == "initial" and entry["subject"] == "pool:mystery"
+    assert "below the meter $250.05" in entry["old"] and "[$250.05, $1,000.00]" in entry["new"]
+
+
+def test_a_missing_or_wrong_trigger_key_is_refused_at_start(ledger_at, tmp_path):  # noqa: F811
+    """The key is loaded, its fingerprint compared and every live draw opened when the ledger
+    opens: the controller refuses to start (exit 2, one line, no broker) instead of stalling
+    every table later; no key is made in place of the missing one."""
+    from test_jackpot_terms import start_controller
+
+    location = ledger_at()
+    key = tmp_path / "mystery-trigger.key"
+    Ledger(location, CONFIG, trigger_key=key).close()
+    missing = tmp_path / "missing.key"
+    with pytest.raises(TriggerKeyError, match=r"cannot read .*restore"):
+        Ledger(location, CONFIG, trigger_key=missing)
+    assert not missing.exists()
+    wrong = TriggerKey.create(tmp_path / "wrong.key")
+    with pytest.raises(TriggerKeyError, match=r"not the one .* restore"):
+        Ledger(location, CONFIG, trigger_key=wrong.path)
+    # a key whose fingerprint is right but the live draw was sealed otherwise (altered)
+    store = open_store(location)
+    ((cycle, sealed),) = store.execute("SELECT cycle, sealed FROM draws WHERE ended IS NULL")
+    store.execute(
+        "UPDATE draws SET sealed=? WHERE ended IS NULL",
+        (TriggerKey.load(key).seal("mystery", cycle + 1, 30_000, "00" * 16),),
+    )
+    store.close()
+    with pytest.raises(TriggerKeyError, match="does not open"):
+        Ledger(location, CONFIG, trigger_key=key)
+    store = open_store(location)
+    store.execute("UPDATE draws SET sealed=? WHERE ended IS NULL", (sealed,))
+    store.close()
+    Ledger(location, CONFIG, trigger_key=key, randbelow=no_redraw).close()
+    for bad in (missing, wrong.path):
+        done, connected = start_controller(tmp_path, EXAMPLE, location, "--trigger-key", bad)
+        assert done.returncode == 2, done.stderr
+        (line,) = [x for x in done.stderr.splitlines() if "trigger key" in x]
+        assert line.startswith("jackpot-controller: ") and "restore" in line
+        assert not connected and not missing.exists()
+
+
+def test_the_sealed_trigger_does_not_give_away_its_digits(tmp_path):
+    """Every sealed trigger is the same length, whatever its number of digits; a seal
+    written before (``"{trigger}:{salt}"``) still opens."""
+    key = TriggerKey.create(tmp_path / "k")
+    lengths = {len(base64.b64decode(key.seal("mystery", 1, t, secrets.token_hex(16))))
+               for t in (0, 9_999, 10_000, 99_999, 100_000, 10**12)}  # fmt: skip
+    assert len(lengths) == 1, lengths
+    salt = secrets.token_hex(16)
+    assert key.open("mystery", 1, key.seal("mystery", 1, 79_321, salt)) == (79_321, salt)
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from jackpot.draws import _aad
+
+    raw = (tmp_path / "k").read_text().split()[-1]
+    nonce = b"\x01" * 12
+    old = AESGCM(base64.b64decode(raw)).encrypt(nonce, f"79321:{salt}".encode(), _aad("mystery", 1))
+    assert key.open("mystery", 1, base64.b64encode(nonce + old).decode()) == (79_321, salt)

@@ -21,7 +21,7 @@ from controller.games import load_game
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
 from controller.link.messages import envelope, topic_for
-from controller.link.signing import Signer, new_signing_key
+from controller.link.signing import Signer, digest, new_signing_key
 from controller.table.effects import Publish
 from jackpot.commands import run
 from jackpot.ledger import Ledger, Status
@@ -93,7 +93,7 @@ def test_reconcile_agrees_then_names_each_difference(ledger_at, tmp_path, capsys
     status, lines = cli(capsys, "reconcile", "--ledger", location,
                         f"{first}={paths[first]}", paths[second])  # fmt: skip
     assert status == 0, lines
-    assert len(lines) == 2 and all(line.endswith(": ok") for line in lines)
+    assert len(lines) == 3 and all(line.endswith(": ok") for line in lines)
     count = sum(m["kind"] == "contribution" for m, _ in streams[first])
     totals = f"blazing_7s {count} contributions, stake {count * 500}, {count * 75} cents"
     assert totals in lines[0]
@@ -153,5 +153,115 @@ def test_audit_signatures_keeps_a_retired_key_and_names_a_failure(ledger_at, tmp
     assert status == 1
     failed = [line for line in lines if line.startswith("FAILED")]
     assert len(failed) == 2
-    assert failed[0].startswith(f"FAILED seq {seq} ") and "does not match" in failed[0]
+    assert failed[0].startswith(f"FAILED seq {seq} ")
+    assert "does not have the row's digest" in failed[0]
     assert failed[1].startswith(f"FAILED seq {rows[-1].seq} ") and "did not trust" in failed[1]
+
+
+def played(make, tmp_path):
+    """One table's seeded session applied to a new ledger (``make``: the ``ledger_at``
+    fixture): (ledger, journal, stream)."""
+    location = make()
+    config_path = tmp_path / "jackpot.toml"
+    config_path.write_text(jackpot_config_text())
+    path = tmp_path / "t.journal"
+    stream = signed(TABLES[0], journal(path, seed=11))
+    with Ledger(location, load_config(config_path), randbelow=fixed(70_000)) as led:
+        apply(led, stream)
+    return location, path, stream
+
+
+def test_reconcile_names_a_contribution_that_moved_one_pool(ledger_at, tmp_path, capsys):  # noqa: F811
+    """Review finding 5 (tamper B): a contribution with ``mystery`` true feeds its pool and the
+    Mystery; a deleted Mystery movement is named, and the Mystery's meter no longer adds up."""
+    location, path, stream = played(ledger_at, tmp_path)
+    table = TABLES[0]
+    status, lines = cli(capsys, "reconcile", "--ledger", location, path)
+    assert status == 0, lines
+    assert lines[-1] == "ledger: every meter is the sum of its movements: ok"
+    first = next(m for m, _ in stream if m["kind"] == "contribution")
+    assert first["payload"]["mystery"] is True
+    sql(location, f"DELETE FROM movements WHERE table_id='{table}' AND seq={first['seq']}"
+                  " AND pool='mystery'")  # fmt: skip
+    status, lines = cli(capsys, "reconcile", "--ledger", location, path)
+    assert status == 1
+    where = f"{table}: seq {first['seq']} contribution {first['key']}"
+    assert f"{where}: applied, but did not move mystery" in lines
+    assert lines[-2] == "ledger: 1 DIFFERENCES"
+    assert lines[-1].startswith("ledger: pool mystery: the meter is ")
+    assert "its movements add up to" in lines[-1]
+
+
+def test_audit_signatures_ties_each_stored_message_to_its_row(ledger_at, tmp_path, capsys):  # noqa: F811
+    """Review finding 7 (tamper A): two contributions' texts and digests swapped, each still
+    validly signed, are named: the text says another sequence than its row."""
+    location, _path, stream = played(ledger_at, tmp_path)
+    table = TABLES[0]
+    s1, s2 = [m["seq"] for m, _ in stream if m["kind"] == "contribution"][:2]
+    store = open_store(location)
+    try:
+        get = "SELECT message, digest FROM applied WHERE table_id=? AND seq=?"
+        (m1, g1), (m2, g2) = (store.execute(get, (table, s)).fetchone() for s in (s1, s2))
+        put = "UPDATE applied SET message=?, digest=? WHERE table_id=? AND seq=?"
+        store.execute(put, (m2, g2, table, s1))
+        store.execute(put, (m1, g1, table, s2))
+    finally:
+        store.close()
+    status, lines = cli(capsys, "audit-signatures", "--ledger", location)
+    assert status == 1
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert [line.split(" (")[0] for line in failed] == [
+        f"FAILED seq {s} contribution from {table}" for s in (s1, s2)
+    ]
+    assert f"the stored message is not this row's: it says table {table}, seq {s2}," in failed[0]
+    # the digest column alone changed: named too
+    sql(location, f"UPDATE applied SET message='{m1}', digest='{g2}' WHERE seq={s1}")
+    sql(location, f"UPDATE applied SET message='{m2}', digest='{g2}' WHERE seq={s2}")
+    status, lines = cli(capsys, "audit-signatures", "--ledger", location)
+    assert status == 1
+    (failed,) = [line for line in lines if line.startswith("FAILED")]
+    assert failed.startswith(f"FAILED seq {s1} ") and "does not have the row's digest" in failed
+
+
+def test_audit_signatures_trusts_no_key_row_without_its_change(ledger_at, tmp_path, capsys):  # noqa: F811
+    """Review finding 6 (tamper C): a key written into ``table_keys`` afterwards, and a
+    message replaced by one it signs, are both named; only the changes vouch for a key."""
+    location, _path, stream = played(ledger_at, tmp_path)
+    table = TABLES[0]
+    first = next(m for m, _ in stream if m["kind"] == "contribution")
+    evil = Signer(f"{table}-x", new_signing_key())
+    sql(location, f"INSERT INTO table_keys VALUES ('{table}', '{evil.key_id}',"
+                  f" '{evil.public_key}', 1, NULL, NULL, NULL)")  # fmt: skip
+    status, lines = cli(capsys, "audit-signatures", "--ledger", location)
+    assert status == 1
+    assert [line for line in lines if line.startswith("FAILED")] == [
+        f"FAILED key {evil.key_id!r} of {table} (table_keys, from change 1): no change added "
+        "this key: a key row without a change behind it is not trusted"
+    ]
+    store = open_store(location)
+    try:
+        (text,) = store.execute(
+            "SELECT message FROM applied WHERE table_id=? AND seq=?", (table, first["seq"])
+        ).fetchone()
+        body = json.loads(text)
+        body.pop("sig", None)
+        body.pop("kid", None)
+        body["payload"]["stake"] = 5000
+        forged = evil.sign(topic_for(table, "contribution"), body)
+        store.execute(
+            "UPDATE applied SET message=?, digest=? WHERE table_id=? AND seq=?",
+            (json.dumps(forged), digest(forged), table, first["seq"]),
+        )
+    finally:
+        store.close()
+    status, lines = cli(capsys, "audit-signatures", "--ledger", location)
+    assert status == 1
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert len(failed) == 2 and failed[1].startswith(f"FAILED seq {first['seq']} contribution")
+    assert f"signed with key {evil.key_id!r}, which the ledger did not trust" in failed[1]
+    # a real key's row whose times were moved is named too
+    sql(location, f"DELETE FROM table_keys WHERE kid='{evil.key_id}'")
+    sql(location, f"UPDATE table_keys SET from_utc=1 WHERE table_id='{table}'")
+    status, lines = cli(capsys, "audit-signatures", "--ledger", location)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert status == 1 and "its times or retirement differ from the changes" in failed[0]

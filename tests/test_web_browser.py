@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 import signal
-import time
-import urllib.request
 
 import browser
 import pytest
@@ -46,17 +44,7 @@ def rig(tmp_path, broker):  # noqa: F811
     r.url = f"http://127.0.0.1:{port}"
     try:
         r.start_table()
-        deadline = time.monotonic() + 10
-        while True:  # the web server starts just after the control socket
-            try:
-                urllib.request.urlopen(r.url + "/healthz", timeout=1).close()
-                break
-            except urllib.error.HTTPError:
-                break  # it answers (503 while the shoe connects is fine)
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        r.wait_web(r.url)
         yield r
     finally:
         r.stop()

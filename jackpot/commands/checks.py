@@ -14,7 +14,7 @@ from jackpot.reports import ReportError, open_reader
 
 
 def reconcile_main(argv: list[str]) -> int:
-    from jackpot.reconcile import find_table, read_journal, reconcile
+    from jackpot.reconcile import find_table, meter_differences, read_journal, reconcile
 
     p = argparse.ArgumentParser(
         prog="jackpot-controller reconcile",
@@ -38,11 +38,19 @@ def reconcile_main(argv: list[str]) -> int:
                     return bad(prog, f"{given}: no table {table!r} in the ledger")
                 by_table[table or find_table(reader, sent)].append(sent)
             checks = [reconcile(reader, t, s) for t, s in sorted(by_table.items())]
+            meters = meter_differences(reader)
     except ReportError as exc:
         return bad(prog, str(exc))
     for check in checks:
         print("\n".join(check.lines()))
-    return 1 if any(c.differences for c in checks) else 0
+    print(
+        f"ledger: {len(meters)} DIFFERENCES"
+        if meters
+        else "ledger: every meter is the sum of its movements: ok"
+    )
+    for line in meters:
+        print(f"ledger: {line}")
+    return 1 if meters or any(c.differences for c in checks) else 0
 
 
 def audit_main(argv: list[str]) -> int:

@@ -48,8 +48,16 @@ def report_main(argv: list[str]) -> int:
             known = reports.span(reader)
             if args.kind == "liability" or first or last:
                 if known is None:
-                    return bad(prog, f"{args.ledger}: no gaming day in the ledger yet (every "
-                               "row is from before schema 3): ask for a report without days")
+                    return bad(
+                        prog,
+                        f"{args.ledger}: no gaming day in the ledger yet (every "
+                        "row is from before schema 3): ask for a report without days",
+                    )
+                if (last and last < known[0]) or (first and first > known[1]):
+                    given = (("--day", args.day), ("--from", args.first), ("--to", args.last))
+                    asked = " ".join(f"{o} {d}" for o, d in given if d)
+                    return bad(prog, f"{asked} is outside the ledger: its gaming days run from "
+                               f"{known[0]} to {known[1]}")  # fmt: skip
                 first, last = first or known[0], last or max(known[1], first or known[1])
             report = getattr(reports, args.kind)(reader, first, last, args.pool)
     except reports.ReportError as exc:
