@@ -157,11 +157,14 @@ class _Input:
     edges: int = 0
     rejected: int = 0
     report_start: bool = False  # a sensor's or the key's start level, due at since + debounce
+    at_start: bool = False  # the enclosure door's start level: journaled at every start
 
     def event(self, level: bool, t: int) -> ev.Event | None:
         spec = self.spec
         if spec.kind == "sensor":
             return ev.BetSensor(spec.spot, spec.circle, level, t=t)
+        if spec.kind == "switch" and spec.name == "enclosure_door":
+            return ev.EnclosureDoor(not level, at_start=self.at_start, t=t)  # active: shut
         if spec.kind == "switch":
             return ev.SupervisorKey(level, t=t)
         return BUTTON_EVENTS[spec.name](spec.spot, t) if level else None
@@ -263,6 +266,9 @@ class GpioDriver:
                     inp.stable = level
                     if level:
                         self._health.count("button_held_at_start")
+                elif inp.spec.name == "enclosure_door":  # its state at start: always journaled
+                    inp.stable, inp.since = level, now
+                    inp.report_start = inp.at_start = True
                 else:  # sensors and the key: reported if not what the table believes
                     believed_level = believed.get(f"{inp.spec.section}.{inp.spec.key}", False)
                     inp.stable, inp.since = level, now
@@ -402,10 +408,11 @@ class GpioDriver:
                 if inp.report_start and confirmed_at <= now:
                     inp.report_start = False
                     due.append((confirmed_at, order, inp.event(inp.stable, confirmed_at)))
+                    inp.at_start = False
                 continue
             if confirmed_at > now:
                 continue
-            inp.report_start = False
+            inp.report_start = inp.at_start = False
             inp.stable, inp.pending = inp.pending, None
             event = inp.event(inp.stable, confirmed_at)
             if event is not None:

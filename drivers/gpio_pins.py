@@ -67,7 +67,10 @@ FIXED_PULL_UP = (2, 3)
 
 BUTTONS = CONSOLE_BUTTONS  # the console buttons with no spot; SPOT_BUTTONS one per spot
 
-SWITCHES = ("supervisor_key",)
+SWITCHES = ("supervisor_key", "enclosure_door")
+"""Console switches: the supervisor key; ``enclosure_door`` (optional), the table base's or
+the Pi's enclosure: a contact closed while the door is shut (active = shut), so a cut wire
+reads open (issue 28 item 5)."""
 """Console switches: an event when turned on and when turned off."""
 
 TABLE_LIGHTS = ("lockout", "alarm")

@@ -56,6 +56,7 @@ def table_config(
     web: str = "",
     signing_key: Path | None = None,
     extra: str = "",
+    enclosure_door: bool = False,
 ) -> Path:
     """The test table's config; ``web`` is the body of a ``[web]`` section (none if empty);
     ``signing_key``: the table's key file (default ``tmp/table.key``, written if missing)."""
@@ -96,6 +97,7 @@ next = 8
 end_round = 12
 supervisor_key = 24
 jackpot_paid = 25
+{"enclosure_door = 26" if enclosure_door else ""}
 
 [gpio.lights]
 lockout = 22
@@ -129,6 +131,7 @@ class Rig:
         web: str = "",
         cards: list[str] | None = None,
         extra: str = "",
+        enclosure_door: bool = False,
     ) -> None:
         self.tmp = tmp
         self.broker = broker
@@ -138,7 +141,9 @@ class Rig:
         ctl_pw.write_text(broker.passwords[CONTROLLER] + "\n")
         for secret in (table_pw, ctl_pw):
             secret.chmod(0o600)  # others may not read it (issue 26)
-        self.config = table_config(tmp, broker.port, table_pw, web, extra=extra)
+        self.config = table_config(
+            tmp, broker.port, table_pw, web, extra=extra, enclosure_door=enclosure_door
+        )
         self.jackpot_config = tmp / "jackpot.toml"
         self.jackpot_config.write_text(  # /metrics on a free port (named in jackpot.log)
             jackpot_config_text() + "\n[metrics]\nport = 0\n", encoding="utf-8"

@@ -119,6 +119,14 @@ class LinkAlarmGate:
         self._submit(ev.LinkAlarm(kind, detail))
 
 
+def _fsync_dir(path: Any) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _utc_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -148,6 +156,7 @@ class TableDaemon:
                 log.warning("removed %s: a journal rotation was interrupted there", path)
         except JournalError as exc:
             log.error("%s", exc)
+        self._power_loss = self._last_stop(table)  # before anything is journaled this run
         state = table.state
         self.clock = RuntimeClock(state.now)
         self.gpio = None
@@ -157,7 +166,7 @@ class TableDaemon:
         self.control: ControlServer | None = None
         self.started_ms = self.clock()
         self._runtime: TableRuntime | None = None
-        self._pending: list[ev.Event] = []
+        self._pending: list[ev.Event] = [self._power_loss] if self._power_loss else []
         self.web = None
         self.audit = self._open_audit()
         from controller.runtime.clockwatch import ClockWatcher
@@ -180,6 +189,33 @@ class TableDaemon:
             raise
 
     # -- opening ------------------------------------------------------------------------
+
+    CLEAN_STOP = "clean-stop"
+    """The marker a clean stop leaves in ``data_dir`` (issue 28 item 5)."""
+
+    def _last_stop(self, table: Any) -> ev.PowerLoss | None:
+        """Was the last stop clean? The marker a clean stop left says so (it is removed
+        now); none, with events in the journal, is a power loss (or a kill, a crash),
+        journaled with the last event and its UTC time once the runtime runs."""
+        marker = self.config.data_dir / self.CLEAN_STOP
+        if marker.exists():
+            marker.unlink()
+            _fsync_dir(marker.parent)
+            return None
+        row = table.journal.db.execute(
+            "SELECT seq, utc_ms FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None  # a new journal: nothing stopped before
+        seq, utc_ms = row[0], row[1] or 0
+        text = ""
+        if utc_ms:
+            text = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(utc_ms / 1000))
+        log.warning(
+            "the last stop was not clean (no %s marker): power loss? last event %d%s",
+            self.CLEAN_STOP, seq, f" at {text}" if text else "",
+        )  # fmt: skip
+        return ev.PowerLoss(seq, utc_ms, text)
 
     def _open_audit(self) -> Any:
         """The audit list (``DATA_DIR/audit.sqlite``, controller/audit.py) and this start in
@@ -641,11 +677,24 @@ class TableDaemon:
                 n = self._runtime.drain()
                 if n:
                     log.info("journaled %d queued events before stopping", n)
+        clean = "journal" in ordered
+        last = getattr(getattr(self.table, "journal", None), "events_written", None)
         for name, close in ordered.items():
             try:
                 close()
             except Exception:
+                clean = clean and name != "journal"
                 log.exception("closing the %s failed", name)
+        if clean:  # the next start knows this stop was clean (issue 28 item 5)
+            marker = self.config.data_dir / self.CLEAN_STOP
+            try:
+                with open(marker, "w", encoding="utf-8") as handle:
+                    json.dump({"last_event": last, "utc_ms": self.utc()}, handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                _fsync_dir(marker.parent)
+            except OSError:
+                log.exception("cannot write %s: the next start will report a power loss", marker)
 
 
 def run_table(config: Any, *, stop: threading.Event | None = None) -> int:

@@ -234,6 +234,32 @@ class Misdeal(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class EnclosureDoor(Event):
+    """The table base's or the Pi's enclosure (GLI-11's logic door) is ``open`` or shut
+    (``[gpio.console] enclosure_door``); ``at_start``: its state when the daemon started,
+    journaled at every start (issue 28 item 5)."""
+
+    TYPE: ClassVar[str] = "enclosure_door"
+    open: bool
+    at_start: bool = False
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLoss(Event):
+    """The last stop was not clean (no clean-stop marker: a power cut, a kill, a crash):
+    journaled at the next start with the last event the journal had (``last_event``) and
+    its UTC time (``last_utc_ms``, 0 if unknown; ``last_utc`` the same as text,
+    ``2026-11-26 17:30:05 UTC``, for the alarm) (issue 28 item 5)."""
+
+    TYPE: ClassVar[str] = "power_loss"
+    last_event: int
+    last_utc_ms: int = 0
+    last_utc: str = ""
+    t: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SupervisorKey(Event):
     """The supervisor key switch turned ``on`` or off."""
 
@@ -415,6 +441,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         VoidRound,
         Misdeal,
         SupervisorKey,
+        EnclosureDoor,
+        PowerLoss,
         Burn,
         Assign,
         ShoeEvent,

@@ -113,7 +113,7 @@ MYSTERY_LINE = "100% of meter"
 
 # Events that are not part of the round's recall record: a technician's acknowledgement and a
 # link alarm act on the alarm register, which a recalled round replayed alone does not have.
-_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm)
+_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm, ev.PowerLoss)
 # Effects not in the round's recall record: the journal's own records, and alarms clearing
 # by themselves (they act on the register, like an acknowledgement).
 _NOT_RECALLED = (Record, AlarmCleared)
@@ -181,6 +181,8 @@ class Table(Procedure):
             ev.JackpotAward: self._on_award,
             ev.ConfirmAward: self._on_confirm_award,
             ev.JackpotPaid: self._on_jackpot_paid,
+            ev.EnclosureDoor: self._on_enclosure,
+            ev.PowerLoss: self._on_power_loss,
             ev.TableFault: self._on_fault,
             ev.ClearFaults: self._on_clear_faults,
             ev.JackpotLink: self._on_link,
@@ -808,6 +810,33 @@ class Table(Procedure):
         )
         self._out.append(line)
         self._prompt("pay", settlement_prompt(line), spot)
+
+    def _on_enclosure(self, event: ev.EnclosureDoor) -> None:
+        """GLI-11's logic door: opened while a round is in progress is an alarm; otherwise a
+        prompt, and the event itself is the journal's record (issue 28 item 5)."""
+        state = self.state
+        if event.at_start:
+            self._prompt(
+                "enclosure_at_start", f"Enclosure {'open' if event.open else 'shut'} at start"
+            )
+        elif event.open and state.phase in IN_PROGRESS:
+            self._alarm(
+                "enclosure_open",
+                f"The table's enclosure was opened during round {state.round_number}",
+                "Call a supervisor: note who opened it and why; the round goes on",
+            )
+        else:
+            self._prompt("enclosure_door", f"Enclosure {'opened' if event.open else 'shut'}")
+
+    def _on_power_loss(self, event: ev.PowerLoss) -> None:
+        when = f" at {event.last_utc}" if event.last_utc else ""
+        self._alarm(
+            "power_loss",
+            f"The table did not stop cleanly (power loss?): its last event was "
+            f"{event.last_event}{when}",
+            "Check the round in progress, if any, against the layout; call a technician if "
+            "the power keeps failing",
+        )
 
     def _on_key(self, event: SupervisorKey) -> None:
         if self.state.supervisor_key != event.on:
