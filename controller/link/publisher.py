@@ -480,18 +480,32 @@ class TablePublisher:
         with self._lock:
             return [dict(self._meters[pool]) for pool in sorted(self._meters)]
 
-    def _on_meter(self, client, userdata, message) -> None:
+    def _read_signed(
+        self, message, kind: str, refused: str, short: str | None = None
+    ) -> dict | None:
+        """The body of a controller's ``kind`` message that parses, is of that kind and is
+        signed by the controller; else None, with the alarm raised (``signature``, or
+        ``<short>_malformed``; ``short`` defaults to ``kind``). Nothing a message holds may
+        stop the link."""
+        malformed = f"{short or kind}_malformed"
         try:
-            _, _, body = parse_message(message.topic, message.payload)
-            self.verifier.verify(message.topic, body, "meter")
+            got, _, body = parse_message(message.topic, message.payload)
+            if got != kind:
+                raise LinkMessageError(got, "kind", f"a {got} on {message.topic}, not a {kind}")
+            self.verifier.verify(message.topic, body, kind)
         except SignatureError as exc:
-            self._alarm("signature", f"{exc}; a meter refused, nothing shown")
-            return
+            self._alarm("signature", f"{exc}; {refused}")
         except LinkMessageError as exc:
-            self._alarm("meter_malformed", str(exc))
-            return
-        except Exception as exc:  # nothing a message holds may stop the link
-            self._alarm("meter_malformed", f"meter unreadable: {type(exc).__name__}")
+            self._alarm(malformed, str(exc))
+        except Exception as exc:
+            self._alarm(malformed, f"{short or kind} unreadable: {type(exc).__name__}")
+        else:
+            return body
+        return None
+
+    def _on_meter(self, client, userdata, message) -> None:
+        body = self._read_signed(message, "meter", "a meter refused, nothing shown")
+        if body is None:
             return
         with self._lock:
             known = self._meters.get(body["pool"])
@@ -508,19 +522,10 @@ class TablePublisher:
         ``offline`` (its will, its clean stop). A live one (not the retained copy the broker
         hands over at subscribe) is a heartbeat; one from an older boot, or not newer than one
         heard (a copy kept, a late will of a controller that has since restarted), is stale."""
-        try:
-            kind, _, body = parse_message(message.topic, message.payload)
-            if kind != "jackpot_status":
-                raise LinkMessageError(f"{kind} on {message.topic}")
-            self.verifier.verify(message.topic, body, "jackpot_status")
-        except SignatureError as exc:
-            self._alarm("signature", f"{exc}; a controller status refused, nothing changed")
-            return
-        except LinkMessageError as exc:
-            self._alarm("status_malformed", str(exc))
-            return
-        except Exception as exc:  # nothing a message holds may stop the link
-            self._alarm("status_malformed", f"status unreadable: {type(exc).__name__}")
+        body = self._read_signed(
+            message, "jackpot_status", "a controller status refused, nothing changed", "status"
+        )
+        if body is None:
             return
         with self._lock:
             c = self._health.controller
