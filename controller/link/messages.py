@@ -7,7 +7,7 @@ for people and tools, and refer to those files.
 
 Topic layout (``{table}`` like ``hcm-bj-07``)::
 
-    bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm   table -> controller
+    bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm|event   table -> controller
     bj/v1/table/{table}/status                                              table birth/death
     bj/v1/jackpot/{table}/ack|resend|award                                  controller -> table
     bj/v1/meters/{pool}                                                     controller -> signs
@@ -39,7 +39,7 @@ VERSION = 1
 PREFIX = f"bj/v{VERSION}"
 
 #: Sequenced, enveloped messages a table publishes (the outbox's kinds).
-TABLE_KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
+TABLE_KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
 #: Messages the jackpot controller sends to one table.
 CONTROLLER_KINDS = ("ack", "resend", "award")
 #: Every kind with a topic per table: ``topic_for`` accepts these.
