@@ -42,6 +42,7 @@ from controller.rules.cards import parse_cards
 from controller.rules.pays import MeterShare
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blazing_7s
+from jackpot import events
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
 from jackpot.parameters import TERMS_KEY
 from jackpot.pools import (
@@ -60,7 +61,7 @@ from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, ope
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
-SCHEMA_VERSION = 3  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+SCHEMA_VERSION = 4  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
 _AWARD_COLUMNS = (
     "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
@@ -843,6 +844,12 @@ class Ledger:
             (message["seq"], self._now, award.award_id),
         )
         return [Award(**{**vars(award), "state": "committed"})]
+
+    def _apply_event(self, message: dict[str, Any]) -> list[Award]:
+        """A table's significant event, kept in ``events`` (jackpot/events.py: refused on no
+        term, both clocks stored); no meter moves."""
+        events.record(self._db, message, self._now, self._day)
+        return []
 
 
 def _cards_problem(result: dict[str, Any], decks: int) -> str | None:

@@ -2,9 +2,10 @@
 
 ``liability`` (per pool and gaming day close: meter, reset, liability, hits and wins meters),
 ``contributions`` (per gaming day, property, table and pool), ``awards`` (each award with its
-times and who confirmed it) and ``changes`` (the terms applied, corrections, transfers,
-retirements). Each is a :class:`Report`: stable column names and rows, written as CSV (a
-header row) or JSON. Money is exact: cents as a decimal (``37.5``) or, for a fraction that
+times and who confirmed it), ``changes`` (the terms applied, corrections, transfers,
+retirements) and ``events`` (each table's significant events, schema 4: issue 28 item 4).
+Each is a :class:`Report`: stable column names and rows, written as CSV (a header row) or
+JSON. Money is exact: cents as a decimal (``37.5``) or, for a fraction that
 has no decimal, ``num/den``; dollars the same divided by 100. A row written before schema 3
 kept no time: its gaming day is ``untimed``; it counts in every close (it came before) and
 appears in a list only when no day is asked for. docs/jackpot/audit.md says what each
@@ -29,8 +30,8 @@ from jackpot.gaming_day import UNTIMED, GamingDay, days_between, utc_text
 from jackpot.money import cents_text, dollars_text
 from jackpot.store import LedgerError, is_dsn, open_store
 
-READS_SCHEMA = "3"
-KINDS = ("liability", "contributions", "awards", "changes")
+READS_SCHEMA = "4"
+KINDS = ("liability", "contributions", "awards", "changes", "events")
 
 
 class ReportError(ValueError):
@@ -80,7 +81,7 @@ class Reader:
 
 
 def open_reader(location: str | Path) -> Reader:
-    """A :class:`Reader` on a schema 3 ledger that holds something; :class:`ReportError`
+    """A :class:`Reader` on a schema 4 ledger that holds something; :class:`ReportError`
     otherwise."""
     reader = Reader(location)
     try:
@@ -349,4 +350,35 @@ def changes(reader: Reader, first: str | None, last: str | None, pool: str | Non
                 **money, "by": by, "approved_by": approved or "", "reason": reason,
                 "config_sha256": sha or "",
             })  # fmt: skip
+    return report
+
+
+def events(reader: Reader, first: str | None, last: str | None, pool: str | None = None) -> Report:
+    """Each table's significant events in the order the controller received them, with its
+    receive time and gaming day and the table's own time (``unknown``: the table did not know
+    it); N.J.A.C. 13:69E-1.39C(b)5. They belong to no pool (``pool`` is refused before)."""
+    columns = ["received_utc", "gaming_day", "table", "seq", "code", "table_utc", "round",
+               "in_round", "by", "detail", "fault", "at_start", "last_event",
+               "last_utc"]  # fmt: skip
+    report = Report("events", columns)
+    for received, day, table, seq, code, table_utc, rnd, in_round, by, detail, payload in (
+        reader.rows(
+            "SELECT received_utc, gaming_day, table_id, seq, code, table_utc_ms, round,"
+            " in_round, by_name, detail, payload FROM events ORDER BY n"
+        )
+    ):
+        if not _in(day, first, last):
+            continue
+        p = json.loads(payload)
+        at_start = p.get("at_start")
+        report.rows.append({
+            "received_utc": utc_text(received), "gaming_day": day, "table": table, "seq": seq,
+            "code": code, "table_utc": utc_text(table_utc or None) or "unknown", "round": rnd,
+            "in_round": "yes" if in_round else "no", "by": by or "", "detail": detail or "",
+            "fault": p.get("fault", ""),
+            "at_start": "" if at_start is None else ("yes" if at_start else "no"),
+            "last_event": p.get("last_event", ""),
+            "last_utc": (utc_text(p["last_utc_ms"] or None) or "unknown")
+            if "last_utc_ms" in p else "",
+        })  # fmt: skip
     return report

@@ -31,7 +31,9 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   unknown-table message, a contribution off the game's terms, an unproven claim, a sequence
   reused with other content. The log gets the first 5 alarms of a kind from a table each
   minute, then one line counting the rest (``alarm_lines``; tables not in the config count
-  as one source): a flood of forgeries is a few lines, not one a message.
+  as one source): a flood of forgeries is a few lines, not one a message;
+- logs each table ``event`` the ledger stored (a door, a fault, a power loss...) and raises an
+  alarm for those that need a person (jackpot/events.py; issue 28 item 4).
 
 The Must-Hit-By Mystery trigger never leaves the ledger: nothing here reads it.
 The command line that starts it (``jackpot-controller``) is :mod:`jackpot.cli`; this module
@@ -80,6 +82,7 @@ from controller.link.signing import (
     Signer,
     Verifier,
 )
+from jackpot import events
 from jackpot.alarms import AlarmLog, AlarmLogError, LineLimiter
 from jackpot.ledger import Award, Ledger, Result, Status
 from jackpot.pools import JackpotConfig
@@ -814,6 +817,8 @@ class JackpotService:
             elif status is Status.REFUSED:
                 alarm = result.alarm or f"{kind}_refused"
                 self._alarm(alarm, table, seq, f"{kind} refused: {result.reason}")
+            elif status is Status.APPLIED and kind == "event":
+                self._table_event(table, seq, body["payload"])
             self._count(status.name.lower())
             with self._lock:
                 self._messages[(kind, status.name.lower())] += 1
@@ -836,6 +841,15 @@ class JackpotService:
                 self._ask_resend(table, last[table] + 1)
         for award in awards:
             self._send_award(award)
+
+    def _table_event(self, table: str, seq: int, payload: dict[str, Any]) -> None:
+        """A table's significant event, now in the ledger: logged, and an alarm if it needs a
+        person (jackpot/events.py; issue 28 item 4, N.J.A.C. 13:69E-1.39C(b)5)."""
+        words = events.describe(payload)
+        if (alarm := events.alarm_kind(payload)) is not None:
+            self._alarm(alarm, table, seq, f"table {table}: {words}")
+        elif self._may_log("event", table):
+            log.info("event from %s seq %d: %s", table, seq, words)
 
     def _ask_resend(self, table: str, start: int) -> None:
         last = self._resent.get(table)

@@ -6,7 +6,8 @@ nothing changed). :func:`run` picks one by the first word of the command line:
 
 - ``parameters apply|show``, ``pool correct|transfer|retire``, ``trigger-key``
   (:mod:`jackpot.commands.audited`): the ledger's terms and audited movements;
-- ``report liability|contributions|awards|changes`` (:mod:`jackpot.commands.reports`);
+- ``report liability|contributions|awards|changes|events``
+  (:mod:`jackpot.commands.reports`);
 - ``reconcile``, ``audit-signatures`` (:mod:`jackpot.commands.checks`).
 
 See docs/jackpot/controller.md and docs/jackpot/audit.md.

@@ -1,9 +1,10 @@
-"""``jackpot-controller report liability|contributions|awards|changes --ledger L``.
+"""``jackpot-controller report liability|contributions|awards|changes|events --ledger L``.
 
 ``--day YYYY-MM-DD`` or ``--from``/``--to`` (gaming days; default: every day the ledger
-has), ``--pool NAME``, ``--format csv|json`` (default csv, a header row). Exit 2 with one line
-for a bad day, an unknown pool, an empty or unreadable ledger. jackpot/reports.py computes
-them; docs/jackpot/audit.md says what they mean.
+has), ``--pool NAME`` (not for ``events``: they belong to no pool), ``--format csv|json``
+(default csv, a header row). Exit 2 with one line for a bad day, an unknown pool, an empty
+or unreadable ledger. jackpot/reports.py computes them; docs/jackpot/audit.md and
+docs/jackpot/controller.md ("Table events") say what they mean.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def report_main(argv: list[str]) -> int:
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     args = p.parse_args(argv)
     prog = f"jackpot-controller report {args.kind}"
+    if args.kind == "events" and args.pool:
+        return bad(prog, "a table's events belong to no pool: leave out --pool")
     if args.day and (args.first or args.last):
         return bad(prog, "give --day, or --from and --to, not both")
     first, last = (args.day, args.day) if args.day else (args.first, args.last)

@@ -94,6 +94,22 @@ CREATE TABLE IF NOT EXISTS table_keys (
 """
 
 
+#: The table schema 4 adds, both backends: ``events``, each table's significant events (the
+#: shoe door, faults, the enclosure or logic door, a power loss, the journal set aside or
+#: restored, an unsynchronised clock) as the ledger applied them, one row per ``event``
+#: message (its ``table_id``, ``seq``), with the table's UTC time (``table_utc_ms``) and the
+#: controller's (``received_utc``, ``gaming_day``, as ``applied``): issue 28 item 4,
+#: N.J.A.C. 13:69E-1.39C(b)5 (jackpot/events.py). ``n``: the order of receipt.
+V4_TABLES = """
+CREATE TABLE IF NOT EXISTS events (
+    n {serial}, table_id TEXT NOT NULL, seq {int} NOT NULL, code TEXT NOT NULL,
+    table_utc_ms {int} NOT NULL, received_utc {int} NOT NULL, gaming_day TEXT NOT NULL,
+    round {int} NOT NULL, in_round {int} NOT NULL, detail TEXT, by_name TEXT,
+    payload TEXT NOT NULL, UNIQUE (table_id, seq));
+CREATE INDEX IF NOT EXISTS events_day ON events (gaming_day, n);
+"""
+
+
 def v3_steps(integer: str) -> list[str]:
     """Schema 2 -> 3 on the tables schema 2 had (the new ones exist by then): the time
     columns, NULL on every row from before (they carry no time, and the reports say so);

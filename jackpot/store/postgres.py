@@ -11,9 +11,10 @@ broke was not committed (the caller acknowledges nothing).
 Schema versions (``meta`` key ``schema``) count with SQLite's: PostgreSQL starts at 2, the
 same tables, with ``BIGINT`` for every integer (sequences, cents, times in ms) and identity
 columns where SQLite orders by ``rowid``; meters and movements are exact fractions as text
-(``"num/den"``), checked by a ``CHECK``. :data:`MIGRATIONS` takes a database from one version
-to the next, inside the opening transaction, under an advisory lock (two controllers opening
-at once do not both create or migrate).
+(``"num/den"``), checked by a ``CHECK``; 4 adds ``events``, a table's significant events
+(issue 28 item 4). :data:`MIGRATIONS` takes a database from one version to the next, inside
+the opening transaction, under an advisory lock (two controllers opening at once do not both
+create or migrate).
 
 A :class:`~jackpot.store.Session` (a hot standby's term: jackpot/leader.py) names the
 connection (``application_name``) and sets its timeouts through libpq's ``options``, so they
@@ -32,11 +33,11 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from jackpot.store import V3_TABLES, Session, Store, v3_steps
+from jackpot.store import V3_TABLES, V4_TABLES, Session, Store, v3_steps
 
 _CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: pg_advisory_xact_lock key that serialises creating and migrating the schema.
 SCHEMA_LOCK = 0x6A61_636B_706F_7401  # "jackpot\x01"
 _FRACTION = r"CHECK ({col} ~ '^-?[0-9]+(/[0-9]+)?$')"
@@ -73,7 +74,10 @@ CREATE TABLE IF NOT EXISTS contributions (
 CREATE TABLE IF NOT EXISTS round_results (
     table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
     PRIMARY KEY (table_id, round));
-""" + V3_TABLES.format(int="BIGINT", serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+""" + "".join(
+    ddl.format(int="BIGINT", serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+    for ddl in (V3_TABLES, V4_TABLES)
+)
 
 ALARMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS alarms (
@@ -97,8 +101,18 @@ def _migrate_2_to_3(store: PostgresStore) -> None:
     store._live().execute("UPDATE mystery SET cycle=cycle")
 
 
+def _migrate_3_to_4(store: PostgresStore) -> None:
+    """Schema 3 -> 4: the ``events`` table (:data:`~jackpot.store.V4_TABLES`), empty; the
+    opening transaction's :meth:`~PostgresStore._create` made it already (skipped here then):
+    a table's significant events reach the ledger from now on (issue 28 item 4, N.J.A.C.
+    13:69E-1.39C(b)5). Nothing else changes."""
+    store._create(
+        V4_TABLES.format(int="BIGINT", serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+    )
+
+
 #: version -> the step to version + 1 (PostgreSQL ledgers start at schema 2).
-MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 _IDLE = pq.TransactionStatus.IDLE
 

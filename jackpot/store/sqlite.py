@@ -8,9 +8,10 @@ Schema versions (``meta`` key ``schema``): 1, the first; 2 adds ``applied.digest
 (:func:`_migrate_1_to_2`, in place, inside the opening transaction); 3 adds central time
 (the controller's UTC time and the gaming day on applied messages, movements and awards),
 the ledger's terms (``parameters``, ``changes``, ``table_keys``) and the Mystery's
-committed, sealed ``draws`` (:func:`_migrate_2_to_3`; rows from before carry no time). The
-alarm log's table lives in the same file (:data:`ALARMS_SCHEMA`). See
-docs/jackpot/postgres.md ("Schema").
+committed, sealed ``draws`` (:func:`_migrate_2_to_3`; rows from before carry no time); 4
+adds ``events``, the tables' significant events (:func:`_migrate_3_to_4`; issue 28 item 4,
+N.J.A.C. 13:69E-1.39C(b)5). The alarm log's table lives in the same file
+(:data:`ALARMS_SCHEMA`). See docs/jackpot/postgres.md ("Schema").
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.link.signing import digest
-from jackpot.store import V3_TABLES, Store, v3_steps
+from jackpot.store import V3_TABLES, V4_TABLES, Store, v3_steps
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,7 +57,10 @@ CREATE TABLE IF NOT EXISTS contributions (
 CREATE TABLE IF NOT EXISTS round_results (
     table_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY (table_id, round));
-""" + V3_TABLES.format(int="INTEGER", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
+""" + "".join(
+    ddl.format(int="INTEGER", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
+    for ddl in (V3_TABLES, V4_TABLES)
+)
 
 ALARMS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS alarms (
@@ -127,17 +131,19 @@ class SQLiteStore(Store):
         if row is None:
             self.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             return
-        if row[0] not in ("1", "2", str(SCHEMA_VERSION)):
+        if row[0] not in ("1", "2", "3", str(SCHEMA_VERSION)):
             raise self.error(
                 f"{self.location}: ledger schema {row[0]}, this controller reads "
-                f"{SCHEMA_VERSION} (and migrates 1 and 2): run the controller version that "
-                "wrote it"
+                f"{SCHEMA_VERSION} (and migrates 1, 2 and 3): run the controller version "
+                "that wrote it"
             )
         if row[0] == "1":
             _migrate_1_to_2(self)
         if row[0] in ("1", "2"):
             _migrate_2_to_3(self)
             self.migrated = True
+        if row[0] in ("1", "2", "3"):
+            _migrate_3_to_4(self)
 
     migrated = False  # open_ledger migrated the file (settle() then empties the WAL)
 
@@ -200,4 +206,15 @@ def _migrate_2_to_3(store: SQLiteStore) -> None:
     transaction commits) and dropped from ``mystery``."""
     for statement in v3_steps("INTEGER"):
         store.execute(statement)
-    store.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
+    store.execute("UPDATE meta SET value='3' WHERE key='schema'")
+
+
+def _migrate_3_to_4(store: SQLiteStore) -> None:
+    """Schema 3 -> 4 in place, inside the opening transaction: the ``events`` table
+    (:data:`~jackpot.store.V4_TABLES`; the schema script made it already, this says so for a
+    file that lacks it), empty: a table's events reach the ledger from now on. Nothing else
+    changes."""
+    ddl = V4_TABLES.format(int="INTEGER", serial="INTEGER PRIMARY KEY AUTOINCREMENT")
+    for statement in filter(str.strip, ddl.split(";")):
+        store.execute(statement)
+    store.execute("UPDATE meta SET value='4' WHERE key='schema'")
