@@ -309,6 +309,7 @@ def restore_journal(
     backup: str | os.PathLike[str],
     journal: str | os.PathLike[str],
     now: dt.datetime | None = None,
+    carry_on: Callable[[Path], None] | None = None,
 ) -> Restored:
     """Put ``backup`` in place of the journal ``journal`` of a stopped table controller.
 
@@ -316,6 +317,9 @@ def restore_journal(
     copied next to the journal and checked; the current journal, with its ``-wal`` and
     ``-shm``, is renamed ``<journal>.replaced-<UTC time>`` (kept for the investigation: a
     stale WAL must never meet the restored file); then the copy is renamed into place.
+    ``carry_on(copy)``, if given, is called on the checked copy before it goes into place
+    (the table command journals the restore in it, :mod:`controller.journal.maintenance`);
+    if it raises, nothing changed.
     """
     backup, journal = Path(backup), Path(journal).absolute()
     if not backup.is_file():
@@ -354,6 +358,15 @@ def restore_journal(
                 f"the backup {backup} failed its check ({exc}); nothing changed: restore an "
                 "older backup"
             ) from None
+        if carry_on is not None:
+            try:
+                carry_on(temp)
+            except Exception as exc:
+                _unlink_sqlite(temp)
+                raise BackupError(f"the backup {backup} was not restored: {exc}") from None
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    temp.with_name(temp.name + ".lock").unlink()
         _fsync(temp)
         kept = None
         if journal.exists():

@@ -285,6 +285,7 @@ def _no_round_anywhere(live: str, files, number: int) -> str:
 
 
 def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
+    from controller.audit import command_line_account
     from controller.cli_users import audited
     from controller.config import load_table_config
     from controller.errors import JournalError
@@ -299,7 +300,10 @@ def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
         record("refused", detail="no journal to set aside")
         raise JournalError(f"no journal at {live}: nothing to set aside (check data_dir)")
     try:
-        done = set_aside(live, config.rules, config.settings, gaming_day=config.gaming_day)
+        done = set_aside(
+            live, config.rules, config.settings, gaming_day=config.gaming_day,
+            by=f"{command_line_account()} (command line)",
+        )  # fmt: skip
     except Exception as exc:
         record("refused", detail=str(exc))
         raise
@@ -313,11 +317,10 @@ def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
     print(f"archive: {done.archive} (gaming day {done.gaming_day}, read-only)")
     print(f"sha256: {done.sha256}")
     print(f"new journal {live}: the next round is round {next_round}")
+    kept = len(pending) - 1  # the last is the set-aside's own record for the center
     print(
-        f"jackpot link: {len(pending)} unacknowledged message(s) kept (sequence {acked + 1} "
-        f"to {written}); they are sent when the table controller starts"
-        if pending
-        else f"jackpot link: no unacknowledged message; the sequence carries on after {written}"
+        f"jackpot link: {kept} unacknowledged message(s) kept and the set-aside's record "
+        f"(sequence {acked + 1} to {written}); they are sent when the table controller starts"
     )
     print(
         "a round in progress at the set-aside is not carried on: settle its wagers by hand "
@@ -755,14 +758,24 @@ def _cmd_backup(args: argparse.Namespace) -> int:
 
 
 def _cmd_restore(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from controller.audit import command_line_account
     from controller.backup import restore_journal
     from controller.cli_users import audited
     from controller.config import load_table_config
+    from controller.journal.maintenance import describe, record_change
 
     config = load_table_config(args.config)
     _, record = audited(config, "restore")
+    by = f"{command_line_account()} (command line)"
+
+    def journal_the_restore(copy: Path) -> None:  # the restored file's next event says so
+        detail = describe(f"backup {Path(args.backup).name}")
+        record_change(copy, config.rules, config.settings, "restore", by=by, detail=detail)
+
     try:
-        done = restore_journal(args.backup, config.journal_path)
+        done = restore_journal(args.backup, config.journal_path, carry_on=journal_the_restore)
     except Exception as exc:
         record("refused", object=str(args.backup), detail=str(exc))
         raise

@@ -25,3 +25,22 @@ def back_to_version_3(path) -> None:
         "PRAGMA user_version = 3;"
     )
     db.close()
+
+
+V4_OUTBOX = (
+    "CREATE TABLE outbox (seq INTEGER PRIMARY KEY CHECK (seq >= 1),"
+    " event INTEGER NOT NULL CHECK (event >= 1),"
+    " kind TEXT NOT NULL CHECK (kind IN ('contribution', 'round_result', 'hit_claim',"
+    " 'award_confirm')), key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL)"
+)
+
+
+def back_to_version_4(path) -> None:
+    """Schema 4: the outbox's CHECK does not know the ``event`` kind (no event rows)."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        "ALTER TABLE outbox RENAME TO o5;"
+        f"{V4_OUTBOX}; INSERT INTO outbox SELECT * FROM o5; DROP TABLE o5;"
+        "PRAGMA user_version = 4;"
+    )
+    db.close()

@@ -276,13 +276,17 @@ class Rig:
             )
 
     def deal(self) -> None:
-        before = self.events()
+        dealt = self.status()["status"]["snapshot"]["shoe"]["dealt"]
         self.shoe.stdin.write("deal\n")
         line = self.shoe.stdout.readline()
         while line and not line.startswith("sent card"):  # "sent version ..." at each open
             line = self.shoe.stdout.readline()
         assert line.startswith("sent card"), line
-        self.wait(lambda a: a["status"]["journal_events"] > before, f"card ({line.strip()})")
+        # the card itself, not any journaled event: a restart's or the link's own events may
+        # come first on a loaded machine
+        self.wait(
+            lambda a: a["status"]["snapshot"]["shoe"]["dealt"] > dealt, f"card ({line.strip()})"
+        )
 
     def bets(self) -> None:
         self.act("input", name="sensors.1.main", active=True)

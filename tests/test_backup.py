@@ -283,6 +283,27 @@ def test_table_controller_backup_and_restore_print_where(tmp_path, ref, capsys):
         assert "stop it first" in capsys.readouterr().err
     assert table_cli(["restore", "--config", str(config), str(made[0])]) == 0
     assert "restored" in capsys.readouterr().out
+    # the restored journal's next event says who restored which backup, and its message for
+    # the jackpot controller waits in the outbox (issue 28 item 4)
+    with Journal(tmp_path / "data" / "journal.sqlite") as journal:
+        *_, last = journal.entries()
+        assert (last.seq, last.event["type"], last.event["action"]) == (31, "journal_change",
+                                                                        "restore")  # fmt: skip
+        assert last.event["by"].endswith("(command line)") and made[0].name in last.event["detail"]
+        row = journal.outbox_rows()[2][-1]
+        assert (row.event, row.kind, row.payload["code"]) == (31, "event", "journal_restored")
+        assert row.payload["utc_ms"] == last.utc_ms > 0
+    assert not list((tmp_path / "data").glob(".*restore*")), "a temporary copy was left"
+    # a backup this table cannot carry on (other table settings) is refused, nothing changes
+    other = config.read_text().replace('main_minimum = "$10"', 'main_minimum = "$25"')
+    assert other != config.read_text()
+    config.with_name("other.toml").write_text(other)
+    before = (tmp_path / "data" / "journal.sqlite").read_bytes()
+    other_config = str(config.with_name("other.toml"))
+    assert table_cli(["restore", "--config", other_config, str(made[0])]) == 2
+    err = capsys.readouterr().err
+    assert "was not restored" in err and "main_minimum" in err and "nothing was changed" in err
+    assert (tmp_path / "data" / "journal.sqlite").read_bytes() == before
     assert table_cli(["backup", "--config", str(config), "--to", str(tmp_path / "x")]) == 0
     assert "journal-" in capsys.readouterr().out
 

@@ -8,6 +8,7 @@ its steps leaves the old live file whole or the new one, never neither."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -31,7 +32,7 @@ from controller.table.state import Phase
 ROOT = Path(__file__).resolve().parent.parent
 GAME = "pa-standard"
 SET_ASIDE_AT = 1_767_268_800_000  # 2026-01-01 12:00 UTC
-STEPS = ("backup", "new file", "swap")
+STEPS = ("backup", "new file", "record", "swap")
 
 
 def blackjack_settled(step) -> int | None:
@@ -105,7 +106,7 @@ def test_an_update_that_settles_the_round_differently_is_refused_then_set_aside(
     assert "start a new journal file" in text
     assert Snapshot(path).rows == before.rows  # refusing changed nothing
 
-    done = set_aside(path, six_to_five, SETTINGS, utc_ms=SET_ASIDE_AT)
+    done = set_aside(path, six_to_five, SETTINGS, utc_ms=SET_ASIDE_AT, by="ana (command line)")
 
     # the archive keeps everything, read-only, and recall reads its rounds
     assert done.archive == path.with_name(f"journal.sqlite.2026-01-01.{1:09d}")
@@ -123,24 +124,39 @@ def test_an_update_that_settles_the_round_differently_is_refused_then_set_aside(
     # the new live file names it by its SHA-256 and holds the link and every pending message
     digest = hashlib.sha256(done.archive.read_bytes()).hexdigest()
     new = Snapshot(path)
-    assert new.rows == [] and new.last == before.last
+    # its one event records the change, and its message for the center waits in the outbox
+    # behind the three the controller has not acknowledged (issue 28 item 4)
+    ((seq, change, accepted),) = new.rows
+    assert (seq, accepted, new.last) == (before.last + 1, True, before.last + 1)
+    assert (change["type"], change["action"], change["by"]) == (
+        "journal_change", "set_aside", "ana (command line)"
+    )
+    assert done.archive.name in change["detail"] and digest[:16] in change["detail"]
+    assert new.pending[:3] == before.pending and len(new.pending) == 4
+    seq, event, kind, key, payload = new.pending[3]
+    assert (seq, event, kind) == (before.link[1] + 1, before.last + 1, "event")
+    assert key == f"event/{before.link[1] + 1}"  # past every key the old file could have used
+    assert json.loads(payload) == {
+        "code": "journal_set_aside", "utc_ms": SET_ASIDE_AT, "round": number + 1,
+        "in_round": False, "by": "ana (command line)", "detail": change["detail"],
+    }
     assert (new.origin.reason, new.origin.previous, new.origin.previous_sha256) == (
         "set aside",
         done.archive.name,
         digest,
     )
     assert new.origin.written == before.link[1]
-    assert same_link(new, before) and new.pending == before.pending
+    assert new.link[1:] == (before.link[1] + 1, before.link[2])
     # the new software opens it; the next round follows every one used
     later = before.rows[-1][1]["t"] + 600_000
     fresh = session_events(GAME, 8, 3, clock=later)
     with JournaledTable(path, six_to_five, SETTINGS, checkpoint_every=40) as table:
         assert table.state.round_number == number + 1 == before.used + 1
-        assert table.journal.events_written == before.last
+        assert table.journal.events_written == before.last + 1
         boot, written, acked = table.journal.db.execute(
             "SELECT boot, written, acked FROM link"
         ).fetchone()
-        assert (written, acked) == before.link[1:] and boot == new.link[0] + 1 > before.link[0]
+        assert (written, acked) == new.link[1:] and boot == new.link[0] + 1 > before.link[0]
         for event in fresh:
             table.handle(event)
         assert table.state.round_number == number + 4
@@ -150,7 +166,7 @@ def test_an_update_that_settles_the_round_differently_is_refused_then_set_aside(
     assert [row[0] for row in after.pending] == list(range(before.link[2] + 1, after.link[1] + 1))
     assert after.pending[:3] == before.pending
     assert after.link[1] > before.link[1]
-    new_keys = [row[3] for row in after.pending[3:]]
+    new_keys = [row[3] for row in after.pending[4:]]
     assert all(int(key.split("/")[0].split("-")[1]) > number for key in new_keys), new_keys
     with JournaledTable(path, six_to_five, SETTINGS) as again:  # and it recovers
         assert again.state.round_number == number + 4
@@ -169,8 +185,8 @@ def test_a_round_in_progress_is_left_in_the_archive_and_its_number_not_reused(tm
         assert used == 3 and archive.round_record(3) is None  # in progress: no record
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state.round_number == 4 and table.state.phase is Phase.BETTING
-    again = set_aside(path, pa, SETTINGS, utc_ms=SET_ASIDE_AT)  # an empty file, set aside
-    assert again.first_event == done.last_event + 1 and again.last_event == done.last_event
+    again = set_aside(path, pa, SETTINGS, utc_ms=SET_ASIDE_AT)  # a file of one event: the change
+    assert again.first_event == done.last_event + 1 and again.last_event == done.last_event + 1
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state.round_number == 4
 
@@ -238,8 +254,10 @@ def old_or_new(path: Path, before: Snapshot) -> str:
     assert path.is_file(), "the set-aside left no live journal"
     now = Snapshot(path)
     if now.origin is not None and now.origin.reason == "set aside":
-        assert now.rows == [] and now.last == before.last
-        assert same_link(now, before) and now.pending == before.pending
+        ((_, change, _),) = now.rows  # the set-aside's own record, and its one message
+        assert change["type"] == "journal_change" and now.last == before.last + 1
+        assert now.link[1:] == (before.link[1] + 1, before.link[2])
+        assert now.pending[:-1] == before.pending and now.pending[-1][2] == "event"
         archive = path.with_name(now.origin.previous)
         assert hashlib.sha256(archive.read_bytes()).hexdigest() == now.origin.previous_sha256
         assert Snapshot(archive).rows == before.rows
@@ -271,11 +289,18 @@ def test_kill_9_at_each_step_of_set_aside_leaves_the_old_file_or_the_new(tmp_pat
         # a second set-aside works after the killed one
         done = set_aside(path, pa, SETTINGS, utc_ms=SET_ASIDE_AT)
         assert not list(where.glob("*.part*")), "a half-written file was left"
-        assert Snapshot(done.archive).rows == (before.rows if left == "old" else [])
+        assert Snapshot(done.archive).rows[: len(before.rows) if left == "old" else 0] == (
+            before.rows if left == "old" else []
+        )
         every = [row for a in archives(path) for row in Snapshot(a.path).rows]
-        assert sorted(set(map(str, every))) == sorted(map(str, before.rows))
+        changes = [row for row in every if row[1]["type"] == "journal_change"]
+        assert len(changes) == (left == "new")  # each file set aside: one record, kept
+        assert sorted(set(map(str, every))) == sorted(map(str, before.rows + changes))
         after = Snapshot(path)
-        assert same_link(after, before) and after.pending == before.pending
+        events = 1 + (left == "new")  # the set-aside records' messages, never lost
+        assert after.link[1:] == (before.link[1] + events, before.link[2])
+        assert after.pending[:3] == before.pending
+        assert [row[2] for row in after.pending[3:]] == ["event"] * events
         with JournaledTable(path, pa, SETTINGS) as table:
             assert table.state.round_number == number + 1
     assert seen.get("old", 0) >= len(STEPS), seen

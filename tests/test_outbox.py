@@ -287,7 +287,7 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
         assert table.journal.boot == 1
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert table.journal.outbox_since() == old
         with Outbox(path) as box:
             assert box.depth() == 0  # events before the link are not sent
@@ -322,7 +322,7 @@ def test_a_version_2_journal_keeps_its_outbox_and_then_takes_award_confirms(tmp_
     assert before
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert raw(path).execute("SELECT * FROM outbox ORDER BY seq").fetchall() == before
     db = sqlite3.connect(path)  # the new kind fits the rebuilt CHECK (rolled back)
     db.execute("INSERT INTO outbox VALUES (999999, 1, 'award_confirm', 'k', '{}')")

@@ -365,11 +365,14 @@ def test_journal_set_aside_refuses_a_journal_in_use_and_reports_what_it_did(tmp_
     assert hashlib.sha256(archive.path.read_bytes()).hexdigest() == digest
     assert f"events 1 to {events}" in out
     assert f"the next round is round {last_round + 1}" in out
-    assert f"{len(pending)} unacknowledged message(s) kept (sequence {acked + 1} to {written})" in (
-        out
+    assert (
+        f"{len(pending)} unacknowledged message(s) kept and the set-aside's record (sequence "
+        f"{acked + 1} to {written + 1})" in out
     )
     with Journal(live) as journal:
-        assert journal.outbox_rows()[2] == pending
+        kept = journal.outbox_rows()[2]
+        assert kept[:-1] == pending and kept[-1].payload["code"] == "journal_set_aside"
+        assert kept[-1].payload["by"].endswith("(command line)")
     # the new file carries on: recall still finds the old rounds, in the archive
     found = JournalLibrary(live).find_round(last_round)
     assert found is not None and found.file.path == archive.path

@@ -65,6 +65,7 @@ EXAMPLES: list[ev.Event] = [
     ev.JackpotPaid(t=8),
     ev.EnclosureDoor(True, at_start=True, t=9),
     ev.PowerLoss(41, 1_764_169_200_000, "2026-11-26 15:00:00 UTC", t=10),
+    ev.JournalChange("restore", "ana (command line)", "backup journal-1.sqlite", t=10),
     ev.TableFault("shoe", "offline 30 s"),
     ev.TableFault("journal", "disk full", False, t=4),
     ev.ClearFaults(),

@@ -163,12 +163,14 @@ class Origin:
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One stored event: ``seq`` from 1, the ``round`` it belongs to, the event as JSON
-    (a dict, as in an event script) and whether the table accepted it."""
+    (a dict, as in an event script), whether the table accepted it and the UTC time (ms) it
+    was journaled at (None: unknown, a journal from before schema version 4)."""
 
     seq: int
     round: int
     event: dict[str, Any]
     accepted: bool
+    utc_ms: int | None = None
 
 
 class Journal:
@@ -263,7 +265,7 @@ class Journal:
             )
         needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
         meta = self.meta() if needed <= tables else {}
-        if version not in (1, 2, 3, SCHEMA_VERSION) or meta.get("format") != FORMAT:
+        if version not in (1, 2, 3, 4, SCHEMA_VERSION) or meta.get("format") != FORMAT:
             raise JournalError(f"{self.path} is not a table-controller journal: check the path")
         self.version = version
         if game is None:
@@ -311,7 +313,7 @@ class Journal:
         self.version = SCHEMA_VERSION
 
     def _migrate(self, version: int) -> None:
-        """Bring a version 1, 2 or 3 journal to :data:`SCHEMA_VERSION` in one transaction
+        """Bring a version 1, 2, 3 or 4 journal to :data:`SCHEMA_VERSION` in one transaction
         (nothing changes if it fails):
 
         - 1 to 2: add the outbox, empty; the events already journaled predate the jackpot
@@ -320,7 +322,8 @@ class Journal:
         - 3 to 4: an outbox row no longer needs its event in the same file (a file that
           carries on from an older one holds its unacknowledged messages); events and rounds
           gain their UTC times (none for those already journaled), and the clock steps, the
-          origin and recall's indexes are added.
+          origin and recall's indexes are added;
+        - 4 to 5: the outbox takes ``event`` messages (significant events, issue 28).
 
         SQLite cannot change a constraint in place: the outbox is rebuilt with its rows."""
         db = self.db
@@ -337,11 +340,12 @@ class Journal:
                     "SELECT seq, event, kind, key, payload FROM outbox_old"
                 )
                 db.execute("DROP TABLE outbox_old")
-            db.execute("ALTER TABLE events ADD COLUMN utc_ms INTEGER")
-            db.execute("ALTER TABLE rounds ADD COLUMN started_utc_ms INTEGER")
-            db.execute("ALTER TABLE rounds ADD COLUMN utc_ms INTEGER")
-            for statement in _V4:
-                db.execute(statement)
+            if version < 4:
+                db.execute("ALTER TABLE events ADD COLUMN utc_ms INTEGER")
+                db.execute("ALTER TABLE rounds ADD COLUMN started_utc_ms INTEGER")
+                db.execute("ALTER TABLE rounds ADD COLUMN utc_ms INTEGER")
+                for statement in _V4:
+                    db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -617,11 +621,13 @@ class Journal:
     def entries(self, after: int = 0) -> Iterator[JournalEntry]:
         """Every stored event after ``after``, in order."""
         try:
+            utc = "utc_ms" if self.version >= 4 else "NULL"
             cursor = self.db.execute(
-                "SELECT seq, round, event, accepted FROM events WHERE seq > ? ORDER BY seq",
+                f"SELECT seq, round, event, accepted, {utc} FROM events WHERE seq > ?"
+                " ORDER BY seq",
                 (after,),
             )
-            for seq, round_number, text, accepted in cursor:
+            for seq, round_number, text, accepted, utc_ms in cursor:
                 try:
                     event = json.loads(text)
                 except ValueError as exc:
@@ -629,7 +635,7 @@ class Journal:
                         f"journal {self.path}: event {seq} is not JSON ({exc}); the file is "
                         "damaged: keep it for the investigation and call a technician"
                     ) from None
-                yield JournalEntry(seq, round_number, event, bool(accepted))
+                yield JournalEntry(seq, round_number, event, bool(accepted), utc_ms)
         except sqlite3.Error as exc:
             raise JournalError(f"cannot read journal {self.path}: {exc}") from None
 

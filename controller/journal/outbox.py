@@ -7,7 +7,8 @@ transaction** as the journal record of the event that made it
 
 - ``outbox``: one row per message not yet acknowledged: ``seq`` (the table's message
   sequence, 1, 2, 3 ... with no gap, never reused), ``event`` (the journal event that
-  made it), ``kind`` (``contribution``, ``round_result`` or ``hit_claim``), ``key``
+  made it), ``kind`` (``contribution``, ``round_result``, ``hit_claim``, ``award_confirm``
+  or ``event``), ``key``
   (unique) and ``payload`` (JSON);
 - ``link``: one row: ``boot`` (incremented durably each time a table controller opens
   the journal to write it, i.e. once per process start), ``written`` (the highest
@@ -36,7 +37,7 @@ from controller.errors import JournalError, TableControllerError
 from controller.journal.store import SCHEMA_VERSION, connect, dumps, rollback
 from controller.table.effects import Publish
 
-KINDS = ("contribution", "round_result", "hit_claim", "award_confirm")
+KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
 """The message kinds a table sends; the topic is ``bj/v1/table/{table_id}/{kind}``."""
 
 SCHEMA = (
@@ -53,9 +54,9 @@ SCHEMA = (
     " acked INTEGER NOT NULL CHECK (acked >= 0 AND acked <= written),"
     " since_event INTEGER NOT NULL CHECK (since_event >= 0))",
 )
-"""The outbox's part of the journal schema (version 4). ``event`` names the journal event
-that made the message; since version 4 it may be in an older file (a file that carries on
-from another keeps its unacknowledged messages), so it is not a foreign key."""
+"""The outbox's part of the journal schema (version 5: the ``event`` kind). ``event`` names
+the journal event that made the message; since version 4 it may be in an older file (a file
+that carries on from another keeps its unacknowledged messages), so it is not a foreign key."""
 
 TABLES = frozenset({"outbox", "link"})
 

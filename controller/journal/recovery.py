@@ -22,6 +22,7 @@ from controller.journal.file import CLOCK_STEP_MS, Checkpoint, Journal
 from controller.journal.store import WHAT_TO_DO, dumps
 from controller.rules.profile import HouseRules
 from controller.table import checkpoint as checkpoints
+from controller.table import significant
 from controller.table.effects import Publish, Record, Step
 from controller.table.events import Event
 from controller.table.machine import Table
@@ -152,13 +153,13 @@ class JournaledTable:
             return step
         entry = event.to_dict()
         records = [e.data for e in step.effects if isinstance(e, Record) and e.record == "round"]
-        publishes = [e for e in step.effects if isinstance(e, Publish)]
+        utc_ms, clock_step, offset = self._wall_time(event.t)
+        publishes = [significant.stamp(e, utc_ms) for e in step.effects if isinstance(e, Publish)]
         seq = self.journal.events_written + 1
         state = None
         every = self.checkpoint_every
         if every is not None and (records or seq - self._checkpointed >= every):
             state = checkpoints.encode(table.state)
-        utc_ms, clock_step, offset = self._wall_time(event.t)
         try:
             self.journal.append(
                 entry,
@@ -297,6 +298,7 @@ class JournaledTable:
                 raise diverged(entry.seq, f"({entry.event.get('type')}, {was} when journaled)")
             for effect in step.effects:
                 if isinstance(effect, Publish):
+                    effect = significant.stamp(effect, entry.utc_ms)
                     publishes.append(effect)
                     if entry.seq > since:
                         outboxed.append((entry.seq, effect))

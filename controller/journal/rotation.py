@@ -42,6 +42,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from controller import __version__
 from controller.errors import JournalError
 from controller.journal.file import Journal
+from controller.journal.maintenance import describe, record_change
 from controller.journal.recovery import JournaledTable
 from controller.journal.store import WHAT_TO_DO, dumps, rollback
 from controller.rules.profile import HouseRules
@@ -403,6 +404,7 @@ def set_aside(
     gaming_day: GamingDay | None = None,
     utc_ms: int | None = None,
     hook: Callable[[str], None] | None = None,
+    by: str = "",
 ) -> Rotated:
     """The way out when a journal cannot be recovered (the software changed how a round in
     progress settles, or cannot read a checkpoint): with the table controller stopped, keep
@@ -410,7 +412,9 @@ def set_aside(
     whose next round number follows every one used, with the same link (boot, sequence
     numbers) and every message the jackpot controller has not acknowledged. A round in
     progress is not carried on: the supervisor settles its wagers by hand (recall shows its
-    events in the archive)."""
+    events in the archive). The new file's first event records the change (``by``: the
+    account that ran it; :mod:`controller.journal.maintenance`), with its message for the
+    center in the outbox."""
     step = hook or (lambda _: None)
     live = Path(path)
     now = int(time.time() * 1000) if utc_ms is None else utc_ms
@@ -421,7 +425,10 @@ def set_aside(
         meta = journal.meta()
         day = str(meta.get("gaming_day") or (gaming_day or GamingDay()).of(now).isoformat())
         db = journal.db
-        (used,) = db.execute("SELECT max(round) FROM events").fetchone()
+        # a set-aside or restore record is no round's event: it uses no round number
+        (used,) = db.execute(
+            "SELECT max(round) FROM events WHERE json_extract(event, '$.type') != 'journal_change'"
+        ).fetchone()
         origin = journal.origin()
         state_round = checkpoints.decode(origin.state).round_number if origin else 1
         next_round = max(int(used) + 1 if used is not None else 1, state_round)
@@ -451,7 +458,9 @@ def set_aside(
         )
         digest = _publish(journal, part_archive, target)
         step("new file")
-        fresh = TableState(round_number=next_round, now=t_last)
+        # event_seq: no significant event's key may be used again, and fewer than `written`
+        # messages of any kind were sent (the old state may be unreadable: that is why)
+        fresh = TableState(round_number=next_round, now=t_last, event_seq=written)
         new_part = live.with_name(live.name + ".new.part")
         with Journal(new_part, game=rules.name, settings=settings) as new:
             new_db = new.db
@@ -481,6 +490,11 @@ def set_aside(
             except BaseException:
                 rollback(new_db)
                 raise
+        step("record")
+        record_change(
+            new_part, rules, settings, "set_aside", by=by, utc_ms=now,
+            detail=describe(f"archive {target.name} sha256 {digest[:16]}, events {first}-{last}"),
+        )  # fmt: skip
         step("swap")
         _fsync_file(new_part)
         # the old file gives up WAL mode, so that nothing of it is left beside the new one

@@ -7,11 +7,11 @@ for people and tools, and refer to those files.
 
 Topic layout (``{table}`` like ``hcm-bj-07``)::
 
-    bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm|event   table -> controller
-    bj/v1/table/{table}/status                                              table birth/death
-    bj/v1/jackpot/{table}/ack|resend|award                                  controller -> table
-    bj/v1/meters/{pool}                                                     controller -> signs
-    bj/v1/jackpot/status                                                    controller online
+    bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm|event  table -> ctl
+    bj/v1/table/{table}/status                                      table birth/death
+    bj/v1/jackpot/{table}/ack|resend|award                          controller -> table
+    bj/v1/meters/{pool}                                             controller -> signs
+    bj/v1/jackpot/status                                            controller online
 
 >>> topic_for("hcm-bj-07", "contribution")
 'bj/v1/table/hcm-bj-07/contribution'

@@ -69,6 +69,7 @@ CHECKPOINT_VERSION = 1
 ADDED_FIELDS: frozenset[str] = frozenset(
     {"OpenAlarm.about", "OpenAlarm.cleared", "OpenAlarm.cleared_t"}  # issue 20
     | {"TableState.pending_held"}  # issue 26
+    | {"TableState.event_seq"}  # issue 28
 )
 """Fields (``"SpotInPlay.ez_bust"``) added after version 1 with a default: a checkpoint
 without them decodes with the default. Every other field is required."""

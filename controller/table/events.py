@@ -259,6 +259,24 @@ class PowerLoss(Event):
     t: int | None = None
 
 
+#: What a technician did to the journal (``JournalChange.action``).
+JOURNAL_ACTIONS = ("set_aside", "restore")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalChange(Event):
+    """The journal was set aside (a new file carries on from a fresh table) or restored from
+    a backup, with the table controller stopped: the first event the new or restored file
+    holds, written by the command itself (``table-controller journal-set-aside``,
+    ``restore``). ``by`` names the account, ``detail`` the file (issue 28 item 4)."""
+
+    TYPE: ClassVar[str] = "journal_change"
+    action: str
+    by: str = ""
+    detail: str = ""
+    t: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class SupervisorKey(Event):
     """The supervisor key switch turned ``on`` or off."""
@@ -443,6 +461,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         SupervisorKey,
         EnclosureDoor,
         PowerLoss,
+        JournalChange,
         Burn,
         Assign,
         ShoeEvent,
@@ -525,6 +544,10 @@ def parse_event(obj: Any) -> Event:
                 )
     if isinstance(event, ShoeEvent) and event.event not in SHOE_EVENTS:
         raise EventError(f"'shoe' event: event must be one of {', '.join(SHOE_EVENTS)}")
+    if isinstance(event, JournalChange) and event.action not in JOURNAL_ACTIONS:
+        raise EventError(
+            f"'journal_change' event: action must be one of {', '.join(JOURNAL_ACTIONS)}"
+        )
     if isinstance(event, TableFault) and event.kind not in FAULT_KINDS:
         raise EventError(f"'table_fault' event: kind must be one of {', '.join(FAULT_KINDS)}")
     if isinstance(event, JackpotAward) and event.state not in AWARD_STATES:

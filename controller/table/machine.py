@@ -38,6 +38,7 @@ from controller.rules.pays import MeterShare, format_cents, parse_pay
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
+from controller.table import significant
 from controller.table.effects import Alarm, AlarmCleared, Effect, Publish, Record, Refused, Step
 from controller.table.events import (
     Assign,
@@ -113,7 +114,7 @@ MYSTERY_LINE = "100% of meter"
 
 # Events that are not part of the round's recall record: a technician's acknowledgement and a
 # link alarm act on the alarm register, which a recalled round replayed alone does not have.
-_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm, ev.PowerLoss)
+_NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm, ev.PowerLoss, ev.JournalChange)
 # Effects not in the round's recall record: the journal's own records, and alarms clearing
 # by themselves (they act on the register, like an acknowledgement).
 _NOT_RECALLED = (Record, AlarmCleared)
@@ -183,6 +184,7 @@ class Table(Procedure):
             ev.JackpotPaid: self._on_jackpot_paid,
             ev.EnclosureDoor: self._on_enclosure,
             ev.PowerLoss: self._on_power_loss,
+            ev.JournalChange: self._on_journal_change,
             ev.TableFault: self._on_fault,
             ev.ClearFaults: self._on_clear_faults,
             ev.JackpotLink: self._on_link,
@@ -209,7 +211,10 @@ class Table(Procedure):
                     f"{event.TYPE.replace('_', ' ')} refused: {self._pending_text()} waits for a "
                     "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
+            before = significant.watch(state) if isinstance(event, significant.WATCHED) else None
             handler(event)
+            if before is not None:
+                self._significant(event, before)
         except REFUSALS as exc:
             refused = Refused(event.TYPE, str(exc))
             if isinstance(exc, RefusedWithAlarm):
@@ -232,7 +237,12 @@ class Table(Procedure):
         )
         if step.journal and for_recall:
             state.log.append(event)
-            state.round_effects.extend(e for e in step.effects if not isinstance(e, _NOT_RECALLED))
+            state.round_effects.extend(
+                e
+                for e in step.effects
+                if not isinstance(e, _NOT_RECALLED)
+                and not (isinstance(e, Publish) and e.topic == significant.KIND)
+            )
         return step
 
     def run(self, events: Iterable[ev.Event]) -> list[Step]:
@@ -837,6 +847,23 @@ class Table(Procedure):
             "Check the round in progress, if any, against the layout; call a technician if "
             "the power keeps failing",
         )
+
+    def _on_journal_change(self, event: ev.JournalChange) -> None:
+        what = "set aside" if event.action == "set_aside" else "restored from a backup"
+        by = f" by {event.by}" if event.by else ""
+        self._prompt("journal_change", f"The journal was {what}{by}: {event.detail or '-'}")
+
+    def _significant(self, event: ev.Event, before: significant.Before) -> None:
+        """Each significant event of an accepted step, as one sequenced ``event`` message for
+        the center (controller/table/significant.py; issue 28 item 4)."""
+        state = self.state
+        for code, fields in significant.events_of(event, before, state, self._out):
+            state.event_seq += 1
+            self._out.append(
+                significant.message(
+                    state.event_seq, code, fields, state.round_number, state.phase in IN_PROGRESS
+                )
+            )
 
     def _on_key(self, event: SupervisorKey) -> None:
         if self.state.supervisor_key != event.on:

@@ -155,7 +155,9 @@ class TableState:
     alarms were dropped unacknowledged because the register was full.
     ``claims`` are the hit claims and ``mystery_claims`` the Mystery-eligible contributions
     this table published, by key, that no closed award has answered yet (oldest first, each
-    bounded): a jackpot award is prompted only if it answers one of them."""
+    bounded): a jackpot award is prompted only if it answers one of them.
+    ``event_seq``: the significant events sent to the center so far (their keys
+    ``event/1``, ``event/2`` ...; controller/table/significant.py)."""
 
     round_number: int = 1
     phase: Phase = Phase.BETTING
@@ -186,6 +188,7 @@ class TableState:
     claims: dict[str, Claim] = field(default_factory=dict)
     mystery_claims: dict[str, Claim] = field(default_factory=dict)
     lights: dict[str, str] = field(default_factory=dict)
+    event_seq: int = 0
     carried: list[Event] = field(default_factory=list)
     log: list[Event] = field(default_factory=list)
     round_effects: list[Effect] = field(default_factory=list)
