@@ -215,8 +215,12 @@ class Audit:
         for pub in publishes:
             assert pub.key not in self.keys, f"publish key repeated: {pub.key}"
             self.keys.add(pub.key)
-            assert pub.topic in ("contribution", "round_result", "hit_claim")
+            assert pub.topic in ("contribution", "round_result", "hit_claim", "event")
             json.dumps(pub.payload)
+        # significant events (issue 28): numbered one after the other, as the state counts them
+        events = [p.key for p in publishes if p.topic == "event"]
+        first = after.event_seq - len(events) + 1
+        assert events == [f"event/{n}" for n in range(first, after.event_seq + 1)], events
         contributions = [p for p in publishes if p.topic == "contribution"]
         if isinstance(event, ev.Lockout):
             assert after.round is not None
