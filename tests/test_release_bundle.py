@@ -12,6 +12,7 @@ before anything is installed, naming the file (N.J.A.C. 13:69E-1.28B(d); 9 NYCRR
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import subprocess
@@ -189,3 +190,29 @@ def test_release_needs_an_ed25519_key(tmp_path):
                             timeout=120)  # fmt: skip
     assert result.returncode == 1
     assert "not an Ed25519 private key" in result.stderr and "openssl genpkey" in result.stderr
+
+
+def test_a_later_bundle_must_be_signed_by_the_key_the_table_kept(installed, bundle, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+
+    root, _ = installed
+    other = new_signing_key()
+
+    def resign(files: dict[str, bytes]) -> None:  # a bundle re-signed by someone else's key
+        top = next(iter(files)).split("/", 1)[0]
+        files[f"{top}/release-key.pem"] = other.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        lines = files[f"{top}/MANIFEST.sha256"].decode().splitlines()
+        digest = hashlib.sha256(files[f"{top}/release-key.pem"]).hexdigest()
+        lines = [f"{digest}  release-key.pem" if line.endswith("  release-key.pem") else line
+                 for line in lines]  # fmt: skip
+        files[f"{top}/MANIFEST.sha256"] = ("\n".join(lines) + "\n").encode()
+        files[f"{top}/MANIFEST.sig"] = other.sign(files[f"{top}/MANIFEST.sha256"])
+
+    altered = bundle.altered(tmp_path / bundle.path.name, resign)
+    kept = (root / "opt/table-controller/release/MANIFEST.sha256").read_bytes()
+    result = install(ROOT / "scripts" / "install-pi.sh", altered, root)  # no --release-key
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "MANIFEST.sig: the signature of MANIFEST.sha256 does not verify" in result.stderr
+    assert "the last install's" in result.stderr
+    assert (root / "opt/table-controller/release/MANIFEST.sha256").read_bytes() == kept
