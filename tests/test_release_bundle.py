@@ -201,7 +201,8 @@ def test_a_later_bundle_must_be_signed_by_the_key_the_table_kept(installed, bund
     def resign(files: dict[str, bytes]) -> None:  # a bundle re-signed by someone else's key
         top = next(iter(files)).split("/", 1)[0]
         files[f"{top}/release-key.pem"] = other.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         lines = files[f"{top}/MANIFEST.sha256"].decode().splitlines()
         digest = hashlib.sha256(files[f"{top}/release-key.pem"]).hexdigest()
         lines = [f"{digest}  release-key.pem" if line.endswith("  release-key.pem") else line
