@@ -6,6 +6,16 @@
 # prints what is left for the technician. hardware/install.md is the guide around it.
 #
 #   sudo scripts/install-pi.sh [--role table|jackpot] [--destdir DIR]
+#   sudo scripts/install-pi.sh --bundle FILE [--release-key KEY] [--role ...] [--destdir DIR]
+#
+# --bundle FILE: off-line, from a signed release bundle (scripts/release.sh) alone: no index,
+# no checkout. Before anything is done it checks MANIFEST.sig (Ed25519, with openssl) with the
+# release key and every file's SHA-256 against MANIFEST.sha256, and refuses naming the file
+# that does not check. The key: --release-key KEY (release-key.pem, or the line release.sh
+# printed), else the one a previous install kept in /opt/table-controller/release/, else (a
+# first install) the bundle's own, whose fingerprint is printed to compare with the vendor's.
+# The manifest, its signature and the key are kept in /opt/table-controller/release/ for
+# `verify` (docs/release.md; N.J.A.C. 13:69E-1.28B(d), 9 NYCRR 5321.18(b)(3)(iv)).
 #
 # Safe to run again, for an upgrade: configs, secrets, the udev rule and data are kept; the
 # venv and the units are brought to this checkout. With --destdir DIR every file goes under
@@ -27,12 +37,18 @@ usage() {
 
 ROLE=table
 DESTDIR=
+BUNDLE=
+RELEASE_KEY=
 while [ $# -gt 0 ]; do
     case "$1" in
         --role) ROLE=${2:-}; shift 2 || usage 2 ;;
         --role=*) ROLE=${1#*=}; shift ;;
         --destdir) DESTDIR=${2:-}; shift 2 || usage 2 ;;
         --destdir=*) DESTDIR=${1#*=}; shift ;;
+        --bundle) BUNDLE=${2:-}; shift 2 || usage 2 ;;
+        --bundle=*) BUNDLE=${1#*=}; shift ;;
+        --release-key) RELEASE_KEY=${2:-}; shift 2 || usage 2 ;;
+        --release-key=*) RELEASE_KEY=${1#*=}; shift ;;
         -h|--help) usage 0 ;;
         *) echo "install-pi: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -41,6 +57,12 @@ case "$ROLE" in
     table|jackpot) ;;
     *) echo "install-pi: --role must be table or jackpot, not '$ROLE'" >&2; exit 2 ;;
 esac
+[ -z "$RELEASE_KEY" ] || [ -n "$BUNDLE" ] || {
+    echo "install-pi: --release-key checks a bundle: give --bundle FILE too" >&2; exit 2; }
+if [ -n "$BUNDLE" ]; then
+    [ -f "$BUNDLE" ] || { echo "install-pi: --bundle $BUNDLE: no such file" >&2; exit 2; }
+    BUNDLE=$(cd "$(dirname "$BUNDLE")" && pwd)/$(basename "$BUNDLE")
+fi
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 SERVICE=$ROLE-controller                  # the user, the unit, /etc/$SERVICE, /var/lib/$SERVICE
@@ -105,24 +127,130 @@ case "$OS_ID/$OS_VERSION" in
 bookworm (Raspberry Pi OS bookworm 64-bit is Debian 12) with its Python 3.11." ;;
 esac
 [ -n "$NOTE" ] && say "note: $NOTE"
-say "installing the $ROLE role from $REPO${DESTDIR:+ into $DESTDIR (scratch root)}"
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# -- the bundle, checked before anything is done (docs/release.md) ----------------------------
+
+# A public key file (PEM, or the base64 line release.sh prints) as PEM in $2.
+key_pem() {  # FILE OUT
+    local text
+    if grep -q 'BEGIN PUBLIC KEY' "$1" 2>/dev/null; then
+        openssl pkey -pubin -in "$1" -out "$2" 2>/dev/null
+        return
+    fi
+    text=$(tr -d ' \n\r' < "$1" 2>/dev/null) || return 1
+    [ "$(printf '%s' "$text" | base64 -d 2>/dev/null | wc -c)" = 32 ] || return 1
+    # SubjectPublicKeyInfo of Ed25519 (RFC 8410): a fixed 12-byte prefix, then the 32 bytes
+    { printf '\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00'
+      printf '%s' "$text" | base64 -d; } > "$2.der"
+    openssl pkey -pubin -inform DER -in "$2.der" -out "$2" 2>/dev/null
+}
+fingerprint() {  # PEM: the raw public key in base64, as release.sh prints it
+    openssl pkey -pubin -in "$1" -outform DER | tail -c 32 | base64 -w0
+}
+
+# Unpack $BUNDLE into $WORK, check its signature with the pinned key and every file's
+# SHA-256, and set REPO to the checked files. Refuses naming the file that does not check.
+RELEASE_DIR=$PREFIX/release
+check_bundle() {
+    command -v openssl >/dev/null || die "openssl checks the bundle's signature and is not \
+installed: apt-get install --no-install-recommends openssl (from the OS archive), then again"
+    mkdir "$WORK/bundle"
+    tar -xf "$BUNDLE" -C "$WORK/bundle" --no-same-owner --no-same-permissions 2>"$WORK/tar.err" \
+        || die "$BUNDLE: not a release bundle (tar: $(head -1 "$WORK/tar.err"))"
+    local tops
+    tops=$(ls -A "$WORK/bundle")
+    [ "$(echo "$tops" | wc -l)" = 1 ] && [ -d "$WORK/bundle/$tops" ] \
+        || die "$BUNDLE: not a release bundle (one folder table-controller-VERSION expected)"
+    REPO=$WORK/bundle/$tops
+    local name
+    for name in MANIFEST.sha256 MANIFEST.sig release-key.pem; do
+        [ -f "$REPO/$name" ] || die "$BUNDLE: $tops/$name is missing: not a signed release \
+bundle (scripts/release.sh makes one)"
+    done
+    # the key: the one given, else the one kept by the last install, else (first install) the
+    # bundle's own, said plainly
+    local pinned=$WORK/pinned.pem source
+    if [ -n "$RELEASE_KEY" ]; then
+        key_pem "$RELEASE_KEY" "$pinned" || die "--release-key $RELEASE_KEY: not an Ed25519 \
+public key (release-key.pem, or the base64 line scripts/release.sh printed)"
+        source="--release-key $RELEASE_KEY"
+    elif [ -f "$DESTDIR$RELEASE_DIR/release-key.pem" ]; then
+        key_pem "$DESTDIR$RELEASE_DIR/release-key.pem" "$pinned" \
+            || die "$RELEASE_DIR/release-key.pem: not an Ed25519 public key"
+        source="$RELEASE_DIR/release-key.pem (the last install's; a new key needs --release-key)"
+    else
+        key_pem "$REPO/release-key.pem" "$pinned" \
+            || die "$BUNDLE: $tops/release-key.pem: not an Ed25519 public key"
+        source="the bundle's own: no --release-key given and none installed"
+        say "warning: no release key pinned. Compare this one with the key the vendor gave you:"
+        say "  $(fingerprint "$pinned")"
+    fi
+    openssl pkeyutl -verify -pubin -inkey "$pinned" -rawin -in "$REPO/MANIFEST.sha256" \
+            -sigfile "$REPO/MANIFEST.sig" >/dev/null 2>&1 \
+        || die "$BUNDLE: $tops/MANIFEST.sig: the signature of MANIFEST.sha256 does not verify \
+with the release key $(fingerprint "$pinned") ($source): the bundle was altered or is not \
+signed by that key. Nothing was installed; get the release from the vendor again."
+    # every line a digest and a plain relative path; every file listed, nothing more
+    local bad
+    bad=$(grep -nvE '^[0-9a-f]{64}  [A-Za-z0-9_+-][A-Za-z0-9_./+-]*$' "$REPO/MANIFEST.sha256" \
+        || true)$(grep -nE '/\.\.(/|$)' "$REPO/MANIFEST.sha256" || true)
+    [ -z "$bad" ] || die "$BUNDLE: $tops/MANIFEST.sha256: a line that is not 'SHA256  PATH' \
+inside the bundle: $(echo "$bad" | head -1)"
+    (cd "$REPO" && find . ! -type d ! -name 'MANIFEST.sha256' ! -name 'MANIFEST.sig' \
+        -printf '%P\n' | LC_ALL=C sort) > "$WORK/files"
+    cut -c67- "$REPO/MANIFEST.sha256" | LC_ALL=C sort > "$WORK/listed"
+    local extra missing
+    extra=$(LC_ALL=C comm -23 "$WORK/files" "$WORK/listed" | head -5 | paste -sd' ')
+    [ -z "$extra" ] || die "$BUNDLE: not in the signed manifest: $extra: refused (a file \
+added to the bundle after it was signed)"
+    missing=$(LC_ALL=C comm -13 "$WORK/files" "$WORK/listed" | head -5 | paste -sd' ')
+    [ -z "$missing" ] || die "$BUNDLE: missing from the bundle: $missing: refused"
+    local failed
+    failed=$(cd "$REPO" && sha256sum -c MANIFEST.sha256 2>/dev/null | grep -v ': OK$' \
+        | sed 's/: FAILED.*$//' | head -5 | paste -sd' ' || true)
+    [ -z "$failed" ] || die "$BUNDLE: $failed: its SHA-256 differs from the signed \
+MANIFEST.sha256: the file was altered. Nothing was installed; get the release from the vendor \
+again."
+    if ! cmp -s "$0" "$REPO/scripts/install-pi.sh"; then
+        die "this install-pi.sh is not the bundle's: run the one it holds, \
+$tops/scripts/install-pi.sh (tar -xf the bundle, then that script with --bundle)"
+    fi
+    say "bundle $(basename "$BUNDLE"): signature and $(wc -l < "$REPO/MANIFEST.sha256") \
+files check (release key $source)"
+}
+
+# The manifest, its signature and the key under $PREFIX/release, for `verify`.
+keep_release() {
+    local name
+    place_dir 0755 root:root "$RELEASE_DIR"
+    for name in MANIFEST.sha256 MANIFEST.sig; do
+        install -m 0644 "$REPO/$name" "$DESTDIR$RELEASE_DIR/$name"
+    done
+    install -m 0644 "$WORK/pinned.pem" "$DESTDIR$RELEASE_DIR/release-key.pem"
+    say "kept the signed manifest and the release key in $RELEASE_DIR (for verify)"
+}
+
+if [ -n "$BUNDLE" ]; then
+    check_bundle   # sets REPO to the checked files; refuses before anything is done
+fi
+say "installing the $ROLE role from ${BUNDLE:-$REPO}${DESTDIR:+ into $DESTDIR (scratch root)}"
 
 # -- apt packages (hardware/install.md, section 2) --------------------------------------------
 
 if [ "$ROLE" = table ]; then
-    # python3-lgpio: gpiozero's pin library, from the Raspberry Pi OS archive (the venv sees it
-    # through --system-site-packages); libzbar0: pyzbar; mosquitto-clients, v4l-utils: checks
+    # libzbar0: pyzbar; mosquitto-clients, v4l-utils: checks. gpiozero's pin library lgpio
+    # comes from PyPI's wheel (the pi extra; in a bundle) into the venv, not from
+    # python3-lgpio, which only the Raspberry Pi OS archive has (plain Debian 12 lacks it)
     PACKAGES="python3-venv libzbar0 mosquitto-clients v4l-utils"
-    if [ "$ARCH" = arm64 ]; then
-        PACKAGES="$PACKAGES python3-lgpio"
-    else
-        say "note: python3-lgpio is in the Raspberry Pi OS archive only: skipped on $ARCH"
-    fi
 else
     PACKAGES="python3-venv mosquitto mosquitto-clients"
 fi
+# --no-install-recommends: libzbar0 alone recommends ImageMagick, Ghostscript, X11 and CUPS
 if [ -n "$DESTDIR" ]; then
-    system apt-get install -y $PACKAGES
+    system apt-get install -y --no-install-recommends $PACKAGES
 else
     missing=
     for package in $PACKAGES; do
@@ -131,8 +259,15 @@ else
     done
     if [ -n "$missing" ]; then
         say "apt-get install$missing"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+        if [ -n "$BUNDLE" ]; then
+            # off-line: the OS's archive or the casino's mirror, if any is reachable
+            apt-get update -qq || say "warning: apt-get update failed: the package lists at hand"
+        else
+            apt-get update -qq
+        fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing \
+            || die "apt-get could not install$missing: these come from the OS's archive (a \
+bundle carries none); make it reachable (a local mirror) or install them first"
     fi
 fi
 
@@ -183,14 +318,17 @@ if [ -x "$TARGET/bin/python" ] && ! "$TARGET/bin/python" -c '' 2>/dev/null; then
     say "the venv's Python no longer runs (a system upgrade?): making it again"
     rm -rf "$TARGET"
 fi
-if [ "$ROLE" = table ] && [ -f "$TARGET/pyvenv.cfg" ] \
-        && ! grep -q '^include-system-site-packages = true' "$TARGET/pyvenv.cfg"; then
-    # the table needs apt's python3-lgpio (hardware/install.md, section 5)
-    say "the venv cannot see apt's python3-lgpio (no --system-site-packages): making it again"
+# From a checkout the table's venv sees the system's packages (a python3-lgpio of Raspberry
+# Pi OS); from a bundle it holds only the bundle's, every file of which verify can check.
+SYSTEM_SITE=false
+[ "$ROLE" = table ] && [ -z "$BUNDLE" ] && SYSTEM_SITE=true
+if [ -f "$TARGET/pyvenv.cfg" ] \
+        && ! grep -q "^include-system-site-packages = $SYSTEM_SITE" "$TARGET/pyvenv.cfg"; then
+    say "the venv's include-system-site-packages is not $SYSTEM_SITE: making it again"
     rm -rf "$TARGET"
 fi
 if [ ! -x "$TARGET/bin/python" ]; then
-    if [ "$ROLE" = table ]; then
+    if [ "$SYSTEM_SITE" = true ]; then
         "$PYTHON" -m venv --system-site-packages "$TARGET"
     else
         "$PYTHON" -m venv "$TARGET"
@@ -198,22 +336,36 @@ if [ ! -x "$TARGET/bin/python" ]; then
     say "made the venv $VENV"
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PIP_NO_INPUT=1
-"$TARGET/bin/python" -m pip install -q --upgrade pip
-# The wheel, built from a copy: a build in the checkout would leave build/ behind, whose
-# stale files a later wheel could pick up.
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-mkdir "$WORK/source"
-cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
-for package in controller drivers jackpot; do
-    (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
-done
-"$TARGET/bin/python" -m pip wheel -q --no-deps --wheel-dir "$WORK/dist" "$WORK/source"
-WHEEL=$(echo "$WORK"/dist/table_controller-*.whl)
+if [ -n "$BUNDLE" ]; then
+    # the bundle's wheels only: no index, and no pip.conf or PIP_* naming another source
+    export PIP_CONFIG_FILE=/dev/null PIP_NO_INDEX=1
+    unset PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_FIND_LINKS PIP_CONSTRAINT
+    FROM=(--no-index --find-links "$REPO/wheels")
+    WHEEL=$(echo "$REPO"/wheels/table_controller-*.whl)
+    [ -f "$WHEEL" ] || die "$BUNDLE holds no table_controller wheel (wheels/)"
+else
+    "$TARGET/bin/python" -m pip install -q --upgrade pip
+    FROM=()
+    # The wheel, built from a copy: a build in the checkout would leave build/ behind, whose
+    # stale files a later wheel could pick up. The backend at its pinned version.
+    mkdir "$WORK/source"
+    cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
+    for package in controller drivers jackpot; do
+        (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
+    done
+    PIP_CONSTRAINT=$REPO/constraints.txt \
+        "$TARGET/bin/python" -m pip wheel -q --no-deps --wheel-dir "$WORK/dist" "$WORK/source"
+    WHEEL=$(echo "$WORK"/dist/table_controller-*.whl)
+fi
+# the table's Pi takes lgpio from PyPI's wheel (the pi extra), as plain Debian has no package
+REQUIREMENT=$WHEEL
+[ "$ROLE/$ARCH" = table/arm64 ] && REQUIREMENT="$WHEEL[pi]"
 # the dependencies at the versions CI tested; then the project's own files replaced even when
 # its version number did not change (an upgrade to a newer commit of the same version)
-"$TARGET/bin/python" -m pip install -q -c "$REPO/constraints.txt" --upgrade "$WHEEL"
-"$TARGET/bin/python" -m pip install -q --no-deps --force-reinstall "$WHEEL"
+"$TARGET/bin/python" -m pip install -q "${FROM[@]}" -c "$REPO/constraints.txt" --upgrade \
+    "$REQUIREMENT"
+"$TARGET/bin/python" -m pip install -q "${FROM[@]}" --no-deps --force-reinstall "$WHEEL"
+[ -z "$BUNDLE" ] || keep_release  # the manifest, its signature and the key, for verify
 say "installed $("$TARGET/bin/table-controller" --version 2>&1) in $VENV (not editable)"
 
 # -- units, timers, the udev rule ------------------------------------------------------------

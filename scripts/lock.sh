@@ -13,7 +13,7 @@ python3 -m venv "$tools/venv"
 "$tools/venv/bin/python" -m pip install -q 'uv>=0.5,<1'
 
 compile() {  # compile PLATFORM OUT
-    "$tools/venv/bin/uv" pip compile pyproject.toml --extra test --quiet \
+    "$tools/venv/bin/uv" pip compile pyproject.toml --extra test --extra pi --quiet \
         --python-version 3.11 --python-platform "$1" --only-binary :all: \
         --custom-compile-command "bash scripts/lock.sh" --output-file "$2"
 }

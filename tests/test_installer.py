@@ -292,7 +292,10 @@ def test_the_jackpot_role_beside_it(upgraded, tmp_path):
     assert mode(config) == 0o640
     assert mode(installed.path("/var/lib/jackpot-controller")) == 0o750
     assert "chown root:jackpot-controller /etc/jackpot-controller/jackpot.toml" in result.stdout
-    assert "apt-get install -y python3-venv mosquitto mosquitto-clients" in result.stdout
+    assert (
+        "apt-get install -y --no-install-recommends python3-venv mosquitto mosquitto-clients"
+        in result.stdout
+    )
     venv = str(installed.path(INSTALLED_VENV))
     for name in JACKPOT_UNITS:
         text = installed.path(f"/etc/systemd/system/{name}").read_text()
