@@ -49,6 +49,9 @@ command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || apt_install mos
 # Debian container may have no systemd at all (the package brings the tool, not an init)
 command -v systemd-analyze >/dev/null || apt_install systemd
 
+# scripts/release.sh signs the release bundle with openssl (tests/test_release_bundle.py)
+command -v openssl >/dev/null || apt_install openssl
+
 if [ "${1:-}" = "--test" ]; then
     # the page tests run in the real browser Debian ships (Playwright drives it through
     # executable_path; no browser download from Playwright's servers)
