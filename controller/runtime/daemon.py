@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from controller import __version__
+from controller import build
 from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
 from controller.runtime.control import ControlServer
@@ -509,7 +509,8 @@ class TableDaemon:
             "table": cfg.table_id,
             "property": cfg.property,
             "game": cfg.game,
-            "version": __version__,
+            "version": build.version(),
+            "build": build.software(),  # the version and the release manifest's SHA-256
             "config_checksum": cfg.checksum,
             "started": round(self.started_epoch, 3),
         }
@@ -600,7 +601,8 @@ class TableDaemon:
             return {
                 "ok": True,
                 "table": self.config.table_id,
-                "version": __version__,
+                "version": build.version(),
+                "build": build.software(),
                 "config_checksum": self.config.checksum,
                 "status": self.status(),  # with the meters and why the link is down
                 "feed": self.runtime.recent(),
