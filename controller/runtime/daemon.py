@@ -151,6 +151,7 @@ class TableDaemon:
         )
         self.table = table
         self.parts.append(("journal", table.close))
+        self._note_profile(table, config)
         try:  # only now: the journal's lock says no rotation of another process is under way
             for path in rotation.remove_partials(config.journal_path):
                 log.warning("removed %s: a journal rotation was interrupted there", path)
@@ -491,6 +492,25 @@ class TableDaemon:
 
     def _threads_alive(self) -> bool:
         return all(part is None or part.alive() for part in (self.publisher, self.shoe))
+
+    @staticmethod
+    def _note_profile(table: JournaledTable, config: Any) -> None:
+        """The journal's meta ``game_sha256``: the SHA-256 of the profile this run plays
+        (issue 29 item 6; the runs' build ids say the software)."""
+        digest = getattr(config, "game_sha256", "")
+        if not digest:
+            return
+        before = table.journal.meta().get("game_sha256")
+        if before != digest:
+            if before:
+                log.warning(
+                    "the profile %s changed since the last run: sha256 %s, was %s",
+                    config.game, digest, before,
+                )
+            table.journal.set_meta("game_sha256", digest)
+        floor = config.journal.describe_floor()
+        if floor:
+            log.warning("%s", floor.removeprefix("; "))
 
     # -- health ------------------------------------------------------------------------------
 
