@@ -294,7 +294,7 @@ def test_an_upgrade_rotates_once_at_the_first_moment_between_rounds(rig):
     with Journal(live) as new:
         assert {run["software"] for run in new.runs()} == {build.software()}
         # the profile played, by its SHA-256 (issue 29 item 6), kept across the rotation
-        assert new.meta()["game_sha256"] == read_game(new.game())[1].sha256
+        assert new.meta()["game_sha256"] == read_game(new.game)[1].sha256
     table = Daemon(rig, clock)  # the same software again: no second rotation
     try:
         time.sleep(1.5)
