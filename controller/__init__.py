@@ -4,4 +4,11 @@
 profiles, settlement, side bets); it imports no hardware, network or clock.
 """
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    """``__version__``: the version with its commit (controller/build.py), read when asked."""
+    if name == "__version__":
+        from controller.build import version
+
+        return version()
+    raise AttributeError(f"module 'controller' has no attribute {name!r}")

@@ -44,7 +44,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from controller import __version__
+from controller import build
 from controller.errors import TableControllerError
 
 
@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="table-controller", description="Blackjack table controller."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=build.VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     par = commands.add_parser(
@@ -889,7 +889,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     snap = st["snapshot"]
     link = answer["health"]["link"] or {}
     print(
-        f"table {answer['table']} (software {answer['version']}, "
+        f"table {answer['table']} (software {answer.get('build') or answer['version']}, "
         f"config {answer['config_checksum'][:12]})"
     )
     phase = str(snap["phase"]).replace("_", " ")

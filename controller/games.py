@@ -1,10 +1,13 @@
 """Finding and loading house-rule profiles.
 
 ``--game pa-standard`` looks for ``pa-standard.toml`` in, in order: the
-directory named by ``TABLE_CONTROLLER_GAMES``, the profiles shipped inside
-the package (``controller/profiles/``, read with :mod:`importlib.resources`,
-so an installed wheel has them too), and ``/etc/table-controller/games``.
-A path to a ``.toml`` file is taken as it is.
+profiles shipped inside the package (``controller/profiles/``, read with
+:mod:`importlib.resources`, so an installed wheel has them too), the directory
+named by ``TABLE_CONTROLLER_GAMES`` and ``/etc/table-controller/games``.
+A path to a ``.toml`` file is taken as it is. The package's profiles win: a
+file elsewhere cannot stand in for an approved pay table under its name, and a
+table's config names the SHA-256 of any profile from outside the package
+(``[table] game_sha256``; N.J.A.C. 13:69E-1.28H, 58 Pa. Code 605a.4(c)).
 
 >>> "pa-standard" in available_games()
 True
@@ -12,8 +15,10 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import os
+from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -25,13 +30,31 @@ PACKAGED_GAMES: Traversable = importlib.resources.files("controller").joinpath("
 SYSTEM_GAMES = Path("/etc/table-controller/games")
 
 
+@dataclass(frozen=True)
+class ProfileSource:
+    """Where a loaded profile came from: ``path``, ``sha256`` (hex) of the bytes parsed, and
+    ``packaged``: True for a profile shipped inside the package."""
+
+    path: Traversable
+    sha256: str
+    packaged: bool
+
+
 def game_dirs() -> list[Traversable]:
-    """Directories searched for profiles, in order."""
-    dirs: list[Traversable] = []
+    """Directories searched for profiles, in order: the package's first."""
+    dirs: list[Traversable] = [PACKAGED_GAMES]
     if env := os.environ.get("TABLE_CONTROLLER_GAMES"):
         dirs.append(Path(env))
-    dirs += [PACKAGED_GAMES, SYSTEM_GAMES]
+    dirs.append(SYSTEM_GAMES)
     return dirs
+
+
+def is_packaged(path: Traversable) -> bool:
+    """True if ``path`` is one of the profiles shipped inside the package."""
+    try:
+        return Path(str(path)).resolve().parent == Path(str(PACKAGED_GAMES)).resolve()
+    except OSError:
+        return False
 
 
 def _profiles(directory: Traversable) -> list[Traversable]:
@@ -72,9 +95,16 @@ def find_game(name: str) -> Traversable:
 
 def load_game(name: str) -> HouseRules:
     """Load and check the profile ``name`` (see :func:`find_game`)."""
+    return read_game(name)[0]
+
+
+def read_game(name: str) -> tuple[HouseRules, ProfileSource]:
+    """The profile ``name`` and where it came from, its SHA-256 that of the bytes parsed."""
     path = find_game(name)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8").replace("\r\n", "\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(str(path), "", None, f"cannot read the file: {exc}") from None
-    return parse_profile(text, str(path), default_name=path.name.removesuffix(".toml"))
+    rules = parse_profile(text, str(path), default_name=path.name.removesuffix(".toml"))
+    return rules, ProfileSource(path, hashlib.sha256(data).hexdigest(), is_packaged(path))

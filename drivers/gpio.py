@@ -286,7 +286,14 @@ class GpioDriver:
         if pi is None:
             from gpiozero import Device
 
-            Device.ensure_pin_factory()
+            try:  # a traceback and a restart loop before issue 29: one line that says what
+                Device.ensure_pin_factory()
+            except GPIOZeroError as exc:
+                raise GpioError(
+                    f'[gpio] pin_factory "default": no GPIO library could start '
+                    f"({type(exc).__name__}: {exc}); on a Pi install python3-lgpio "
+                    '(hardware/install.md), on a PC set pin_factory = "mock" (a simulation)'
+                ) from None
             pi = Device.pin_factory
         for number in sorted({e.bus for e in self.pin_map.expanders}):
             specs = [

@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from controller import logs, sdnotify
+from controller import build, logs, sdnotify
 from controller.errors import TableControllerError
 from controller.link.brokers import BrokerList, parse_address
 from controller.link.signing import Signer, SigningKeyError, load_signing_key, make_link_key
@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="jackpot-controller",
         description="The central jackpot controller: table streams in, ledger, meters out.",
     )
+    p.add_argument("--version", action=build.VersionAction)
     p.add_argument("--config", required=True, help="pools and tables (jackpot.example.toml)")
     p.add_argument(
         "--ledger",

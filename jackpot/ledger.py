@@ -295,15 +295,22 @@ class Ledger:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
-    def bump(self, key: str) -> int:
+    def bump(self, key: str, notes: dict[str, str] | None = None) -> int:
         """Add one to the counter ``key`` in ``meta`` (0 if absent) in one fenced write
-        transaction; returns the new value (the controller's boot counter)."""
+        transaction, setting the ``notes`` keys in the same one (the build id at each start);
+        returns the new value (the controller's boot counter)."""
         db = self._db
         db.begin_write()
         try:
             self._fenced()
             self._terms_current()
             db.execute("INSERT INTO meta VALUES (?, '0') ON CONFLICT (key) DO NOTHING", (key,))
+            for name, text in (notes or {}).items():
+                db.execute(
+                    "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                    " SET value=excluded.value",
+                    (name, text),
+                )
             (value,) = db.execute(
                 "UPDATE meta SET value=CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key=?"
                 " RETURNING value",

@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from controller import __version__
+from controller import build
 
 PREFIX = "jackpot_controller_"
 #: health()["counts"] keys that are message outcomes: those are in messages_total instead.
@@ -32,7 +32,12 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
     """The controller's metric families from one :meth:`JackpotService.health` dict."""
     p = PREFIX
     info = GaugeMetricFamily(p + "info", "The controller's software version.", labels=["version"])
-    info.add_metric([__version__], 1)
+    info.add_metric([build.version()], 1)
+    build_info = GaugeMetricFamily(
+        p + "build_info", "The build: version and build id (the release manifest's SHA-256, "
+        "or 'unverified build').", labels=["version", "build"],
+    )  # fmt: skip
+    build_info.add_metric([build.version(), build.software()], 1)
     connected = GaugeMetricFamily(
         p + "connected", "1 while connected and subscribed to the broker.",
         value=bool(health["connected"]),
@@ -92,8 +97,8 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
         seconds = figures["age_s"]
         if seconds is not None and math.isfinite(seconds):
             age.add_metric([table], seconds)
-    return [info, connected, boot, active, messages, events, alarms_open, alarms, meters,
-            last_seq, age]  # fmt: skip
+    return [info, build_info, connected, boot, active, messages, events, alarms_open, alarms,
+            meters, last_seq, age]  # fmt: skip
 
 
 class JackpotCollector(Collector):

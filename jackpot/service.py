@@ -64,6 +64,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from controller import build
 from controller.backoff import jittered_backoff
 from controller.link.brokers import BrokerList
 from controller.link.messages import (
@@ -94,6 +95,7 @@ CLIENT_ID = "jackpot-controller"
 SUBSCRIPTION = "bj/v1/table/+/#"
 SESSION_EXPIRY_S = 86_400
 BOOT_KEY = "controller_boot"
+BUILD_KEY = "build"  # meta: the build id of the latest start (controller/build.py)
 #: Alarms kept for health() (the oldest are dropped; the counts by kind keep everything).
 ALARMS_KEPT = 100
 DEFAULT_SIGNING_KEY = "/etc/jackpot-controller/link-signing.key"
@@ -154,8 +156,10 @@ class _Queued:
 
 
 def bump_boot(ledger: Ledger) -> int:
-    """Add one to the controller's boot counter in the ledger's ``meta`` table."""
-    return ledger.bump(BOOT_KEY)
+    """Add one to the controller's boot counter in the ledger's ``meta`` table, and record
+    there the build that runs it (meta ``build``: version and manifest digest; no schema
+    change)."""
+    return ledger.bump(BOOT_KEY, {BUILD_KEY: build.software()})
 
 
 class JackpotService:
@@ -243,6 +247,7 @@ class JackpotService:
         self._open_alarms = 0
         self._messages: Counter[tuple[str, str]] = Counter()  # (kind, outcome) -> messages
         self._last_seq: dict[str, int] = {}  # table -> the ledger's last sequence
+        self._builds: dict[str, str | None] = {}  # table -> the build its last birth named
         self._heard: dict[str, float] = {}  # table -> monotonic time of its last message
         self._meter_cents: dict[str, int] = {}  # pool -> the meter's whole cents
         self._connected = False
@@ -299,7 +304,8 @@ class JackpotService:
         ledger status, ``signature``, ``unknown_table``, ``malformed``; status messages
         ``received`` or ``stale``; kind ``unknown`` when the message could not be read);
         ``tables``: each table's ``last_seq`` in the ledger and ``age_s``, seconds since its
-        last signed message (None before one this run); ``meters``: each pool's whole cents;
+        last signed message (None before one this run), ``build``: the build id its last
+        birth message named (None before one); ``meters``: each pool's whole cents;
         ``largest_batch``: the most table messages one ledger transaction applied this run
         (``counts["batch"]`` counts those transactions)."""
         now = time.monotonic()
@@ -316,6 +322,7 @@ class JackpotService:
                     table: {
                         "last_seq": self._last_seq.get(table, 0),
                         "age_s": now - heard if (heard := self._heard.get(table)) else None,
+                        "build": self._builds.get(table),
                     }
                     for table in sorted(self.config.tables)
                 },
@@ -896,7 +903,9 @@ class JackpotService:
             log.warning("table %s offline (boot %d): %s", table, boot, how)
             return
         self._count("table_online")
-        log.info("table %s online (boot %d)", table, boot)
+        with self._lock:
+            self._builds[table] = body.get("build")  # None: a table older than issue 29
+        log.info("table %s online (boot %d, build %s)", table, boot, body.get("build") or "?")
         acked = self._ledger.ack(table)
         if acked > 0:
             self._send_ack(table, acked)

@@ -57,6 +57,15 @@ export PIP_CONSTRAINT=$REPO/constraints.txt
 # -- the project's wheel, built from a copy (no build/ left in the checkout) -------------------
 
 mkdir "$WORK/source" "$WORK/wheel"
+# the version comes from the checkout's git tag and commit (setuptools-scm, issue 29 item 1); the
+# copy has no .git, so it is told the version the checkout has
+SCM_VERSION=$(cd "$REPO" && for py in "$PYTHON" "$REPO/.venv/bin/python"; do
+    "$py" -c 'import setuptools_scm; print(setuptools_scm.get_version(root="."))' 2>/dev/null \
+        && break
+done) || true
+[ -n "$SCM_VERSION" ] || die "cannot tell the version from git: run from a git checkout with \
+setuptools-scm installed (scripts/setup.sh --test, or pip install setuptools-scm==10.3.4)"
+export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_TABLE_CONTROLLER=$SCM_VERSION
 cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
 for package in controller drivers jackpot; do
     (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
@@ -88,8 +97,8 @@ download() {  # ARCH REQUIREMENT...
 for $arch on PyPI"
 }
 # the Pi: lgpio (the pi extra) from the bundle, for Debian without the Raspberry Pi archive
-download aarch64 "$WHEEL[pi]" setuptools
-download x86_64 "$WHEEL" setuptools
+download aarch64 "$WHEEL[pi]" setuptools setuptools-scm vcs-versioning
+download x86_64 "$WHEEL" setuptools setuptools-scm vcs-versioning
 for arch in aarch64 x86_64; do
     for package in numpy cryptography lgpio; do
         [ "$arch/$package" = x86_64/lgpio ] && continue
@@ -130,7 +139,7 @@ MANIFEST_SHA=$(sha256sum "$B/MANIFEST.sha256" | cut -d' ' -f1)
 cat <<EOF
 release: $OUT
   files:      $(wc -l < "$B/MANIFEST.sha256") in MANIFEST.sha256, signed in MANIFEST.sig (Ed25519)
-  build id:   $VERSION+sha256.$MANIFEST_SHA
+  build id:   $VERSION (manifest sha256:$MANIFEST_SHA)
   bundle:     sha256 $(sha256sum "$OUT" | cut -d' ' -f1)
 The release key's public key, for the casino to pin (install-pi.sh --release-key FILE, a file
 holding this line or release-key.pem):

@@ -36,8 +36,13 @@ if [ ! -x .venv/bin/python ]; then
     fi
 fi
 
+# ldconfig is in /sbin, which is not on a user's PATH on Debian: asked by name alone, it was
+# never found and libzbar0 was reinstalled through sudo on every run (issue 29)
+LDCONFIG=$(command -v ldconfig || echo /sbin/ldconfig)
+has_lib() { "$LDCONFIG" -p 2>/dev/null | grep -q "$1"; }
+
 # pyzbar (the camera's barcode decoder) loads the system library libzbar.so.0
-if ! ldconfig -p 2>/dev/null | grep -q 'libzbar\.so\.0'; then
+if ! has_lib 'libzbar\.so\.0'; then
     apt_install libzbar0
 fi
 
@@ -62,7 +67,7 @@ if [ "${1:-}" = "--test" ]; then
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
     # the power-cut tests run the journal and the ledger on a FUSE file system that forgets
     # what was not fsynced (tests/powercut_fs.py, through mfusepy): libfuse3 and fusermount3
-    ldconfig -p 2>/dev/null | grep -q 'libfuse3\.so\.3' || apt_install fuse3
+    has_lib 'libfuse3\.so\.3' || apt_install fuse3
 fi
 
 # the exact versions of constraints.txt (scripts/lock.sh), the same a table installs

@@ -163,7 +163,7 @@ def test_every_example_config_in_the_repo_passes_check_config(capsys):
     lines = result.stdout.splitlines()
     assert [line.split(": ok (", 1)[0] for line in lines] == names
     assert any(
-        line.startswith("config/table.example.toml: ok (table hcm-bj-07, game pa-standard, 7 spots")
+        line.startswith("config/table.example.toml: ok (table hcm-bj-07, game pa-standard (pack")
         for line in lines
     )
     # the jackpot controller's configs: by the product that reads them
@@ -368,13 +368,18 @@ def test_an_unknown_game_lists_the_known_profiles(tmp_path):
 def test_a_game_path_is_taken_from_the_config_files_folder(tmp_path):
     profile = (ROOT / "controller" / "profiles" / "double-up.toml").read_text(encoding="utf-8")
     (tmp_path / "house.toml").write_text(profile, encoding="utf-8")
+    digest = hashlib.sha256(profile.encode()).hexdigest()
     path = tmp_path / "table.toml"
     path.write_text(
-        with_pin_map(edited(('game = "pa-standard"', 'game = "house.toml"')), "double-up"),
+        with_pin_map(
+            edited(('game = "pa-standard"', f'game = "house.toml"\ngame_sha256 = "{digest}"')),
+            "double-up",
+        ),
         encoding="utf-8",
     )
     config = load_table_config(path)
     assert (config.game, config.rules.name) == ("house.toml", "double-up")
+    assert (config.game_sha256, config.game_packaged) == (digest, False)
     missing = write(tmp_path, ('game = "pa-standard"', 'game = "nothere.toml"'), name="b.toml")
     assert "no such profile file" in one_error(missing, "table", "game").problem
 
@@ -613,7 +618,7 @@ def test_check_paths_passes_with_the_files_in_place(tmp_path):
     assert read_password(config) == "s3cret"
     result = run_cli("check-config", str(path))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"{path}: ok (table hcm-bj-07, game pa-standard, 7 spots,")
+    assert result.stdout.startswith(f"{path}: ok (table hcm-bj-07, game pa-standard (packaged,")
     assert "files not checked" not in result.stdout
 
 

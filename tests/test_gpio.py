@@ -247,6 +247,26 @@ def test_a_pin_the_library_refuses_is_named_and_nothing_stays_reserved(factory, 
         pass  # every pin the failed driver took was released
 
 
+def test_no_gpio_library_that_starts_is_one_line_naming_what_to_do(clock, monkeypatch):
+    """A PC, or a Pi without lgpio, under the example's pin map with expanders and the
+    default factory: BadPinFactory was a traceback and a restart loop (issue 29 item 7)."""
+    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+    monkeypatch.setattr(Device, "pin_factory", None)
+    try:
+        Device.ensure_pin_factory()
+    except Exception:  # whatever gpiozero raises: none loads here
+        Device.pin_factory = None
+    else:
+        Device.pin_factory.close()
+        Device.pin_factory = None
+        pytest.skip("a GPIO library starts on this machine")
+    pin_map = load_pin_map(ROOT / "config" / "gpio.example.toml", circles=PA, spots=7)
+    with pytest.raises(GpioError) as caught:
+        GpioDriver(pin_map, [].append, clock=clock, pin_factory=None)
+    assert str(caught.value).startswith('[gpio] pin_factory "default": no GPIO library could')
+    assert 'pin_factory = "mock"' in str(caught.value) and "\n" not in str(caught.value)
+
+
 # -- bet sensors ------------------------------------------------------------------------
 
 

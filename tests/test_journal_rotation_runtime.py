@@ -25,9 +25,9 @@ from mqtt_broker import broker  # noqa: F401
 from table_rig import Rig
 from test_table_daemon import journal_link, ledger_applied
 
-from controller import __version__
+from controller import build
 from controller.config import load_table_config, read_password
-from controller.games import load_game
+from controller.games import load_game, read_game
 from controller.journal import Journal, JournaledTable, rotation
 from controller.runtime import rotator
 from controller.runtime.control import ControlClient
@@ -41,6 +41,7 @@ JOURNAL = """
 gaming_day_starts = "06:00"
 timezone = "America/New_York"
 keep_days = 30
+keep_days_reason = "a test table: its archives age in days, not years"
 """
 
 
@@ -286,12 +287,14 @@ def test_an_upgrade_rotates_once_at_the_first_moment_between_rounds(rig):
         settle_round_two(rig)
         after = rig.wait(lambda a: journal_of(a)["archives"] == 1, "the rotation", timeout=30)
         last = journal_of(after)["last_rotation"]
-        assert last["reason"] == f"upgrade from 0.0.9 to {__version__}"
+        assert last["reason"] == f"upgrade from 0.0.9 to {build.software()}"
         assert journal_of(after)["pending"] is None
     finally:
         table.close(rig)
     with Journal(live) as new:
-        assert {run["software"] for run in new.runs()} == {__version__}
+        assert {run["software"] for run in new.runs()} == {build.software()}
+        # the profile played, by its SHA-256 (issue 29 item 6), kept across the rotation
+        assert new.meta()["game_sha256"] == read_game(new.game)[1].sha256
     table = Daemon(rig, clock)  # the same software again: no second rotation
     try:
         time.sleep(1.5)

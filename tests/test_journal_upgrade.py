@@ -101,7 +101,7 @@ def test_each_run_records_its_software_version_and_recall_shows_it(tmp_path, mon
     import sys
     from pathlib import Path
 
-    import controller.journal.file as journal_module
+    from controller import build
 
     rules = load_game("pa-standard")
     path = tmp_path / "t.journal"
@@ -110,13 +110,15 @@ def test_each_run_records_its_software_version_and_recall_shows_it(tmp_path, mon
         for event in events[: len(events) // 2]:
             first.handle(event)
         half = first.journal.events_written
-    monkeypatch.setattr(journal_module, "__version__", "0.2.0-test")  # an update
+    first_build = build.software()  # the version and the manifest's digest, or unverified
+    assert first_build.startswith(f"{build.version()} (")
+    monkeypatch.setattr(build, "software", lambda: "0.2.0-test")  # an update
     with JournaledTable(path, rules, SETTINGS) as second:
         for event in events[len(events) // 2 :]:
             second.handle(event)
         runs = second.journal.runs()
     assert [(r["boot"], r["software"], r["first_event"]) for r in runs] == [
-        (1, runs[0]["software"], 1),
+        (1, first_build, 1),
         (2, "0.2.0-test", half + 1),
     ]
     assert runs[0]["software"] != "0.2.0-test" and runs[1]["started_ms"] > 1_700_000_000_000

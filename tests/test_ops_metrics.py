@@ -207,6 +207,14 @@ def test_the_live_figures_are_the_tables_and_the_ledgers(live):
     # the table: its identity, link, the shoe's fault and errors; process metrics beside
     (info,) = [dict(labels) for name, labels in table if name == t + "info"]
     assert info["table"] == TABLE and info["config_checksum"] == answer["config_checksum"]
+    # the build id: in the control socket's status, /metrics of both, the table's birth message
+    # as the jackpot controller heard it (issue 29 item 1; N.J.A.C. 13:69E-1.28B(d))
+    built = {"version": answer["version"], "build": answer["build"]}
+    assert answer["build"] == f"{answer['version']} (unverified build)"  # a checkout
+    assert table[(t + "build_info", tuple(sorted(built.items())))] == 1
+    assert jackpot[(j + "build_info", tuple(sorted(built.items())))] == 1
+    heard = rf"table {TABLE} online \(boot \d+, build {re.escape(answer['build'])}\)"
+    assert re.search(heard, rig.log("jackpot"))
     assert table[(t + "link_connected", ())] == 1
     assert table[(t + "fault", (("kind", "shoe"),))] in (0, 1)
     shoe_errors = sum(
@@ -344,7 +352,7 @@ def test_the_docs_describe_the_metrics_section_and_every_metric():
                 "front_connections_refused": 0, "front_timed_out": 0,
                 "front_bad_requests": 0}  # fmt: skip
     table = names_of(samples(TableMetrics(lambda: (bundle, counters)).text()))
-    assert len(table) == 37  # every family of docs/web.md, process_* included
+    assert len(table) == 38  # every family of docs/web.md, process_* included
     for name in table:  # "All prefixed `table_controller_`: ... `fault{kind}`, ..."
         short = name.removeprefix("table_controller_")
         assert re.search(rf"`{re.escape(short)}[`{{]", web), name

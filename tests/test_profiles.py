@@ -4,13 +4,14 @@ profile is refused with an error naming the file, the section and the key."""
 from __future__ import annotations
 
 import functools
+import hashlib
 from fractions import Fraction
 
 import pytest
 from conftest import PROFILES, profile_text
 
 from controller.errors import ProfileError
-from controller.games import PACKAGED_GAMES, available_games, find_game, load_game
+from controller.games import PACKAGED_GAMES, available_games, find_game, load_game, read_game
 from controller.rules.pays import FixedAward, MeterShare, Odds
 from controller.rules.profile import HouseRules, parse_profile
 from controller.rules.sidebets.bonus_16 import PAYTABLE_1, PAYTABLE_2
@@ -374,7 +375,11 @@ def test_an_unknown_game_lists_the_known_ones():
         assert name in message
 
 
-def test_a_profile_directory_in_the_environment_is_searched_first(tmp_path, monkeypatch):
+def test_a_profile_directory_in_the_environment_adds_profiles_never_replaces_one(
+    tmp_path, monkeypatch
+):
+    """The package's profiles win (issue 29 item 6): a file elsewhere cannot stand in for an
+    approved pay table under its name."""
     house = profile_text("pa-standard").replace('decks = 6', 'decks = 8', 1)
     assert house != profile_text("pa-standard")
     (tmp_path / "pa-standard.toml").write_text(house, encoding="utf-8")
@@ -382,9 +387,12 @@ def test_a_profile_directory_in_the_environment_is_searched_first(tmp_path, monk
     (tmp_path / "house-8deck.toml").write_text(own, encoding="utf-8")
     monkeypatch.setenv("TABLE_CONTROLLER_GAMES", str(tmp_path))
     assert available_games() == sorted([*PROFILES, "house-8deck"])
-    assert find_game("pa-standard") == tmp_path / "pa-standard.toml"
-    assert load_game("pa-standard").shoe.decks == 8  # the house's copy wins over the shipped one
-    assert load_game("house-8deck").name == "house-8deck"
+    assert find_game("pa-standard") == PACKAGED_GAMES.joinpath("pa-standard.toml")
+    assert load_game("pa-standard").shoe.decks == 6  # the shipped one wins over the house's copy
+    rules, source = read_game("house-8deck")
+    assert rules.name == "house-8deck" and not source.packaged
+    assert source.sha256 == hashlib.sha256(own.encode()).hexdigest()
+    assert read_game("pa-standard")[1].packaged
     assert load_game("double-up").shoe.decks == 6  # the rest still come from the package
     monkeypatch.delenv("TABLE_CONTROLLER_GAMES")
     assert load_game("pa-standard").shoe.decks == 6

@@ -94,6 +94,7 @@ DEMO = CONTROLLER / "demo"  # a whole casino in one process: it may start the ja
 #: and small shared utilities. Nothing of the running table (table/, journal/, runtime/, web/,
 #: config, cli, demo/).
 JACKPOT_MAY_IMPORT = (
+    "controller.build",
     "controller.link",
     "controller.rules",
     "controller.games",

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import PROFILES
 
+from controller import build
 from controller.link.messages import envelope
 from controller.table.effects import Publish
 
@@ -50,10 +51,11 @@ class Installed:
         )  # fmt: skip
 
 
-def _pip(*args: str, cwd: Path, python: str = sys.executable) -> None:
+def _pip(*args: str, cwd: Path, python: str = sys.executable, env=None) -> None:
     result = subprocess.run(
-        [python, "-m", "pip", *args], cwd=cwd, capture_output=True, text=True, timeout=900
-    )
+        [python, "-m", "pip", *args], cwd=cwd, capture_output=True, text=True, timeout=900,
+        env=env,
+    )  # fmt: skip
     assert result.returncode == 0, f"pip {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
 
 
@@ -68,7 +70,10 @@ def installed(tmp_path_factory) -> Installed:
         shutil.copytree(
             ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
         )
-    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(source), cwd=work)
+    # the copy has no .git: the version is the checkout's, told as setuptools-scm documents
+    pretend = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": build.version()}
+    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(source), cwd=work,
+         env=pretend)  # fmt: skip
     (wheel,) = (work / "dist").glob("table_controller-*.whl")
 
     venv = work / "venv"
@@ -81,6 +86,7 @@ def installed(tmp_path_factory) -> Installed:
     empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     env.pop("TABLE_CONTROLLER_GAMES", None)
+    env.pop(build.MANIFEST_ENV, None)
     return Installed(wheel, venv, empty, env)
 
 
@@ -106,6 +112,9 @@ def test_the_installed_package_is_the_venv_s_not_the_checkout_s(installed):
     assert Path(package).is_relative_to(site), package
     assert Path(schemas).is_relative_to(site), schemas
     assert Path(central).is_relative_to(site), central  # the jackpot controller, its own package
+    # no git and no release manifest beside the venv: the version the build wrote (issue 29)
+    result = installed.run("table-controller", "--version")
+    assert result.stdout == f"table-controller {build.version()} (unverified build)\n"
     for program in ("jackpot-controller", "jackpot-sign"):
         shown = installed.run(program, "--help")
         assert shown.returncode == 0 and "usage:" in shown.stdout, program + shown.stderr

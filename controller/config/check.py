@@ -133,7 +133,9 @@ def check_config(
             summary = f"pin map: {pin_map.describe()}, complete for 7 spots ({against})"
         else:
             rules = parse_profile(text, source, default_name=path.stem)
-            summary = f"game {rules.name}: {rules.game.title}"
+            summary = (  # the digest a table's [table] game_sha256 names once it is approved
+                f"game {rules.name}: {rules.game.title}; sha256 {hashlib.sha256(raw).hexdigest()}"
+            )
     except (ProfileError, PinMapError) as exc:
         return ConfigCheck(kind, [_converted(exc)])
     return ConfigCheck(kind, [], summary)

@@ -96,6 +96,10 @@ class TableConfig:
     journal: JournalConfig = field(default_factory=JournalConfig)
     #: ``[clock]``: the time synchronisation check (issue 28 item 6)
     clock: ClockConfig = field(default_factory=ClockConfig)
+    #: the profile's SHA-256 (hex) and whether it is one shipped in the package (else its
+    #: SHA-256 is the config's ``[table] game_sha256``; issue 29 item 6)
+    game_sha256: str = ""
+    game_packaged: bool = True
 
     @property
     def journal_path(self) -> Path:
@@ -111,14 +115,16 @@ class TableConfig:
         s = self.settings
         transport = "TLS" if self.mqtt.tls_ca else "plain TCP"
         return (
-            f"table {self.table_id}, game {self.game}, {s.spots} spots, "
+            f"table {self.table_id}, game {self.game} "
+            f"({'packaged' if self.game_packaged else 'approved by game_sha256'}, "
+            f"sha256 {self.game_sha256[:12]}), {s.spots} spots, "
             f"main {format_cents(s.main_minimum, whole=True)}-"
             f"{format_cents(s.main_maximum, whole=True)}, "
             f"side {format_cents(s.side_minimum, whole=True)}-"
             f"{format_cents(s.side_maximum, whole=True)}, cards from {s.card_source}, "
             f"{self.gpio.pin_map.describe()} ({self.gpio.pin_factory}), "
             f"{brokers_text(self.mqtt)} {transport}, "
-            f"sha256 {self.checksum[:12]}"
+            f"sha256 {self.checksum[:12]}{self.journal.describe_floor()}"
         )
 
 
@@ -205,6 +211,8 @@ def parse_table_config(
         control=control,
         journal=journal,
         clock=clock,
+        game_sha256=table["profile"].sha256,
+        game_packaged=table["profile"].packaged,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.config.base import REQUIRED, Section, resolve
 from controller.errors import ProfileError
-from controller.games import find_game, load_game
+from controller.games import ProfileSource, find_game, read_game
 from controller.link.messages import RESERVED_PREFIXES, TABLE_ID
 from controller.rules.pays import format_cents
 from controller.rules.profile import HouseRules
@@ -18,6 +18,7 @@ TABLE_KEYS = (
     "id",
     "property",
     "game",
+    "game_sha256",
     "spots",
     "main_minimum",
     "main_maximum",
@@ -32,6 +33,8 @@ TABLE_KEYS = (
 DEFAULT_SETTINGS = TableSettings()
 DEFAULT_DATA_DIR = "/var/lib/table-controller"
 PROPERTY = re.compile(r"^[a-z]{2,8}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+APPROVAL = "N.J.A.C. 13:69E-1.28H; 58 Pa. Code 605a.4(c)"
 
 
 def read_table(sec: Section, base: Path) -> dict[str, Any]:
@@ -67,10 +70,14 @@ def read_table(sec: Section, base: Path) -> dict[str, Any]:
             prop = None
     out["property"] = prop
     game = sec.text("game", REQUIRED, example='"pa-standard"')
+    approved = sec.text("game_sha256", None, example='"<64 hex digits, as sha256sum prints>"')
+    if approved is not None and not SHA256.match(approved.strip().lower()):
+        sec.error("game_sha256", f"{approved!r} is not a SHA-256: 64 hex digits (sha256sum FILE)")
+        approved = ""
     out["game"] = game
-    out["rules"] = None
+    out["rules"] = out["profile"] = None
     if game is not None:
-        out["rules"] = load_rules(sec, game, base)
+        out["rules"], out["profile"] = load_rules(sec, game, base, approved)
     spots = sec.integer("spots", REQUIRED, 1, 7)
     limits = {
         "main_minimum": sec.cents("main_minimum", REQUIRED, '"$10"'),
@@ -105,7 +112,12 @@ def read_table(sec: Section, base: Path) -> dict[str, Any]:
     return out
 
 
-def load_rules(sec: Section, game: str, base: Path) -> HouseRules | None:
+def load_rules(
+    sec: Section, game: str, base: Path, approved: str | None = None
+) -> tuple[HouseRules | None, ProfileSource | None]:
+    """The profile and its source; one from outside the package needs its SHA-256 named in
+    ``game_sha256`` (an approved pay table), and a named SHA-256 must match whatever the
+    profile (``approved`` "": named but malformed, already said)."""
     name = game
     if game.endswith(".toml"):
         name = str(resolve(game, base))
@@ -114,9 +126,28 @@ def load_rules(sec: Section, game: str, base: Path) -> HouseRules | None:
     except ProfileError as exc:
         where = f"{game!r}" if name == game else f"{game!r} ({name})"
         sec.error("game", f"{where}: {exc.problem}")
-        return None
+        return None, None
     try:
-        return load_game(name)
+        rules, source = read_game(name)
     except ProfileError as exc:
         sec.error("game", f"the profile {game!r} does not load: {exc}")
-        return None
+        return None, None
+    if approved is None and not source.packaged:
+        sec.error(
+            "game",
+            f"{game!r} is a profile from outside the package ({source.path}) with no approved "
+            f"SHA-256: once the gaming lab approved this file, name its SHA-256 in "
+            f'[table] game_sha256 (now "{source.sha256}"), or play a packaged profile '
+            f"(table-controller games; {APPROVAL})",
+        )
+        return None, None
+    if approved and approved.strip().lower() != source.sha256:
+        sec.error(
+            "game_sha256",
+            f"the profile {game!r} ({source.path}) has SHA-256 {source.sha256}, not the "
+            f"approved {approved.strip().lower()}: the file was changed or is not the one "
+            f"approved; restore the approved file, or name the new one's SHA-256 once it is "
+            f"approved ({APPROVAL})",
+        )
+        return None, None
+    return rules, source

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller import __version__
+from controller import build
 from controller.errors import EventError, JournalError
 from controller.journal import outbox
 from controller.journal.store import FORMAT, SCHEMA_VERSION, WHAT_TO_DO, connect, dumps, rollback
@@ -260,7 +260,7 @@ class Journal:
         if version > SCHEMA_VERSION:
             raise JournalError(
                 f"journal {self.path} has schema version {version}, written by a newer table "
-                f"controller; this one ({__version__}) reads version {SCHEMA_VERSION}: "
+                f"controller; this one ({build.version()}) reads version {SCHEMA_VERSION}: "
                 "update the software"
             )
         needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
@@ -294,7 +294,7 @@ class Journal:
             "format": FORMAT,
             "game": game,
             "table": settings.to_dict(),
-            "software": __version__,
+            "software": build.software(),  # the build id (controller/build.py)
         }
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -372,7 +372,7 @@ class Journal:
             self.db.execute(
                 "INSERT OR REPLACE INTO runs (boot, software, started_ms, first_event)"
                 " VALUES (?, ?, ?, ?)",
-                (self.boot, __version__, int(time.time() * 1000), self.events_written + 1),
+                (self.boot, build.software(), int(time.time() * 1000), self.events_written + 1),
             )
         except sqlite3.Error as exc:
             raise JournalError(
@@ -601,7 +601,7 @@ class Journal:
                 db.execute(
                     "INSERT INTO checkpoints (seq, version, software, outbox_written, state)"
                     " VALUES (?, ?, ?, ?, ?)",
-                    (seq, checkpoint["version"], __version__, written, dumps(checkpoint)),
+                    (seq, checkpoint["version"], build.software(), written, dumps(checkpoint)),
                 )
                 db.execute(
                     "DELETE FROM checkpoints WHERE seq NOT IN "

@@ -64,6 +64,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from controller import build
 from controller.backoff import jittered_backoff
 from controller.errors import JournalError, TableControllerError
 from controller.journal.outbox import Outbox, OutboxError
@@ -343,6 +344,8 @@ class TablePublisher:
         }
         if clean is not None:
             message["clean"] = clean
+        if state == "online":  # the birth names the build (controller/build.py)
+            message["build"] = build.software()
         topic = topic_for(self.table_id, "status")
         message = self.signer.sign(topic, message)
         validate("status", message)

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from controller import __version__
+from controller import build
 from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
 from controller.runtime.control import ControlServer
@@ -151,6 +151,7 @@ class TableDaemon:
         )
         self.table = table
         self.parts.append(("journal", table.close))
+        self._note_profile(table, config)
         try:  # only now: the journal's lock says no rotation of another process is under way
             for path in rotation.remove_partials(config.journal_path):
                 log.warning("removed %s: a journal rotation was interrupted there", path)
@@ -492,6 +493,25 @@ class TableDaemon:
     def _threads_alive(self) -> bool:
         return all(part is None or part.alive() for part in (self.publisher, self.shoe))
 
+    @staticmethod
+    def _note_profile(table: JournaledTable, config: Any) -> None:
+        """The journal's meta ``game_sha256``: the SHA-256 of the profile this run plays
+        (issue 29 item 6; the runs' build ids say the software)."""
+        digest = getattr(config, "game_sha256", "")
+        if not digest:
+            return
+        before = table.journal.meta().get("game_sha256")
+        if before != digest:
+            if before:
+                log.warning(
+                    "the profile %s changed since the last run: sha256 %s, was %s",
+                    config.game, digest, before,
+                )
+            table.journal.set_meta("game_sha256", digest)
+        floor = config.journal.describe_floor()
+        if floor:
+            log.warning("%s", floor.removeprefix("; "))
+
     # -- health ------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
@@ -509,7 +529,8 @@ class TableDaemon:
             "table": cfg.table_id,
             "property": cfg.property,
             "game": cfg.game,
-            "version": __version__,
+            "version": build.version(),
+            "build": build.software(),  # the version and the release manifest's SHA-256
             "config_checksum": cfg.checksum,
             "started": round(self.started_epoch, 3),
         }
@@ -600,7 +621,8 @@ class TableDaemon:
             return {
                 "ok": True,
                 "table": self.config.table_id,
-                "version": __version__,
+                "version": build.version(),
+                "build": build.software(),
                 "config_checksum": self.config.checksum,
                 "status": self.status(),  # with the meters and why the link is down
                 "feed": self.runtime.recent(),

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from controller import __version__
+from controller import build
 from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
 from controller.journal.file import Journal
@@ -36,18 +36,19 @@ KEEPALIVE_FOR_S = 600.0
 
 
 def upgraded_from(journal: Journal) -> str | None:
-    """The software version of an earlier run that wrote events to this live file when it
+    """The build id of an earlier run that wrote events to this live file when it
     is not this software's (the newest such; for events journaled before runs were
     recorded, the version that created the file), else None. A rotation removes the earlier
     runs from the live file, so the answer is None again once it has rotated."""
     runs = journal.runs()
     first = journal.first_event()
     found = None
-    created_by = str(journal.meta().get("software") or __version__)
-    if runs and int(runs[0]["first_event"]) > first and created_by != __version__:
+    ours = build.software()  # the build id: another build is an upgrade (or a downgrade)
+    created_by = str(journal.meta().get("software") or ours)
+    if runs and int(runs[0]["first_event"]) > first and created_by != ours:
         found = created_by  # events from before runs were recorded: the file's creator's
     for run, after in zip(runs, [*runs[1:], None], strict=True):
-        if run["boot"] == journal.boot or run["software"] == __version__:
+        if run["boot"] == journal.boot or run["software"] == ours:
             continue
         last = after["first_event"] - 1 if after else journal.events_written
         if last >= max(int(run["first_event"]), first):  # it wrote events this file holds
@@ -130,7 +131,7 @@ class JournalRotator:
         elif self.demand is not None:
             reason = "on demand"
         elif self.upgrade_from is not None:
-            reason = f"upgrade from {self.upgrade_from} to {__version__}"
+            reason = f"upgrade from {self.upgrade_from} to {build.software()}"
         else:
             if self._status["gaming_day"] is None:  # due() gave a new file its day
                 self._status["gaming_day"] = rotation.file_day(self.table.journal)

@@ -81,6 +81,14 @@ def table_families(bundle: dict[str, Any], web: dict[str, Any]) -> list[Metric]:
             "config_checksum": bundle["config_checksum"],
         },
     )
+    m.add(
+        "build_info",
+        "gauge",
+        "The build: version and build id (the release manifest's SHA-256, or 'unverified "
+        "build').",
+        1,
+        {"version": bundle["version"], "build": bundle.get("build") or bundle["version"]},
+    )
     m.add("uptime_seconds", "gauge", "Seconds since the controller started.", bundle["uptime_s"])
     m.add("round", "gauge", "The round number on the layout.", snap.get("round"))
     m.add(

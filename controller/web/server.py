@@ -108,7 +108,8 @@ class TableSource(Protocol):
     and shows times in its ``gaming_day.zone``."""
 
     def identity(self) -> dict[str, Any]:
-        """``table``, ``game``, ``property``, ``version``, ``config_checksum``, ``started``."""
+        """``table``, ``game``, ``property``, ``version``, ``build`` (the build id),
+        ``config_checksum``, ``started``."""
 
     def status(self) -> dict[str, Any]:
         """:meth:`TableRuntime.status` (the hole card hidden until the dealer's turn)."""

@@ -141,7 +141,7 @@
   function renderHeader(bundle) {
     $("table-id").textContent = bundle.table;
     $("game").textContent = bundle.game;
-    $("version").textContent = bundle.version;
+    $("version").textContent = bundle.build || bundle.version;  // with the manifest's digest
     const sum = bundle.config_checksum || "";
     $("checksum").textContent = sum.slice(0, 12);
     $("checksum").title = sum;
