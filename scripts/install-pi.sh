@@ -349,6 +349,15 @@ else
     # The wheel, built from a copy: a build in the checkout would leave build/ behind, whose
     # stale files a later wheel could pick up. The backend at its pinned version.
     mkdir "$WORK/source"
+    # the version is the checkout's git tag and commit (setuptools-scm, at its pinned version,
+    # beside the venv); the copy has no .git, so it is told the version
+    "$TARGET/bin/python" -m pip install -q --target "$WORK/scm" -c "$REPO/constraints.txt" \
+        setuptools-scm vcs-versioning
+    SCM_VERSION=$(cd "$REPO" && PYTHONPATH="$WORK/scm" "$TARGET/bin/python" \
+        -c 'import setuptools_scm; print(setuptools_scm.get_version(root="."))') \
+        || die "cannot tell the version from git in $REPO: install from a git checkout (with \
+git installed), or from a release bundle (--bundle)"
+    export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_TABLE_CONTROLLER=$SCM_VERSION
     cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/source/"
     for package in controller drivers jackpot; do
         (cd "$REPO" && tar --exclude=__pycache__ -cf - "$package") | tar -xf - -C "$WORK/source"
