@@ -152,6 +152,21 @@ def verify_signature(manifest: bytes, signature: bytes, key_pem: bytes, where: s
         ) from None
 
 
+def key_pem(data: bytes) -> bytes:
+    """A public key file as PEM: ``release-key.pem``, or the line ``release.sh`` printed."""
+    if b"BEGIN PUBLIC KEY" in data:
+        return data
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    try:
+        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(data.strip(), validate=True))
+    except ValueError as exc:
+        raise ReleaseError("the release key: neither release-key.pem nor the base64 line "
+                           f"release.sh printed ({exc})") from exc  # fmt: skip
+    return key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+
+
 def key_line(key_pem: bytes) -> str:
     """The public key as the one base64 line ``release.sh`` prints."""
     from cryptography.hazmat.primitives.serialization import (

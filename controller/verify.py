@@ -31,6 +31,7 @@ from controller.release_files import (
     ReleaseError,
     bundle_challenge,
     challenge,
+    key_pem,
     list_name,
     parse_sha256sum,
     verify_signature,
@@ -204,7 +205,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--release-key",
         metavar="PEM",
-        help="with --bundle: the pinned public key (default: the bundle's own)",
+        help="with --bundle: the pinned public key, release-key.pem or the vendor's line "
+        "(default: the bundle's own)",
     )
 
 
@@ -219,7 +221,7 @@ def run(args: argparse.Namespace, role: str) -> int:
             )
             return 2
         try:
-            key = Path(args.release_key).read_bytes() if args.release_key else None
+            key = key_pem(Path(args.release_key).read_bytes()) if args.release_key else None
             print(bundle_challenge(Path(args.bundle), role, args.machine, args.challenge, key))
         except (ReleaseError, OSError) as exc:
             print(f"verify: {exc}", file=sys.stderr)
