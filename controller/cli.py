@@ -710,6 +710,14 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the whole status as JSON")
     status.set_defaults(run=_cmd_status)
 
+    from controller import verify
+
+    verify_cmd = commands.add_parser(
+        "verify", help="check every installed file against the signed release manifest"
+    )
+    verify.add_arguments(verify_cmd)
+    verify_cmd.set_defaults(run=lambda args: verify.run(args, "table"))
+
     backup = commands.add_parser(
         "backup", help="a checked copy of the table's journal (also while the table runs)"
     )

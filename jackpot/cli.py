@@ -180,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         return status
     if argv[:1] == ["backup"]:
         return backup_main(argv[1:])
+    if argv[:1] == ["verify"]:  # the installed files against the signed manifest
+        from controller import verify
+
+        return verify.main(argv[1:], "jackpot")
     if argv[:1] == ["link-key"]:
         return link_key_main(argv[1:])
     if argv[:1] == ["check-config"]:

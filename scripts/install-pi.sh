@@ -222,13 +222,19 @@ $tops/scripts/install-pi.sh (tar -xf the bundle, then that script with --bundle)
 files check (release key $source)"
 }
 
-# The manifest, its signature and the key under $PREFIX/release, for `verify`.
+# The manifest, its signature, the key and the lists of installed files (installed/, each
+# listed in the manifest) under $PREFIX/release, for `verify`.
 keep_release() {
     local name
     place_dir 0755 root:root "$RELEASE_DIR"
     for name in MANIFEST.sha256 MANIFEST.sig; do
         install -m 0644 "$REPO/$name" "$DESTDIR$RELEASE_DIR/$name"
     done
+    rm -rf "$DESTDIR$RELEASE_DIR/installed"
+    if [ -d "$REPO/installed" ]; then
+        place_dir 0755 root:root "$RELEASE_DIR/installed"
+        install -m 0644 "$REPO"/installed/*.sha256 "$DESTDIR$RELEASE_DIR/installed/"
+    fi
     install -m 0644 "$WORK/pinned.pem" "$DESTDIR$RELEASE_DIR/release-key.pem"
     say "kept the signed manifest and the release key in $RELEASE_DIR (for verify)"
 }
@@ -343,6 +349,9 @@ if [ -n "$BUNDLE" ]; then
     FROM=(--no-index --find-links "$REPO/wheels")
     WHEEL=$(echo "$REPO"/wheels/table_controller-*.whl)
     [ -f "$WHEEL" ] || die "$BUNDLE holds no table_controller wheel (wheels/)"
+    # the last bundle install removed pip (below): the OS's copy back for this one
+    "$TARGET/bin/python" -m pip --version >/dev/null 2>&1 \
+        || "$TARGET/bin/python" -m ensurepip --default-pip >/dev/null
 else
     "$TARGET/bin/python" -m pip install -q --upgrade pip
     FROM=()
@@ -374,7 +383,12 @@ REQUIREMENT=$WHEEL
 "$TARGET/bin/python" -m pip install -q "${FROM[@]}" -c "$REPO/constraints.txt" --upgrade \
     "$REQUIREMENT"
 "$TARGET/bin/python" -m pip install -q "${FROM[@]}" --no-deps --force-reinstall "$WHEEL"
-[ -z "$BUNDLE" ] || keep_release  # the manifest, its signature and the key, for verify
+if [ -n "$BUNDLE" ]; then
+    # pip is the OS's (python3 -m venv), not the bundle's: removed, so that every file in
+    # site-packages is one the signed lists name and verify can report any other as added
+    "$TARGET/bin/python" -m pip uninstall -q -y pip
+    keep_release  # the manifest, its signature, the key and the lists, for verify
+fi
 say "installed $("$TARGET/bin/table-controller" --version 2>&1) in $VENV (not editable)"
 
 # -- units, timers, the udev rule ------------------------------------------------------------

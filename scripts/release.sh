@@ -83,16 +83,21 @@ say "built $(basename "$WHEEL")"
 # -- every pinned dependency, wheels only, for both machines ---------------------------------
 
 unset PIP_CONSTRAINT
-download() {  # ARCH REQUIREMENT...
-    local arch=$1 platforms=() tag
-    shift
+platforms() {  # ARCH: pip's options for CPython 3.11 wheels of that machine
+    local tag
     # Debian 12 has glibc 2.36: every manylinux tag up to it
     for tag in manylinux2014 manylinux_2_17 manylinux_2_24 manylinux_2_27 manylinux_2_28 \
             manylinux_2_31 manylinux_2_34 manylinux_2_35 manylinux_2_36; do
-        platforms+=(--platform "${tag}_$arch")
+        echo "--platform=${tag}_$1"
     done
-    "$PYTHON" -m pip download -q --only-binary=:all: "${platforms[@]}" --python-version 3.11 \
-        --implementation cp -c "$REPO/constraints.txt" -d "$B/wheels" "$@" \
+    echo --python-version=3.11 --implementation=cp --only-binary=:all:
+}
+download() {  # ARCH REQUIREMENT...
+    local arch=$1
+    shift
+    # shellcheck disable=SC2046
+    "$PYTHON" -m pip download -q $(platforms "$arch") \
+        -c "$REPO/constraints.txt" -d "$B/wheels" "$@" \
         || die "pip download for $arch failed (above): every pin needs a CPython 3.11 wheel \
 for $arch on PyPI"
 }
@@ -116,6 +121,27 @@ install -m 0644 "$REPO/constraints.txt" "$B/constraints.txt"
 mkdir "$B/profiles"
 cp "$REPO"/controller/profiles/*.toml "$B/profiles/"
 openssl pkey -in "$KEY" -pubout -out "$B/release-key.pem"
+
+# -- what each role installs on each machine, for verify (controller/release_files.py) -------
+
+# pip's own choice of wheels from the bundle (as install-pi.sh installs them), then every file
+# those wheels put in site-packages and the role's units: installed/ROLE-MACHINE.sha256
+mkdir "$B/installed"
+for arch in aarch64 x86_64; do
+    for role in table jackpot; do
+        requirement=$B/wheels/$(basename "$WHEEL")
+        [ "$role/$arch" = table/aarch64 ] && requirement="$requirement[pi]"
+        # shellcheck disable=SC2046
+        "$PYTHON" -m pip install -q --dry-run --ignore-installed --target "$WORK/none" \
+            --report "$WORK/report.json" --no-index --find-links "$B/wheels" $(platforms "$arch") \
+            -c "$REPO/constraints.txt" "$requirement" \
+            || die "pip cannot resolve the $role role's install for $arch from the bundle (above)"
+        PYTHONPATH=$REPO "$PYTHON" -m controller.release_files list --report "$WORK/report.json" \
+            --unit-dir "$B/systemd" --role "$role" > "$B/installed/$role-$arch.sha256" \
+            || die "cannot list the files the $role role installs on $arch (above)"
+    done
+done
+say "installed/: the files each role installs on each machine, $(cat "$B"/installed/* | wc -l) lines"
 chmod -R u=rwX,go=rX "$B"
 
 # -- the manifest and its signature ------------------------------------------------------------

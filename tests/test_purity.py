@@ -101,6 +101,8 @@ JACKPOT_MAY_IMPORT = (
     "controller.errors",
     "controller.backoff",
     "controller.backup",
+    "controller.verify",  # both products' verify (issue 29 item 4): stdlib and release_files
+    "controller.release_files",
     "controller.logs",
     "controller.sdnotify",
     "controller.timesync",  # is the clock synchronised? both services ask (issue 28 item 6)
