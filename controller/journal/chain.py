@@ -153,7 +153,8 @@ def verify(db: sqlite3.Connection, done: Verified) -> Verified:
             (upto,),
         )
         rounds = db.execute(
-            "SELECT round, seq, record, utc_ms, chain FROM rounds WHERE seq > ? ORDER BY seq, round",
+            "SELECT round, seq, record, utc_ms, chain FROM rounds WHERE seq > ?"
+            " ORDER BY seq, round",
             (upto,),
         )
         pending = rounds.fetchone()
@@ -181,9 +182,7 @@ def verify(db: sqlite3.Connection, done: Verified) -> Verified:
                 expected = round_link(head, r_number, seq, record, r_utc)
                 if r_link != expected:
                     why = "no link" if r_link is None else "altered"
-                    return replace(
-                        done, upto=upto, head=head, broken=Break(seq, r_number, why)
-                    )
+                    return replace(done, upto=upto, head=head, broken=Break(seq, r_number, why))
                 head = r_link
                 pending = rounds.fetchone()
             upto = seq
