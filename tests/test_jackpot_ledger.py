@@ -743,7 +743,7 @@ def test_a_newer_ledger_is_refused(ledger_at):  # noqa: F811
     path = ledger_at("l")
     Ledger(path, CONFIG).close()
     store = open_store(path)
-    store.execute("UPDATE meta SET value='5' WHERE key='schema'")
+    store.execute("UPDATE meta SET value='6' WHERE key='schema'")
     store.close()
     with pytest.raises(LedgerError, match="ledger schema 6, this controller reads 5"):
         Ledger(path, CONFIG)
