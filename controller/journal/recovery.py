@@ -230,6 +230,11 @@ class JournaledTable:
         self._table = None
         self._table, self.recovery = self._replay()
         self._checkpointed = self.journal.events_written  # the next one is due from here
+        # as on disk: a write that reported an error may still have committed its links
+        try:
+            self.journal.chain_head = chain.stored_head(self.journal.db)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.journal.path}: {exc}") from None
 
     def _check_chain(self) -> None:
         """Verify the file's hash chain before recovery trusts any checkpoint in it: a
