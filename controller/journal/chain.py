@@ -230,3 +230,14 @@ def stored_head(db: sqlite3.Connection) -> str:
         ).fetchone()
         return str(last[0] if last is not None and last[0] is not None else row[1])
     return start(db).head
+
+
+def round_links(db: sqlite3.Connection, seq: int) -> dict[int, str]:
+    """The links of the round records event ``seq`` settled, by round (for :func:`stamp`:
+    a replayed ``round_result`` carries its record's, as the written one did)."""
+    if not has_chain(db):
+        return {}
+    rows = db.execute(
+        "SELECT round, chain FROM rounds WHERE seq = ? AND chain IS NOT NULL", (seq,)
+    ).fetchall()
+    return {int(number): str(link) for number, link in rows}

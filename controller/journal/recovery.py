@@ -346,12 +346,9 @@ class JournaledTable:
         """The links of the round records event ``seq`` settled (a replayed ``round_result``
         carries its record's, as the written one did)."""
         try:
-            rows = self.journal.db.execute(
-                "SELECT round, chain FROM rounds WHERE seq = ? AND chain IS NOT NULL", (seq,)
-            ).fetchall()
+            return chain.round_links(self.journal.db, seq)
         except sqlite3.Error as exc:
             raise JournalError(f"cannot read journal {self.journal.path}: {exc}") from None
-        return {int(number): str(link) for number, link in rows}
 
     def _check_outbox(self, outboxed: list[tuple[int, Publish]], base: int = 0) -> None:
         """The outbox is what the replayed events wrote after the ``base`` messages written
