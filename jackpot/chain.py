@@ -5,7 +5,8 @@ written does not verify (``jackpot-controller verify-ledger``; docs/jackpot/cont
 
 - a row's ``chain = sha256(prev + "\\n" + json([table, *columns]))``, ``prev`` the ``chain``
   of the row before it in its table's order (``n``; awards: SQLite's ``rowid``, PostgreSQL's
-  ``n``), or 64 zeros for the first; ``columns`` the row's values in :data:`COLUMNS` order;
+  ``n``), or 64 zeros for the first; ``columns`` the row's values in :data:`COLUMNS` order
+  (an applied row's ``message`` by the SHA-256 of its text);
 - an award is chained as it was offered or refused; when it is committed its
   ``confirm_chain = sha256(chain + "\\n" + json(["confirm", confirm_seq, committed_utc]))``;
 - rows up to ``meta.chain_since`` (a ledger migrated to schema 5) are not chained.
@@ -39,9 +40,15 @@ V5_COLUMNS = (("applied", "chain"), ("movements", "chain"), ("awards", "chain"),
 """The columns schema 5 adds, both backends (TEXT)."""
 
 
+MESSAGE = COLUMNS["applied"].index("message")
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # made once
+
+
 def link(prev: str, table: str, values: tuple[Any, ...] | list[Any]) -> str:
-    text = json.dumps([table, *values], separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{prev}\n{text}".encode()).hexdigest()
+    if table == "applied":  # the message (about 1 KB of JSON) by its SHA-256: no escaping
+        values = list(values)
+        values[MESSAGE] = hashlib.sha256(values[MESSAGE].encode()).hexdigest()
+    return hashlib.sha256(f"{prev}\n{_encode([table, *values])}".encode()).hexdigest()
 
 
 def confirm_link(chain: str, confirm_seq: int | None, committed_utc: int | None) -> str:
