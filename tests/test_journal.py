@@ -254,7 +254,7 @@ def test_a_tampered_journal_is_caught_on_recovery(tmp_path, pa):
     db.execute("DELETE FROM events WHERE seq = 7")
     db.commit()
     db.close()
-    with pytest.raises(JournalError, match="event 7 does not verify .*missing"):
+    with pytest.raises(JournalError, match=r"event 7 does not verify .*missing"):
         JournaledTable(path, pa, SETTINGS)
 
 
