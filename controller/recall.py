@@ -212,6 +212,8 @@ def format_round(
     head_lines = [head]
     if file:
         head_lines.append(f"  journal file: {file}")
+    if record.get("chain") not in (None, "verified"):
+        head_lines.append(f"  chain: {record['chain']}")
     head_lines.extend(f"  {clock_step_line(step)}" for step in record.get("clock_steps") or [])
     cards = record.get("dealer") or []
     dealer = _hand_text(cards, suits) if cards else "no cards"

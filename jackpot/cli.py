@@ -8,7 +8,7 @@ it is ready, pings its watchdog while the service thread lives and keeps the sta
 current, and on SIGTERM publishes offline and stops. Its other commands: ``check-config``
 (:mod:`jackpot.config_check`), ``link-key``, ``alarms``, ``ack-alarm``, ``backup`` (here), and
 the accounting and audit commands of :mod:`jackpot.commands` (``parameters``, ``pool``,
-``trigger-key``, ``report``, ``reconcile``, ``audit-signatures``).
+``trigger-key``, ``report``, ``reconcile``, ``audit-signatures``, ``verify-ledger``).
 
 The service and the high-availability supervisor do not import this module; it imports them
 (``jackpot.service`` <- ``jackpot.ha`` <- ``jackpot.cli``: no circle).

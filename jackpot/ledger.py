@@ -42,6 +42,7 @@ from controller.rules.cards import parse_cards
 from controller.rules.pays import MeterShare
 from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blazing_7s
+from jackpot import chain as chains
 from jackpot import events
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
 from jackpot.parameters import TERMS_KEY
@@ -61,7 +62,7 @@ from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, ope
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
-SCHEMA_VERSION = 4  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
 _AWARD_COLUMNS = (
     "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
@@ -161,6 +162,7 @@ class Ledger:
         self._db: Store | None = None
         session = getattr(fence, "session", None)
         self._db = db = open_store(location, error=LedgerError, session=session)
+        self._heads = chains.Heads(db.execute, db.award_order)  # jackpot/chain.py
         self.location = db.location  # no password
         self.path = Path(location) if db.dialect == "sqlite" else None
         self.config = config
@@ -250,6 +252,7 @@ class Ledger:
         fence asked, committed at the end, nothing kept if it raises."""
         db = self._db
         db.begin_write()
+        self._heads.forget()
         try:
             self._fenced()
             db.lock_money()
@@ -423,6 +426,7 @@ class Ledger:
         db = self._db
         results: list[Result] = []
         db.begin_write()
+        self._heads.forget()
         self._acked, self._meters = {}, {}
         moved: dict[str, int] = {}  # table -> the acked sequence its messages took
         try:
@@ -501,19 +505,21 @@ class Ledger:
         except _Refused as refused:
             db.execute("ROLLBACK TO work")
             db.execute("RELEASE work")
+            self._heads.forget()
             self._meters.clear()  # read again: the savepoint undid what this message moved
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)
             status, reason, awards = Status.REFUSED, refused.reason, refused.awards
             alarm = refused.alarm
+        row = (table, seq, message["key"], kind, message["boot"], status.value, reason,
+               json.dumps(message, sort_keys=True) if text is None else text, content,
+               self._now, self._day)  # fmt: skip
         db.execute(
             "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
-            " digest, received_utc, gaming_day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (table, seq, message["key"], kind, message["boot"], status.value, reason,
-             json.dumps(message, sort_keys=True) if text is None else text, content,
-             self._now, self._day),
-        )  # fmt: skip
+            " digest, received_utc, gaming_day, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row, self._heads.next("applied", row)),
+        )
         self._acked[table] = seq  # the tables row is written once, at the batch's end
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
@@ -521,10 +527,11 @@ class Ledger:
 
     def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
               change_n: int | None = None):  # fmt: skip
+        row = (pool, table, seq, what, str(amount), self._now, self._day, change_n)
         self._db.execute(
             "INSERT INTO movements (pool, table_id, seq, what, amount, t_utc, gaming_day,"
-            " change_n) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (pool, table, seq, what, str(amount), self._now, self._day, change_n),
+            " change_n, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row, self._heads.next("movements", row)),
         )
 
     def _meter(self, pool: str) -> Fraction:
@@ -547,11 +554,11 @@ class Ledger:
         return self._db.execute("SELECT hits FROM meters WHERE pool=?", (pool,)).fetchone()[0]
 
     def _insert_award(self, a: Award) -> None:
+        row = (*vars(a).values(), self._now, self._day)  # the award's fields in order
         self._db.execute(
-            f"INSERT INTO awards ({_AWARD_COLUMNS}, offered_utc, gaming_day)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (a.award_id, a.table, a.state, a.claim_seq, a.claim_key, a.round, a.spot, a.pool,
-             a.meter, a.amount, a.order, a.reason, a.meter_before, self._now, self._day),
+            f"INSERT INTO awards ({_AWARD_COLUMNS}, offered_utc, gaming_day, chain)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row, self._heads.next("awards", row)),
         )  # fmt: skip
 
     # -- the terms of a table's game -------------------------------------------------------
@@ -846,10 +853,16 @@ class Ledger:
             award.amount, award.pool, award.round, award.spot
         ):  # fmt: skip
             raise _Refused(alarm, f"the confirm does not match award {award.award_id!r}")
+        (link,) = self._db.execute(
+            "SELECT chain FROM awards WHERE award_id=?", (award.award_id,)
+        ).fetchone()
         self._db.execute(
-            "UPDATE awards SET state='committed', confirm_seq=?, committed_utc=? WHERE award_id=?",
-            (message["seq"], self._now, award.award_id),
-        )
+            "UPDATE awards SET state='committed', confirm_seq=?, committed_utc=?,"
+            " confirm_chain=? WHERE award_id=?",
+            (message["seq"], self._now,
+             None if link is None else chains.confirm_link(link, message["seq"], self._now),
+             award.award_id),
+        )  # fmt: skip
         return [Award(**{**vars(award), "state": "committed"})]
 
     def _apply_event(self, message: dict[str, Any]) -> list[Award]:

@@ -23,6 +23,7 @@ The result says what differs, table by table (:class:`TableCheck`); docs/jackpot
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,6 +32,7 @@ from typing import Any
 
 from controller.errors import EventError, JournalError, ProfileError
 from controller.games import load_game
+from controller.journal import chain
 from controller.journal.file import Journal
 from controller.link.signing import digest
 from controller.table import Table
@@ -96,11 +98,13 @@ def read_journal(path: Path) -> Sent:
         for entry in journal.entries(after=origin.seq if origin else 0):
             for effect in table.handle(journal._parse(entry)).effects:
                 if isinstance(effect, Publish) and entry.seq > since:
+                    if effect.topic == "round_result":  # with its record's link, as sent
+                        effect = chain.stamp(effect, chain.round_links(journal.db, entry.seq))
                     seq += 1
                     payload = json.loads(json.dumps(effect.payload))  # as the wire has it
                     messages[seq] = (effect.topic, effect.key, payload)
         written, acked, _pending = journal.outbox_rows()
-    except (JournalError, EventError, ProfileError, ValueError) as exc:
+    except (JournalError, EventError, ProfileError, ValueError, sqlite3.Error) as exc:
         raise ReconcileError(f"{path}: cannot replay the journal: {exc}") from None
     finally:
         journal.close()

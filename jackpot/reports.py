@@ -30,7 +30,7 @@ from jackpot.gaming_day import UNTIMED, GamingDay, days_between, utc_text
 from jackpot.money import cents_text, dollars_text
 from jackpot.store import LedgerError, is_dsn, open_store
 
-READS_SCHEMA = "4"
+READS_SCHEMA = "5"
 KINDS = ("liability", "contributions", "awards", "changes", "events")
 
 

@@ -12,8 +12,21 @@ V3_OUTBOX = (
 )
 
 
+def back_to_version_5(path) -> None:
+    """Schema 5: no hash chain."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        "ALTER TABLE events DROP COLUMN chain; ALTER TABLE rounds DROP COLUMN chain;"
+        "ALTER TABLE origin DROP COLUMN chain; DELETE FROM meta WHERE key = 'chain_since';"
+        "UPDATE outbox SET payload = json_remove(payload, '$.chain');"
+        "PRAGMA user_version = 5;"
+    )
+    db.close()
+
+
 def back_to_version_3(path) -> None:
     """Schema 3: no UTC columns, no clock steps, no origin, outbox rows tied to events."""
+    back_to_version_5(path)
     db = sqlite3.connect(path)
     db.executescript(
         "DROP INDEX events_by_round; DROP INDEX rounds_by_time;"
@@ -37,6 +50,7 @@ V4_OUTBOX = (
 
 def back_to_version_4(path) -> None:
     """Schema 4: the outbox's CHECK does not know the ``event`` kind (no event rows)."""
+    back_to_version_5(path)
     db = sqlite3.connect(path)
     db.executescript(
         "ALTER TABLE outbox RENAME TO o5;"

@@ -107,7 +107,7 @@ def test_a_ledger_backup_taken_while_messages_are_applied_has_the_meters_of_a_pr
     writer.join()
     prefixes = []
     for copy in taken:
-        assert "schema 4" in copy.summary
+        assert "schema 5" in copy.summary
         with Ledger(copy.path, CONFIG, randbelow=fixed(0)) as led:
             k = led.ack(T1)
             assert led.meters() == expected[k]

@@ -24,6 +24,7 @@ from test_jackpot_time import Clock, utc_ms
 from controller.link.messages import parse_message, topic_for
 from controller.link.signing import digest
 from jackpot.alarms import AlarmLog
+from jackpot.chain import V5_COLUMNS
 from jackpot.commands import run
 from jackpot.ledger import SCHEMA_VERSION as LEDGER_SCHEMA
 from jackpot.ledger import Ledger, Status
@@ -118,7 +119,7 @@ def test_an_event_is_kept_with_both_clocks_once_and_listed_by_gaming_day(ledger_
 
 
 def test_a_schema_3_ledger_migrates_to_4_and_keeps_everything(ledger_at, capsys):  # noqa: F811
-    assert LEDGER_SCHEMA == sqlite.SCHEMA_VERSION == postgres.SCHEMA_VERSION == 4
+    assert LEDGER_SCHEMA == sqlite.SCHEMA_VERSION == postgres.SCHEMA_VERSION == 5
     location = ledger_at()
     with Ledger(location, CONFIG, randbelow=fixed(0)) as led:
         for seq in (1, 2, 3):
@@ -127,13 +128,20 @@ def test_a_schema_3_ledger_migrates_to_4_and_keeps_everything(ledger_at, capsys)
     store = open_store(location)  # what schema 3 had: everything but the events table
     try:
         store.execute("DROP TABLE events")
+        for table, column in V5_COLUMNS:  # and schema 5's hash chains
+            store.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        store.execute("DELETE FROM meta WHERE key = 'chain_since'")
         store.execute("UPDATE meta SET value='3' WHERE key='schema'")
     finally:
         store.close()
     status, _, err = report(capsys, location)
-    assert status == 2 and "ledger schema 3; the reports read schema 4" in err
+    assert status == 2 and "ledger schema 3; the reports read schema 5" in err
     with Ledger(location, CONFIG, randbelow=fixed(0)) as led:
-        assert state(led) == before  # meta's schema is 4 again, as before the downgrade
+        # meta's schema is 5 again, as before the downgrade, and the chain starts after
+        assert [r for r in state(led)["meta"] if r[0] != "chain_since"] == before["meta"]
+        assert {k: v for k, v in state(led).items() if k != "meta"} == {
+            k: v for k, v in before.items() if k != "meta"
+        }
         assert rows(location, "SELECT COUNT(*) FROM events") == [(0,)]
         assert led.apply(contrib(T1, 2, 2)).status is Status.DUPLICATE
         assert led.apply(event(T1, 4, "enclosure_open", 1, at_start=True)).status is (

@@ -30,6 +30,7 @@ from controller.link.messages import validate
 from controller.link.signing import new_signing_key, public_key_text
 from controller.table.effects import Publish
 from controller.table.script import parse_script, replay
+from jackpot.chain import V5_COLUMNS
 from jackpot.draws import TriggerKey
 from jackpot.ledger import Ledger, LedgerError, LedgerFenced, Status
 from jackpot.pools import JackpotConfigError, contribution, load_config, parse_config
@@ -114,11 +115,12 @@ def rows(location, sql: str) -> list[tuple]:
 def state(led) -> dict:
     """Everything a refused message must leave as it was (the applied rows but the last)."""
     at, order = led.path or led.location, led._db.award_order
+    # the hash chain's columns come last (schema 5, jackpot/chain.py): not compared here
     return {
         "meters": led.meters(),
-        "movements": rows(at, "SELECT * FROM movements ORDER BY n"),
-        "awards": rows(at, f"SELECT * FROM awards ORDER BY {order}"),
-        "applied": rows(at, "SELECT * FROM applied ORDER BY n"),
+        "movements": [r[:-1] for r in rows(at, "SELECT * FROM movements ORDER BY n")],
+        "awards": [r[:-2] for r in rows(at, f"SELECT * FROM awards ORDER BY {order}")],
+        "applied": [r[:-1] for r in rows(at, "SELECT * FROM applied ORDER BY n")],
         "mystery": rows(at, "SELECT * FROM mystery ORDER BY pool"),
         "contributions": rows(at, "SELECT * FROM contributions ORDER BY table_id, seq, pool"),
         "round_results": rows(at, "SELECT * FROM round_results ORDER BY table_id, seq"),
@@ -679,6 +681,9 @@ def downgrade_to_2(location) -> int:
         for table, columns in V3_COLUMNS.items():
             for column in columns:
                 store.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        for table, column in V5_COLUMNS:  # schema 5's hash chains (jackpot/chain.py)
+            store.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        store.execute("DELETE FROM meta WHERE key = 'chain_since'")
         for table in (*V3_TABLES, "events"):  # events: schema 4's (test_jackpot_events.py)
             store.execute(f"DROP TABLE {table}")
         store.execute("DELETE FROM meta WHERE key IN ('terms_change', 'trigger_key')")
@@ -695,7 +700,9 @@ def untimed(snapshot: dict) -> dict:
     out = dict(snapshot)
     for key, columns in V3_COLUMNS.items():  # the columns schema 3 added come last
         out[key] = [row[: -len(columns)] for row in snapshot[key]]
-    out["meta"] = [r for r in snapshot["meta"] if r[0] not in ("terms_change", "trigger_key")]
+    out["meta"] = [
+        r for r in snapshot["meta"] if r[0] not in ("terms_change", "trigger_key", "chain_since")
+    ]
     out["mystery"] = [(pool, cycle) for pool, cycle, *_ in snapshot["mystery"]]
     return out
 
@@ -724,7 +731,7 @@ def test_a_version_1_ledger_is_migrated_in_place(tmp_path):
         assert untimed(state(led)) == untimed(want)
         assert led.awards() == awards
         db = sqlite3.connect(path)
-        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("4",)
+        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("5",)
         db.close()
         # the migrated digests tell a resend from a conflict; the proofs still hold
         assert led.apply(contrib(T1, 1, 1)).status is Status.DUPLICATE
@@ -736,9 +743,9 @@ def test_a_newer_ledger_is_refused(ledger_at):  # noqa: F811
     path = ledger_at("l")
     Ledger(path, CONFIG).close()
     store = open_store(path)
-    store.execute("UPDATE meta SET value='5' WHERE key='schema'")
+    store.execute("UPDATE meta SET value='6' WHERE key='schema'")
     store.close()
-    with pytest.raises(LedgerError, match="ledger schema 5, this controller reads 4"):
+    with pytest.raises(LedgerError, match="ledger schema 6, this controller reads 5"):
         Ledger(path, CONFIG)
 
 

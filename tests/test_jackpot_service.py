@@ -441,9 +441,11 @@ def test_kill_9_mid_stream_loses_nothing_and_counts_nothing_twice(tmp_path, pa, 
 LEDGER_TABLES = ("tables", "applied", "meters", "mystery", "movements", "awards",
                  "contributions", "round_results", "draws")  # fmt: skip
 #: Columns that differ between two runs of one stream: when (the controller's clock) and each
-#: draw's random salt (so its commitment and ciphertext); the triggers themselves do not.
+#: draw's random salt (so its commitment and ciphertext), and the hash chains over them
+#: (jackpot/chain.py); the triggers themselves do not.
 RUN_COLUMNS = {"received_utc", "gaming_day", "t_utc", "offered_utc", "committed_utc",
-               "drawn_utc", "ended_utc", "commitment", "sealed", "salt"}  # fmt: skip
+               "drawn_utc", "ended_utc", "commitment", "sealed", "salt", "chain",
+               "confirm_chain"}  # fmt: skip
 
 
 def ledger_rows(ledger: Path) -> dict[str, list[tuple]]:

@@ -159,7 +159,7 @@ def test_a_schema_2_ledger_migrates_and_its_old_rows_say_they_have_no_time(ledge
         assert rows(location, "SELECT * FROM mystery") == [("mystery", 1)]
         ((commitment, drawn),) = rows(location, "SELECT commitment, drawn_utc FROM draws")
         assert len(commitment) == 64 and drawn is None  # drawn before the ledger kept time
-        assert rows(location, "SELECT value FROM meta WHERE key='schema'") == [("4",)]
+        assert rows(location, "SELECT value FROM meta WHERE key='schema'") == [("5",)]
         # the terms the config had at the first start after the upgrade are the first record
         ((kind, by, reason, detail),) = rows(
             location, "SELECT kind, by_name, reason, detail FROM changes"

@@ -7,6 +7,7 @@ zone across midnight and daylight saving time."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sqlite3
 import stat
 from datetime import UTC, date, datetime, timedelta
@@ -79,11 +80,11 @@ def link(path: Path) -> tuple[int, int, int, list[tuple[int, str]]]:
         return outbox.boot, outbox.last_written(), outbox.last_acknowledged(), rows
 
 
-def plain_journal(tmp_path: Path, rules, events) -> Path:
+def plain_journal(tmp_path: Path, rules, events, wall_clock=None) -> Path:
     """The same events journaled without any rotation: what the files must hold."""
     path = tmp_path / "plain" / "journal.sqlite"
     path.parent.mkdir()
-    with JournaledTable(path, rules, SETTINGS, checkpoint_every=40) as table:
+    with JournaledTable(path, rules, SETTINGS, checkpoint_every=40, wall_clock=wall_clock) as table:
         for event in events:
             table.handle(event)
     return path
@@ -181,8 +182,11 @@ def test_the_archive_is_read_only_not_wal_marked_archived_and_holds_its_day(
 
 def test_the_outbox_and_the_link_carry_on_untouched(tmp_path, rules, events):
     path = tmp_path / "journal.sqlite"
-    reference = outbox_of(plain_journal(tmp_path, rules, events))
-    with JournaledTable(path, rules, SETTINGS, checkpoint_every=40) as table:
+    # the same wall clock for both: each round_result carries the hash chain (issue 29), which
+    # covers the UTC times, and must come out the same with a rotation in between
+    clock = [itertools.count(1_770_000_000_000, 1000).__next__ for _ in range(2)]
+    reference = outbox_of(plain_journal(tmp_path, rules, events, clock[0]))
+    with JournaledTable(path, rules, SETTINGS, checkpoint_every=40, wall_clock=clock[1]) as table:
         fed = feed_to_round(table, events, 0, 4)
         with Outbox(path) as outbox:
             outbox.acknowledge(outbox.last_written() - 3)  # three still pending

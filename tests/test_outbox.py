@@ -73,6 +73,8 @@ def test_every_publish_is_in_the_outbox_when_handle_returns(tmp_path, pa):
             assert written == len(expected) and acked == 0
             assert [r[0] for r in rows] == list(range(1, len(expected) + 1))
             got = [(event_seq, kind, key, json.loads(p)) for _, event_seq, kind, key, p in rows]
+            # the journal adds its hash chain to each round_result (issue 29)
+            assert all(len(g[3].pop("chain", "")) == 64 for g in got if g[1] == "round_result")
             assert got == expected
     kinds = {kind for _, kind, _, _ in expected}
     assert {"contribution", "round_result"} <= kinds
@@ -287,7 +289,7 @@ def test_a_version_1_journal_is_migrated_with_an_empty_outbox(tmp_path, pa):
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
         assert table.journal.boot == 1
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert table.journal.outbox_since() == old
         with Outbox(path) as box:
             assert box.depth() == 0  # events before the link are not sent
@@ -322,7 +324,7 @@ def test_a_version_2_journal_keeps_its_outbox_and_then_takes_award_confirms(tmp_
     assert before
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
-        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert raw(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert raw(path).execute("SELECT * FROM outbox ORDER BY seq").fetchall() == before
     db = sqlite3.connect(path)  # the new kind fits the rebuilt CHECK (rolled back)
     db.execute("INSERT INTO outbox VALUES (999999, 1, 'award_confirm', 'k', '{}')")

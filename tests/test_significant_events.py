@@ -156,7 +156,7 @@ def test_a_version_4_journal_keeps_its_outbox_and_then_takes_event_messages(tmp_
     with JournaledTable(path, pa, SETTINGS) as table:
         assert table.state == state
         db = sqlite3.connect(path)
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert db.execute("SELECT * FROM outbox ORDER BY seq").fetchall() == before
         db.close()
         table.handle(ev.ShoeEvent("door_open", t=10**9))

@@ -49,7 +49,7 @@ from typing import Any
 
 from controller import build
 from controller.errors import EventError, JournalError
-from controller.journal import outbox
+from controller.journal import chain, outbox
 from controller.journal.store import FORMAT, SCHEMA_VERSION, WHAT_TO_DO, connect, dumps, rollback
 from controller.table.effects import Publish
 from controller.table.events import Event, parse_event
@@ -135,7 +135,7 @@ _V4 = (
 """What schema version 4 adds beside the columns: the indexes recall uses, the clock steps
 and the origin of a file that carries on from an older one."""
 
-RECALL_KEYS = ("started_utc_ms", "settled_utc_ms", "clock_steps")
+RECALL_KEYS = ("started_utc_ms", "settled_utc_ms", "clock_steps", "chain")
 """The keys the journal adds to a stored round record when recall reads it."""
 
 CLOCK_STEP_MS = 2000
@@ -158,6 +158,7 @@ class Origin:
     previous: str | None
     previous_sha256: str | None
     utc_ms: int
+    chain: str | None = None  # the previous file's head (schema 6; None: before the chain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +207,8 @@ class Journal:
             if self.writer:
                 self._add_checkpoints()
             self.events_written = self._count()
+            self.chain_head = chain.stored_head(self.db) if self.writer else chain.GENESIS
+            self._verified: chain.Verified | None = None
             self.boot = self._next_boot() if self.writer else None
             if self.writer:
                 self._record_run()
@@ -265,7 +268,7 @@ class Journal:
             )
         needed = {"meta", "events", "rounds"} | (outbox.TABLES if version >= 2 else set())
         meta = self.meta() if needed <= tables else {}
-        if version not in (1, 2, 3, 4, SCHEMA_VERSION) or meta.get("format") != FORMAT:
+        if version not in (1, 2, 3, 4, 5, SCHEMA_VERSION) or meta.get("format") != FORMAT:
             raise JournalError(f"{self.path} is not a table-controller journal: check the path")
         self.version = version
         if game is None:
@@ -298,7 +301,7 @@ class Journal:
         }
         try:
             db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA + _V4:
+            for statement in _SCHEMA + _V4 + chain.V6:
                 db.execute(statement)
             outbox.create(db)
             db.executemany(
@@ -323,7 +326,9 @@ class Journal:
           carries on from an older one holds its unacknowledged messages); events and rounds
           gain their UTC times (none for those already journaled), and the clock steps, the
           origin and recall's indexes are added;
-        - 4 to 5: the outbox takes ``event`` messages (significant events, issue 28).
+        - 4 to 5: the outbox takes ``event`` messages (significant events, issue 28);
+        - 5 to 6: events, rounds and the origin gain their hash chain (:mod:`.chain`); it
+          starts after the last event already journaled (``meta.chain_since``).
 
         SQLite cannot change a constraint in place: the outbox is rebuilt with its rows."""
         db = self.db
@@ -346,6 +351,17 @@ class Journal:
                 db.execute("ALTER TABLE rounds ADD COLUMN utc_ms INTEGER")
                 for statement in _V4:
                     db.execute(statement)
+            if version < 6:
+                for statement in chain.V6:
+                    db.execute(statement)
+                (since,) = db.execute(
+                    "SELECT max(coalesce((SELECT max(seq) FROM events), 0),"
+                    " coalesce((SELECT seq FROM origin WHERE id = 1), 0))"
+                ).fetchone()
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('chain_since', ?)",
+                    (dumps(int(since)),),
+                )
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -443,13 +459,14 @@ class Journal:
         """Where this file starts, if it carries on from an older one (None: from event 1)."""
         if self.version < 4:
             return None
+        link = "chain" if self.version >= 6 else "NULL"
         rows = self._read(
             "SELECT seq, outbox_written, software, state, reason, previous, previous_sha256,"
-            " utc_ms FROM origin WHERE id = 1"
+            f" utc_ms, {link} FROM origin WHERE id = 1"
         )
         if not rows:
             return None
-        seq, written, software, state, reason, previous, digest, utc_ms = rows[0]
+        seq, written, software, state, reason, previous, digest, utc_ms, head = rows[0]
         try:
             data = json.loads(state)
         except ValueError:
@@ -466,6 +483,7 @@ class Journal:
             previous,
             digest,
             int(utc_ms),
+            head,
         )
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -563,30 +581,33 @@ class Journal:
         transaction, and return its ``seq``; raises :class:`JournalError` with nothing
         stored. ``utc_ms``: the wall-clock time it was journaled (ms since the epoch, UTC);
         ``clock_step``: ``(step_ms, utc_before)`` if the wall clock stepped since the event
-        before it (:data:`CLOCK_STEP_MS`)."""
+        before it (:data:`CLOCK_STEP_MS`). The rows carry the hash chain (:mod:`.chain`)
+        and each ``round_result`` the link of its round's record (``chain``)."""
         seq = self.events_written + 1
         db = self.db
         try:
+            texts = sorted((record["round"], dumps(record), record) for record in records)
+            event_text = dumps(event)
+            link, round_links = chain.links(
+                self.chain_head, seq, round_number, event_text, accepted, utc_ms,
+                [(number, text) for number, text, _ in texts],
+            )  # fmt: skip
             rows = [
-                (
-                    record["round"],
-                    seq,
-                    dumps(record),
-                    utc_ms,
-                    record["round"],
-                    record.get("started_t"),
-                )
-                for record in records
+                (number, seq, text, utc_ms, round_link, number, record.get("started_t"))
+                for (number, text, record), round_link in zip(texts, round_links, strict=True)
             ]
+            chains = {row[0]: row[4] for row in rows}
+            publishes = [chain.stamp(publish, chains) for publish in publishes]
             db.execute("BEGIN IMMEDIATE")
             db.execute(
-                "INSERT INTO events (seq, round, event, accepted, utc_ms) VALUES (?, ?, ?, ?, ?)",
-                (seq, round_number, dumps(event), int(accepted), utc_ms),
+                "INSERT INTO events (seq, round, event, accepted, utc_ms, chain)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (seq, round_number, event_text, int(accepted), utc_ms, link),
             )
             # the round started with its first event at or after its started_t
             db.executemany(
-                "INSERT INTO rounds (round, seq, record, utc_ms, started_utc_ms) VALUES"
-                " (?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
+                "INSERT INTO rounds (round, seq, record, utc_ms, chain, started_utc_ms) VALUES"
+                " (?, ?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
                 " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))",
                 rows,
             )
@@ -614,6 +635,7 @@ class Journal:
                 f"journal {self.path}: writing event {seq} ({event.get('type')}) failed: {exc}"
             ) from exc
         self.events_written = seq
+        self.chain_head = round_links[-1] if round_links else link
         return seq
 
     # -- reading -----------------------------------------------------------------
@@ -672,8 +694,24 @@ class Journal:
             record["started_utc_ms"] = started
             record["settled_utc_ms"] = settled
             record["clock_steps"] = self._clock_steps(number, seq)
+            chain.mark(record, seq, self.verified(seq))
             records.append(record)
         return records
+
+    def verified(self, upto: int = 0) -> chain.Verified:
+        """How far this file's hash chain verifies (:mod:`.chain`), checked on to event
+        ``upto`` at least; a file from before schema version 6 is not chained at all."""
+        found = self._verified
+        if found is None or (found.broken is None and found.upto < upto):
+            try:
+                if self.version < 6:
+                    found = chain.Verified(0, chain.GENESIS, self._count())
+                else:
+                    found = chain.verify(self.db, found or chain.start(self.db))
+            except sqlite3.Error as exc:
+                raise JournalError(f"cannot read journal {self.path}: {exc}") from None
+            self._verified = found
+        return found
 
     def _clock_steps(self, number: int, seq: int) -> list[dict[str, int]]:
         if self.version < 4:

@@ -20,6 +20,7 @@ time, as a supervisor gives it, into one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -42,7 +43,11 @@ class JournalFile:
     day it holds (None: never set), how many rounds it records, its first and last round
     and the UTC times (ms) of its first and last settlement (None: none recorded, or no
     UTC times: written before schema version 4). ``problem``: why it cannot be read (then
-    nothing else is known and it is not searched)."""
+    nothing else is known and it is not searched). The hash chain (``docs/journal.md``):
+    ``previous`` and ``chain_from`` the file and head its origin carries on from,
+    ``chain_head`` an archive's verified head (None: broken, or not chained), and
+    ``chain_problem`` why its rounds are unverified though its own rows verify (it does not
+    carry on the chain of the file before it)."""
 
     path: Path
     live: bool
@@ -53,6 +58,10 @@ class JournalFile:
     first_settled_utc_ms: int | None = None
     last_settled_utc_ms: int | None = None
     problem: str | None = None
+    previous: str | None = None
+    chain_from: str | None = None
+    chain_head: str | None = None
+    chain_problem: str | None = None
 
     @property
     def name(self) -> str:
@@ -85,6 +94,10 @@ class FoundRound:
 
     record: dict[str, Any]
     file: JournalFile
+
+    def __post_init__(self) -> None:
+        if self.file.chain_problem is not None and self.record.get("chain") == "verified":
+            self.record["chain"] = f"UNVERIFIED: {self.file.chain_problem}"
 
     @property
     def number(self) -> int:
@@ -131,7 +144,7 @@ class JournalLibrary:
             found.append(self._describe(self.live, live=True))
         elif not found:
             raise JournalError(f"no journal at {self.live}: check the path")
-        return found
+        return _linked(found)
 
     def problems(self) -> list[JournalFile]:
         """The files that cannot be read (and so are not searched)."""
@@ -157,9 +170,15 @@ class JournalLibrary:
                     since, until = _one(journal, "SELECT min(utc_ms), max(utc_ms) FROM rounds")
                 else:
                     since = until = None
+                origin = journal.origin()
+                verified = None if live else journal.verified()
                 described = JournalFile(
-                    path, live, day or file_day(journal), count, first, last, since, until
-                )
+                    path, live, day or file_day(journal), count, first, last, since, until,
+                    previous=origin.previous if origin else None,
+                    chain_from=origin.chain if origin else None,
+                    chain_head=verified.head if verified and verified.broken is None
+                    and verified.upto > verified.since else None,
+                )  # fmt: skip
         except JournalError as exc:
             described = JournalFile(path, live, problem=str(exc))
         except (sqlite3.Error, ValueError, KeyError) as exc:  # a damaged file
@@ -268,6 +287,22 @@ class JournalLibrary:
                 records = journal.last_rounds(n - len(out))
             out.extend(FoundRound(record, file) for record in records)
         return out
+
+
+def _linked(files: list[JournalFile]) -> list[JournalFile]:
+    """The files with ``chain_problem`` set where a file's origin does not carry on the
+    verified head of the file it names (gaming-day files and set-aside carry the chain)."""
+    heads = {f.name: f.chain_head for f in files}
+    out = []
+    for file in files:
+        head = heads.get(file.previous or "")
+        if file.chain_from is not None and head is not None and head != file.chain_from:
+            file = dataclasses.replace(
+                file,
+                chain_problem=f"{file.name} does not carry on the hash chain of {file.previous}",
+            )
+        out.append(file)
+    return out
 
 
 def _around(files: list[JournalFile], utc_ms: int) -> list[JournalFile]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import EventError, JournalError
+from controller.journal import chain
 from controller.journal.file import CLOCK_STEP_MS, Checkpoint, Journal
 from controller.journal.store import WHAT_TO_DO, dumps
 from controller.rules.profile import HouseRules
@@ -125,6 +126,7 @@ class JournaledTable:
         self._table: Table | None = None
         self.recovery = Recovery()
         try:
+            self._check_chain()
             self._rebuild()
         except BaseException:
             self.journal.close()
@@ -228,6 +230,19 @@ class JournaledTable:
         self._table = None
         self._table, self.recovery = self._replay()
         self._checkpointed = self.journal.events_written  # the next one is due from here
+        # as on disk: a write that reported an error may still have committed its links
+        try:
+            self.journal.chain_head = chain.stored_head(self.journal.db)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.journal.path}: {exc}") from None
+
+    def _check_chain(self) -> None:
+        """Verify the file's hash chain before recovery trusts any checkpoint in it: a
+        break refuses the file, naming the first row that does not verify."""
+        journal = self.journal
+        found = chain.check(journal.db, journal.path)
+        journal._verified = found
+        journal.chain_head = found.head
 
     def _start(self) -> tuple[Table, Checkpoint | None]:
         """A table at the newest checkpoint before the last event (so that the last event
@@ -293,12 +308,16 @@ class JournaledTable:
                 )
             step = table.handle(journal._parse(entry))
             count += 1
+            links = None
             if step.accepted != entry.accepted:
                 was = "accepted" if entry.accepted else "refused"
                 raise diverged(entry.seq, f"({entry.event.get('type')}, {was} when journaled)")
             for effect in step.effects:
                 if isinstance(effect, Publish):
                     effect = significant.stamp(effect, entry.utc_ms)
+                    if effect.topic == "round_result":
+                        links = self._round_links(entry.seq) if links is None else links
+                        effect = chain.stamp(effect, links)
                     publishes.append(effect)
                     if entry.seq > since:
                         outboxed.append((entry.seq, effect))
@@ -322,6 +341,14 @@ class JournaledTable:
         journal.events_written = count
         recovery = Recovery(count, rounds, last, tuple(publishes), since_seq, count - since_seq)
         return table, recovery
+
+    def _round_links(self, seq: int) -> dict[int, str]:
+        """The links of the round records event ``seq`` settled (a replayed ``round_result``
+        carries its record's, as the written one did)."""
+        try:
+            return chain.round_links(self.journal.db, seq)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot read journal {self.journal.path}: {exc}") from None
 
     def _check_outbox(self, outboxed: list[tuple[int, Publish]], base: int = 0) -> None:
         """The outbox is what the replayed events wrote after the ``base`` messages written

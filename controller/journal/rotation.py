@@ -251,7 +251,10 @@ def rotate(
             "DELETE FROM runs WHERE boot < (SELECT max(boot) FROM runs)",
         ):
             db.execute(sql)
-        _start_from(db, last, written, state, reason, target.name, digest, now, new_day)
+        _start_from(
+            db, last, written, state, reason, target.name, digest, now, new_day,
+            journal.chain_head,
+        )  # fmt: skip
         step("commit")
         db.execute("COMMIT")
     except sqlite3.Error as exc:
@@ -300,14 +303,15 @@ def _start_from(
     digest: str,
     utc_ms: int,
     gaming_day: str,
+    head: str,
 ) -> None:
     """Inside the caller's transaction: the file starts after event ``seq`` (``written``
-    outbox messages by then) from ``state``, carrying on from ``previous`` (its SHA-256),
-    for ``gaming_day``."""
+    outbox messages by then) from ``state``, carrying on from ``previous`` (its SHA-256)
+    and its hash chain's ``head``, for ``gaming_day``."""
     db.execute(
         "INSERT OR REPLACE INTO origin (id, seq, outbox_written, software, state, reason,"
-        " previous, previous_sha256, utc_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (seq, written, __version__, dumps(state), reason, previous, digest, utc_ms),
+        " previous, previous_sha256, utc_ms, chain) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (seq, written, __version__, dumps(state), reason, previous, digest, utc_ms, head),
     )
     db.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES ('gaming_day', ?)", (dumps(gaming_day),)
@@ -478,7 +482,7 @@ def set_aside(
                 new_db.execute("DELETE FROM runs")
                 _start_from(
                     new_db, last, written, checkpoints.encode(fresh), "set aside",
-                    target.name, digest, now, day,
+                    target.name, digest, now, day, journal.chain_head,
                 )  # fmt: skip
                 new_db.execute("COMMIT")
             except sqlite3.Error as exc:

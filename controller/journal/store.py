@@ -16,11 +16,11 @@ from urllib.parse import quote
 
 from controller.errors import JournalError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """``PRAGMA user_version`` of the journals this code writes and reads. Versions 1 (no
 outbox), 2 (no ``award_confirm`` kind), 3 (no UTC times, no origin, outbox rows tied to
-events in the same file) and 4 (no ``event`` kind) are still read, and migrated when a
-table controller opens them to write."""
+events in the same file), 4 (no ``event`` kind) and 5 (no hash chain) are still read, and
+migrated when a table controller opens them to write."""
 
 FORMAT = "table-controller journal"
 

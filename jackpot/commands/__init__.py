@@ -1,14 +1,14 @@
 """``jackpot-controller``'s commands for accounting, the auditor and the operator.
 
 Each is ``NAME_main(argv) -> exit status``: 0 done, 1 a difference found (``reconcile``,
-``audit-signatures``), 2 bad input (one line on stderr naming what was wrong and what to do;
-nothing changed). :func:`run` picks one by the first word of the command line:
+``audit-signatures``, ``verify-ledger``), 2 bad input (one line on stderr naming what was
+wrong and what to do; nothing changed). :func:`run` picks one by the first word of the command line:
 
 - ``parameters apply|show``, ``pool correct|transfer|retire``, ``trigger-key``
   (:mod:`jackpot.commands.audited`): the ledger's terms and audited movements;
 - ``report liability|contributions|awards|changes|events``
   (:mod:`jackpot.commands.reports`);
-- ``reconcile``, ``audit-signatures`` (:mod:`jackpot.commands.checks`).
+- ``reconcile``, ``audit-signatures``, ``verify-ledger`` (:mod:`jackpot.commands.checks`).
 
 See docs/jackpot/controller.md and docs/jackpot/audit.md.
 """
@@ -18,7 +18,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-NAMES = ("parameters", "pool", "trigger-key", "report", "reconcile", "audit-signatures")
+NAMES = ("parameters", "pool", "trigger-key", "report", "reconcile", "audit-signatures",
+         "verify-ledger")  # fmt: skip
 
 
 def bad(prog: str, message: str) -> int:
@@ -39,7 +40,8 @@ def _command(name: str) -> Callable[[list[str]], int]:
         return report_main
     from jackpot.commands import checks
 
-    return checks.reconcile_main if name == "reconcile" else checks.audit_main
+    return {"reconcile": checks.reconcile_main, "audit-signatures": checks.audit_main,
+            "verify-ledger": checks.verify_main}[name]  # fmt: skip
 
 
 def run(argv: list[str]) -> int | None:

@@ -1,6 +1,6 @@
-"""``jackpot-controller reconcile`` and ``audit-signatures``: exit 0 all agree, 1 a difference
-(each named), 2 bad input (one line). jackpot/reconcile.py, jackpot/audit.py;
-docs/jackpot/audit.md.
+"""``jackpot-controller reconcile``, ``audit-signatures`` and ``verify-ledger``: exit 0 all
+agree, 1 a difference (each named), 2 bad input (one line). jackpot/reconcile.py,
+jackpot/audit.py, jackpot/chain.py; docs/jackpot/audit.md, docs/jackpot/controller.md.
 """
 
 from __future__ import annotations
@@ -71,3 +71,27 @@ def audit_main(argv: list[str]) -> int:
         return bad("jackpot-controller audit-signatures", str(exc))
     print("\n".join(result.lines()))
     return 1 if result.failures else 0
+
+
+def verify_main(argv: list[str]) -> int:
+    from jackpot import chain
+
+    p = argparse.ArgumentParser(
+        prog="jackpot-controller verify-ledger",
+        description="Check the hash chains of the ledger's applied messages, meter movements "
+        "and awards (issue 29): name the first row of each that was changed after it was "
+        "written.",
+    )
+    p.add_argument("--ledger", required=True, help="the ledger file (or a copy) or a URL")
+    args = p.parse_args(argv)
+    try:
+        with open_reader(args.ledger) as reader:
+            order = "n" if reader._pg is not None else "rowid"
+            ((since,),) = reader.rows(
+                "SELECT coalesce(max(value), '') FROM meta WHERE key='chain_since'"
+            )
+            checked = chain.verify(reader.rows, order, chain.since_of(since or None))
+    except ReportError as exc:
+        return bad("jackpot-controller verify-ledger", str(exc))
+    print("\n".join(c.line() for c in checked))
+    return 1 if any(c.broken for c in checked) else 0

@@ -33,11 +33,12 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
+from jackpot import chain
 from jackpot.store import V3_TABLES, V4_TABLES, Session, Store, v3_steps
 
 _CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: pg_advisory_xact_lock key that serialises creating and migrating the schema.
 SCHEMA_LOCK = 0x6A61_636B_706F_7401  # "jackpot\x01"
 _FRACTION = r"CHECK ({col} ~ '^-?[0-9]+(/[0-9]+)?$')"
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS applied (
     n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     table_id TEXT NOT NULL, seq BIGINT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
     boot BIGINT NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    digest TEXT, received_utc BIGINT, gaming_day TEXT, UNIQUE (table_id, seq));
+    digest TEXT, received_utc BIGINT, gaming_day TEXT, chain TEXT, UNIQUE (table_id, seq));
 CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
 CREATE TABLE IF NOT EXISTS meters (
     pool TEXT PRIMARY KEY, value TEXT NOT NULL {_FRACTION.format(col="value")},
@@ -58,7 +59,7 @@ CREATE TABLE IF NOT EXISTS mystery (pool TEXT PRIMARY KEY, cycle BIGINT NOT NULL
 CREATE TABLE IF NOT EXISTS movements (
     n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT,
     seq BIGINT, what TEXT NOT NULL, amount TEXT NOT NULL {_FRACTION.format(col="amount")},
-    t_utc BIGINT, gaming_day TEXT, change_n BIGINT);
+    t_utc BIGINT, gaming_day TEXT, change_n BIGINT, chain TEXT);
 CREATE INDEX IF NOT EXISTS movements_pool ON movements (pool, n);
 CREATE TABLE IF NOT EXISTS awards (
     award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
@@ -66,7 +67,7 @@ CREATE TABLE IF NOT EXISTS awards (
     spot BIGINT NOT NULL, meter TEXT NOT NULL, amount BIGINT NOT NULL, state TEXT NOT NULL,
     hit_order BIGINT, reason TEXT, confirm_seq BIGINT, meter_before BIGINT,
     n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, offered_utc BIGINT, committed_utc BIGINT,
-    gaming_day TEXT);
+    gaming_day TEXT, chain TEXT, confirm_chain TEXT);
 CREATE INDEX IF NOT EXISTS awards_spot ON awards (table_id, round, spot, pool);
 CREATE TABLE IF NOT EXISTS contributions (
     table_id TEXT NOT NULL, round BIGINT NOT NULL, spot BIGINT NOT NULL, pool TEXT NOT NULL,
@@ -112,7 +113,17 @@ def _migrate_3_to_4(store: PostgresStore) -> None:
 
 
 #: version -> the step to version + 1 (PostgreSQL ledgers start at schema 2).
-MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {2: _migrate_2_to_3, 3: _migrate_3_to_4}
+def _migrate_4_to_5(store: PostgresStore) -> None:
+    """Schema 4 -> 5: the hash chains of ``applied``, ``movements`` and ``awards``
+    (:func:`jackpot.chain.migrate`; issue 29 item 5); the rows from before are not chained."""
+    chain.migrate(store.execute, store.award_order)
+
+
+MIGRATIONS: dict[int, Callable[[PostgresStore], None]] = {
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
+}
 
 _IDLE = pq.TransactionStatus.IDLE
 

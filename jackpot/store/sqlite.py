@@ -10,7 +10,8 @@ Schema versions (``meta`` key ``schema``): 1, the first; 2 adds ``applied.digest
 the ledger's terms (``parameters``, ``changes``, ``table_keys``) and the Mystery's
 committed, sealed ``draws`` (:func:`_migrate_2_to_3`; rows from before carry no time); 4
 adds ``events``, the tables' significant events (:func:`_migrate_3_to_4`; issue 28 item 4,
-N.J.A.C. 13:69E-1.39C(b)5). The alarm log's table lives in the same file
+N.J.A.C. 13:69E-1.39C(b)5); 5 the hash chains of ``applied``, ``movements`` and ``awards``
+(:func:`jackpot.chain.migrate`; issue 29 item 5). The alarm log's table lives in the same file
 (:data:`ALARMS_SCHEMA`). See docs/jackpot/postgres.md ("Schema").
 """
 
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from controller.link.signing import digest
+from jackpot import chain
 from jackpot.store import V3_TABLES, V4_TABLES, Store, v3_steps
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +38,7 @@ CREATE TABLE IF NOT EXISTS applied (
     n INTEGER PRIMARY KEY AUTOINCREMENT,
     table_id TEXT NOT NULL, seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL,
     boot INTEGER NOT NULL, outcome TEXT NOT NULL, reason TEXT, message TEXT NOT NULL,
-    digest TEXT, received_utc INTEGER, gaming_day TEXT, UNIQUE (table_id, seq));
+    digest TEXT, received_utc INTEGER, gaming_day TEXT, chain TEXT, UNIQUE (table_id, seq));
 CREATE INDEX IF NOT EXISTS applied_key ON applied (table_id, key);
 CREATE TABLE IF NOT EXISTS meters (
     pool TEXT PRIMARY KEY, value TEXT NOT NULL, seq INTEGER NOT NULL, hits INTEGER NOT NULL);
@@ -44,13 +46,14 @@ CREATE TABLE IF NOT EXISTS mystery (pool TEXT PRIMARY KEY, cycle INTEGER NOT NUL
 CREATE TABLE IF NOT EXISTS movements (
     n INTEGER PRIMARY KEY AUTOINCREMENT, pool TEXT NOT NULL, table_id TEXT, seq INTEGER,
     what TEXT NOT NULL, amount TEXT NOT NULL, t_utc INTEGER, gaming_day TEXT,
-    change_n INTEGER);
+    change_n INTEGER, chain TEXT);
 CREATE TABLE IF NOT EXISTS awards (
     award_id TEXT PRIMARY KEY, pool TEXT NOT NULL, table_id TEXT NOT NULL,
     claim_seq INTEGER NOT NULL, claim_key TEXT NOT NULL, round INTEGER NOT NULL,
     spot INTEGER NOT NULL, meter TEXT NOT NULL, amount INTEGER NOT NULL, state TEXT NOT NULL,
     hit_order INTEGER, reason TEXT, confirm_seq INTEGER, meter_before INTEGER,
-    offered_utc INTEGER, committed_utc INTEGER, gaming_day TEXT);
+    offered_utc INTEGER, committed_utc INTEGER, gaming_day TEXT, chain TEXT,
+    confirm_chain TEXT);
 CREATE TABLE IF NOT EXISTS contributions (
     table_id TEXT NOT NULL, round INTEGER NOT NULL, spot INTEGER NOT NULL, pool TEXT NOT NULL,
     seq INTEGER NOT NULL, PRIMARY KEY (table_id, round, spot, pool));
@@ -131,10 +134,10 @@ class SQLiteStore(Store):
         if row is None:
             self.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             return
-        if row[0] not in ("1", "2", "3", str(SCHEMA_VERSION)):
+        if row[0] not in ("1", "2", "3", "4", str(SCHEMA_VERSION)):
             raise self.error(
                 f"{self.location}: ledger schema {row[0]}, this controller reads "
-                f"{SCHEMA_VERSION} (and migrates 1, 2 and 3): run the controller version "
+                f"{SCHEMA_VERSION} (and migrates 1 to 4): run the controller version "
                 "that wrote it"
             )
         if row[0] == "1":
@@ -144,6 +147,9 @@ class SQLiteStore(Store):
             self.migrated = True
         if row[0] in ("1", "2", "3"):
             _migrate_3_to_4(self)
+        if row[0] in ("1", "2", "3", "4"):
+            chain.migrate(self.execute, self.award_order)  # 4 -> 5: the hash chains
+            self.execute("UPDATE meta SET value='5' WHERE key='schema'")
 
     migrated = False  # open_ledger migrated the file (settle() then empties the WAL)
 
