@@ -37,6 +37,7 @@ from controller.journal.file import Journal
 from controller.link.signing import digest
 from controller.table import Table
 from controller.table import checkpoint as checkpoints
+from controller.table import significant
 from controller.table.effects import Publish
 from jackpot.money import cents_text
 from jackpot.reports import Reader, ReportError
@@ -100,6 +101,7 @@ def read_journal(path: Path) -> Sent:
                 if isinstance(effect, Publish) and entry.seq > since:
                     if effect.topic == "round_result":  # with its record's link, as sent
                         effect = chain.stamp(effect, chain.round_links(journal.db, entry.seq))
+                    effect = significant.stamp(effect, entry.utc_ms)  # an event's UTC time
                     seq += 1
                     payload = json.loads(json.dumps(effect.payload))  # as the wire has it
                     messages[seq] = (effect.topic, effect.key, payload)

@@ -23,6 +23,7 @@ from controller.journal.outbox import Outbox
 from controller.link.messages import envelope, topic_for
 from controller.link.signing import Signer, digest, new_signing_key
 from controller.table.effects import Publish
+from controller.table.events import ShoeEvent
 from jackpot.commands import run
 from jackpot.ledger import Ledger, Status
 from jackpot.pools import load_config
@@ -32,8 +33,12 @@ TABLES = ("hcm-bj-07", "hcpn-bj-01")
 
 
 def journal(path, seed: int, rounds: int = 6):
-    """A table's journal after a seeded session; its outbox rows (all unacknowledged)."""
+    """A table's journal after a seeded session, which starts with the shoe's door opened and
+    shut (significant events, stamped with their UTC time: issue 28); its outbox rows (all
+    unacknowledged)."""
     with JournaledTable(path, load_game("pa-standard"), SETTINGS) as table:
+        table.handle(ShoeEvent("door_open"))
+        table.handle(ShoeEvent("door_closed"))
         for event in session_events("pa-standard", seed, rounds):
             table.handle(event)
     with Outbox(path) as box:
@@ -145,7 +150,8 @@ def test_audit_signatures_keeps_a_retired_key_and_names_a_failure(ledger_at, tmp
                         f"({old.key_id} {half}, {new.key_id} {len(rows) - half})")  # fmt: skip
     # a stored message changed after the fact fails, named; so does one the new key signed
     # but dated before the new key was trusted
-    seq = rows[1].seq
+    seq = next(row.seq for row in rows if row.kind == "contribution")
+    assert seq <= half
     sql(location, "UPDATE applied SET message=REPLACE(message, '\"stake\":500', '\"stake\":5000')"
                   f" WHERE seq={seq}")  # fmt: skip
     sql(location, f"UPDATE applied SET received_utc=1 WHERE seq={rows[-1].seq}")
