@@ -35,9 +35,8 @@ from controller.games import load_game
 from controller.journal import chain
 from controller.journal.file import Journal
 from controller.link.signing import digest
-from controller.table import Table
+from controller.table import Table, significant
 from controller.table import checkpoint as checkpoints
-from controller.table import significant
 from controller.table.effects import Publish
 from jackpot.money import cents_text
 from jackpot.reports import Reader, ReportError
