@@ -84,3 +84,38 @@ def test_a_failure_latches_the_software_fault_and_no_round_starts_until_it_check
         assert table.journal.meta()[META_KEY]["build"] == "0.4.0 (manifest sha256:ab)"
     finally:
         table.close()
+
+
+def test_the_controller_refuses_to_operate_on_a_failure_and_alarms_hourly(tmp_path):
+    import json
+
+    from link_keys import jackpot_config
+
+    from jackpot.alarms import AlarmLog
+    from jackpot.ledger import Ledger
+    from jackpot.selfcheck import SoftwareAlarm, refusal
+
+    config, path = jackpot_config(), tmp_path / "ledger.db"
+    clock = Clock()
+    failed = Result(None, [f"{BAD}: missing"])
+    check = checker([failed, Result("0.4.0 (manifest sha256:ab)", files=9), failed], clock)
+    why = refusal(check, path, lambda: Ledger(path, config))
+    assert why is not None and f"{BAD}: missing" in why and "not operating" in why
+    with Ledger(path, config) as ledger:
+        assert json.loads(ledger.meta(META_KEY))["result"] == "failed"
+    with AlarmLog(path) as alarms:
+        assert [(r.kind, r.detail) for r in alarms.rows()] == [("software", failed_text(why))]
+    raised = []
+    pump = SoftwareAlarm(check)  # the start's result is already kept
+    with Ledger(path, config) as ledger:
+        for _hour in range(2):
+            clock.s += 3600
+            check.tick(clock())
+            pump.pump(ledger, lambda *alarm: raised.append(alarm))
+            kept = json.loads(ledger.meta(META_KEY))
+            assert kept["utc_ms"] == clock.utc_ms()
+    assert kept["result"] == "failed" and raised == [("software", None, None, failed_text(why))]
+
+
+def failed_text(why: str) -> str:
+    return why.split("; not operating")[0]
