@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--key-id", help="its key id (default: [link] key_id, else jackpot-1)")
     p.add_argument("--meter-rate", type=float, default=4.0, help="meter messages/s per pool")
+    p.add_argument("--verify-every-s", type=int, default=3600, metavar="S",
+                   help="seconds between the software self-checks while running, 60 to 86400 "
+                   "(one runs at start; docs/release.md)")  # fmt: skip
     p.add_argument(
         "--trigger-key",
         help="the Mystery trigger key file (default: [ledger] trigger_key, else "
@@ -174,6 +177,26 @@ def backup_main(argv: list[str]) -> int:
     return 0
 
 
+def _selfcheck(parser: argparse.ArgumentParser, args: argparse.Namespace, ledger, open_ledger):
+    """The software self-check at start (jackpot/selfcheck.py): a failure exits 2 with one
+    line, before any broker (N.J.A.C. 13:69E-1.28H; 9 NYCRR 5321.18(b)(3)(iv))."""
+    from controller.selfcheck import EVERY_RANGE, SelfCheck
+    from jackpot.selfcheck import SoftwareAlarm, refusal
+
+    low, high = EVERY_RANGE
+    if not low <= args.verify_every_s <= high:
+        parser.exit(2, f"jackpot-controller: --verify-every-s {args.verify_every_s}: give "
+                    f"{low} to {high} seconds\n")  # fmt: skip
+    check = SelfCheck("jackpot", args.verify_every_s)
+    try:
+        why = refusal(check, ledger, open_ledger)
+    except TableControllerError as exc:
+        parser.exit(2, f"jackpot-controller: the software self-check's result: {exc}\n")
+    if why:
+        parser.exit(2, f"jackpot-controller: {why}\n")
+    return SoftwareAlarm(check.start())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (status := run_command(argv)) is not None:  # reports, audited changes, checks
@@ -230,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         Ledger(ledger, config, trigger_key=trigger_key).close()
     except TableControllerError as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")
+    selfcheck = _selfcheck(parser, args, ledger,
+                           lambda: Ledger(ledger, config, trigger_key=trigger_key))  # fmt: skip
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -252,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             brokers=brokers,
             tls_ca=config.mqtt_tls_ca,
             trigger_key=trigger_key,
+            selfcheck=selfcheck,
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")

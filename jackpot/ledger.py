@@ -298,6 +298,23 @@ class Ledger:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
+    def set_meta(self, key: str, text: str) -> None:
+        """Set one ``meta`` value in a fenced write transaction (the software self-check's
+        latest result, jackpot/selfcheck.py)."""
+        db = self._db
+        db.begin_write()
+        try:
+            self._fenced()
+            db.execute(
+                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                " SET value=excluded.value",
+                (key, text),
+            )
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
     def bump(self, key: str, notes: dict[str, str] | None = None) -> int:
         """Add one to the counter ``key`` in ``meta`` (0 if absent) in one fenced write
         transaction, setting the ``notes`` keys in the same one (the build id at each start);

@@ -38,6 +38,16 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
         "or 'unverified build').", labels=["version", "build"],
     )  # fmt: skip
     build_info.add_metric([build.version(), build.software()], 1)
+    software = health.get("software") or {}
+    verified = GaugeMetricFamily(
+        p + "software_verified", "1: the installed files checked against the signed release "
+        "manifest at the last self-check; 0: they did not, or an unverified build.",
+        labels=["result"],
+    )  # fmt: skip
+    if software.get("result"):
+        verified.add_metric([software["result"]], software["result"] == "ok")
+    elif not build.build_id().verified:  # a standby, or a service not started with a check
+        verified.add_metric(["unverified"], 0)
     connected = GaugeMetricFamily(
         p + "connected", "1 while connected and subscribed to the broker.",
         value=bool(health["connected"]),
@@ -97,8 +107,8 @@ def jackpot_families(health: dict[str, Any]) -> list[Metric]:
         seconds = figures["age_s"]
         if seconds is not None and math.isfinite(seconds):
             age.add_metric([table], seconds)
-    return [info, build_info, connected, boot, active, messages, events, alarms_open, alarms,
-            meters, last_seq, age]  # fmt: skip
+    return [info, build_info, verified, connected, boot, active, messages, events, alarms_open,
+            alarms, meters, last_seq, age]  # fmt: skip
 
 
 class JackpotCollector(Collector):

@@ -202,6 +202,7 @@ class JackpotService:
         heartbeat_s: float | None = None,
         clock_check_s: float = 60.0,
         max_clock_offset_ms: float = 1000.0,
+        selfcheck: Any = None,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
@@ -234,6 +235,7 @@ class JackpotService:
         self._clock_state, self._clock_problem, self._clock_alarmed = None, None, None
         self._check_clock()
         self._trigger_key = trigger_key  # the Mystery trigger key file (jackpot/draws.py)
+        self._selfcheck = selfcheck  # jackpot/selfcheck.py: its results, on this thread
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
         with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
                     trigger_key=trigger_key) as ledger:  # fmt: skip
@@ -332,6 +334,7 @@ class JackpotService:
                     "problem": self._clock_problem,
                 },
                 "largest_batch": self._largest_batch,
+                "software": self._selfcheck.health() if self._selfcheck else None,
             }
 
     def wait_online(self, timeout: float = 10.0) -> bool:
@@ -520,6 +523,8 @@ class JackpotService:
                         continue
                 self._flush_alarms()
                 self._clock_alarm()
+                if self._selfcheck is not None:  # the hourly check: ledger meta, alarm
+                    self._selfcheck.pump(self._ledger, self._alarm)
             if socket_up and self._connected and self._goodbye:
                 self._say_goodbye()
             clean = True

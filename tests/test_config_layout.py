@@ -21,6 +21,7 @@ SECTION_MODULES = {
     "web": ("web", "WEB_KEYS", "read_web"),
     "journal": ("journal", "JOURNAL_KEYS", "read_journal"),
     "clock": ("clock", "CLOCK_KEYS", "read_clock"),  # issue 28 item 6: a new section, a module
+    "software": ("software", "SOFTWARE_KEYS", "read_software"),  # issue 29 item 4
 }
 
 

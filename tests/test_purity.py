@@ -103,6 +103,7 @@ JACKPOT_MAY_IMPORT = (
     "controller.backup",
     "controller.verify",  # both products' verify (issue 29 item 4): stdlib and release_files
     "controller.release_files",
+    "controller.selfcheck",  # both daemons' self-check of that verify (issue 29 item 4): stdlib
     "controller.logs",
     "controller.sdnotify",
     "controller.timesync",  # is the clock synchronised? both services ask (issue 28 item 6)

@@ -111,3 +111,46 @@ def test_a_development_checkout_is_an_unverified_build_and_says_so(tmp_path):
     assert result.stdout.startswith("unverified build: no signed release manifest")
     jackpot = run([sys.executable, "-m", "jackpot.cli", "verify"], ROOT)
     assert jackpot.returncode == 0 and jackpot.stdout.startswith("unverified build")
+
+
+START_CHECK = """
+import json, sys
+from controller.games import load_game
+from controller.journal import JournaledTable
+from controller.runtime.software import SoftwareWatch
+from controller.selfcheck import SelfCheck
+from controller.table.settings import TableSettings
+
+table = JournaledTable(sys.argv[1], load_game("pa-standard"), TableSettings(spots=2))
+watch = SoftwareWatch(SelfCheck("table"), table.journal, latched=False)  # as the daemon starts
+for event in watch(1):
+    table.handle(event)
+lockout = table.handle(__import__("controller.table.events").table.events.Lockout(t=2))
+print(json.dumps({"faults": table.state.faults, "meta": table.journal.meta()["software_check"],
+                  "lockout": lockout.accepted}))
+table.close()
+"""
+
+
+def test_a_changed_file_latches_the_software_fault_at_the_tables_start(installed, tmp_path):  # noqa: F811
+    import json
+
+    root, _ = installed
+    python = str(root / INSTALLED_VENV.lstrip("/") / "bin" / "python")
+    changed = site_packages(root) / "paho" / "mqtt" / "client.py"
+    original = changed.read_bytes()
+    try:
+        changed.write_bytes(original + b"\n# altered\n")
+        started = run([python, "-c", START_CHECK, str(tmp_path / "j.sqlite")], tmp_path)
+    finally:
+        changed.write_bytes(original)
+    assert started.returncode == 0, started.stderr
+    seen = json.loads(started.stdout)
+    detail, present = seen["faults"]["software"]
+    assert present and f"{changed}: its SHA-256 differs from the signed list" in detail
+    assert seen["lockout"] is False  # no new round while it is latched
+    assert seen["meta"]["result"] == "failed" and seen["meta"]["utc"].endswith("Z")
+    dev = run([sys.executable, "-c", START_CHECK, str(tmp_path / "dev.sqlite")], ROOT)
+    assert dev.returncode == 0, dev.stderr
+    assert json.loads(dev.stdout)["faults"] == {}  # a development checkout runs, marked so
+    assert json.loads(dev.stdout)["meta"]["result"] == "unverified"

@@ -43,6 +43,7 @@ from controller.config.readers import (
     read_camera,
     read_shoe,
 )
+from controller.config.software import SOFTWARE_KEYS, SoftwareConfig, read_software
 from controller.config.table import TABLE_KEYS, read_table
 from controller.config.web import WEB_KEYS, WebConfig, read_web, users_file_problems
 from controller.journal.rotation import GamingDay
@@ -61,11 +62,12 @@ KEYS: dict[str, tuple[str, ...]] = {
     "control": CONTROL_KEYS,
     "journal": JOURNAL_KEYS,
     "clock": CLOCK_KEYS,
+    "software": SOFTWARE_KEYS,
 }
 """Every section and its keys, in file order."""
 
 REQUIRED_SECTIONS = ("table", "shoe", "gpio", "mqtt")
-OPTIONAL_SECTIONS = ("camera", "web", "control", "journal", "clock")
+OPTIONAL_SECTIONS = ("camera", "web", "control", "journal", "clock", "software")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,8 @@ class TableConfig:
     journal: JournalConfig = field(default_factory=JournalConfig)
     #: ``[clock]``: the time synchronisation check (issue 28 item 6)
     clock: ClockConfig = field(default_factory=ClockConfig)
+    #: ``[software]``: the self-check against the signed manifest (issue 29 item 4)
+    software: SoftwareConfig = field(default_factory=SoftwareConfig)
     #: the profile's SHA-256 (hex) and whether it is one shipped in the package (else its
     #: SHA-256 is the config's ``[table] game_sha256``; issue 29 item 6)
     game_sha256: str = ""
@@ -188,10 +192,13 @@ def parse_table_config(
     control = read_control(section("control"), base)
     journal = read_journal(section("journal"))
     clock = read_clock(section("clock"))
+    software = read_software(section("software"))
     if errors:
         raise ConfigErrors(errors)
     # every reader returned its value when it found no error
-    assert None not in (shoe, gpio, camera, mqtt, web, control, journal, clock, table["settings"])
+    assert None not in (
+        shoe, gpio, camera, mqtt, web, control, journal, clock, software, table["settings"]
+    )
     return TableConfig(
         source=source,
         checksum=checksum,
@@ -211,6 +218,7 @@ def parse_table_config(
         control=control,
         journal=journal,
         clock=clock,
+        software=software,
         game_sha256=table["profile"].sha256,
         game_packaged=table["profile"].packaged,
     )

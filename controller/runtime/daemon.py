@@ -177,6 +177,7 @@ class TableDaemon:
         clock = self.clock_watch.state
         if config.clock.check_every_s:
             table.journal.record_clock(clock.source, clock.synchronised, clock.offset_ms)
+        self.software = self._start_selfcheck(table)  # before any event: the start's result
         self.history: Any = None
         self.history_problem = "not started"
         self.started_epoch = time.time()
@@ -217,6 +218,20 @@ class TableDaemon:
             self.CLEAN_STOP, seq, f" at {text}" if text else "",
         )  # fmt: skip
         return ev.PowerLoss(seq, utc_ms, text)
+
+    def _start_selfcheck(self, table: Any) -> Any:
+        """The software self-check (issue 29 item 4, controller/runtime/software.py): run now,
+        before the loop (its fault, if any, is the first event this run journals), then
+        every ``[software] verify_every_s`` on its own thread."""
+        from controller.runtime.software import KIND, SoftwareWatch
+        from controller.selfcheck import SelfCheck
+
+        check = SelfCheck("table", self.config.software.verify_every_s)
+        latched = table.state.faults.get(KIND, ("", False))[1]
+        watch = SoftwareWatch(check, table.journal, latched=latched)
+        self._pending.extend(watch(self.clock()))
+        self.parts.append(("selfcheck", check.start().close))
+        return watch
 
     def _open_audit(self) -> Any:
         """The audit list (``DATA_DIR/audit.sqlite``, controller/audit.py) and this start in
@@ -337,6 +352,7 @@ class TableDaemon:
             return out
 
         watches.append(link_watch)
+        watches.append(self.software)  # each hourly result, on the loop's thread
         self.link_watch = link
         for kind, driver, fault_after_s in (
             ("shoe", self.shoe, cfg.shoe.fault_after_s),
@@ -540,6 +556,7 @@ class TableDaemon:
         last read (``pool``, ``amount`` in cents...; empty before any, or without a link)."""
         meters = self.publisher.meters() if self.publisher is not None else []
         status = {**self.runtime.status(), "meters": meters, "clock": self.clock_watch.health()}
+        status["software"] = self.software.selfcheck.health()  # the self-check's last result
         watch = getattr(self, "link_watch", None)
         if watch is not None and not status.get("jackpot_link", True):
             status["jackpot_link_why"] = watch.why  # a LINK_WHY code: the pages' words

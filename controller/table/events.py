@@ -60,9 +60,10 @@ CONSOLE_BUTTONS = (
 the GPIO pin map (``drivers/gpio_pins.py``) and the demo's autopilot use these names."""
 SPOT_BUTTONS = ("insurance", "even_money", "ez_bust")
 """Console buttons, one per spot (``insurance.3`` in a pin map)."""
-FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link")
+FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link", "software")
 """What a :class:`TableFault` is about: a driver lost (shoe, camera, GPIO), the journal
-that could not be written, or the jackpot controller's link down past its time limit."""
+that could not be written, the jackpot controller's link down past its time limit, or the
+installed software not the signed build (issue 29 item 4; N.J.A.C. 13:69E-1.28H)."""
 AWARD_STATES = ("offered", "committed", "refused")
 """A jackpot award's ``state`` as the controller sends it (link schema award.json)."""
 LINK_ALARM_KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")

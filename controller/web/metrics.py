@@ -89,6 +89,22 @@ def table_families(bundle: dict[str, Any], web: dict[str, Any]) -> list[Metric]:
         1,
         {"version": bundle["version"], "build": bundle.get("build") or bundle["version"]},
     )
+    software = status.get("software") or {}
+    if software.get("result"):  # the self-check (issue 29 item 4; N.J.A.C. 13:69E-1.28H)
+        m.add(
+            "software_verified",
+            "gauge",
+            "1: the installed files checked against the signed release manifest at the last "
+            "self-check; 0: they did not, or an unverified build (no manifest).",
+            software["result"] == "ok",
+            {"result": software["result"]},
+        )
+        m.add(
+            "software_checked_timestamp_seconds",
+            "gauge",
+            "UTC time of the last software self-check.",
+            None if software.get("utc_ms") is None else software["utc_ms"] / 1000,
+        )
     m.add("uptime_seconds", "gauge", "Seconds since the controller started.", bundle["uptime_s"])
     m.add("round", "gauge", "The round number on the layout.", snap.get("round"))
     m.add(

@@ -460,7 +460,19 @@ def dealer_view(
     }
     view["layout"] = table_layout(snap, _settlement_rows(view["pay"], _mark_split(snap, items)))
     view["betting"] = betting_view(snap, meters if meters is not None else status.get("meters"))
+    view["software"] = software_words(status)
     return view
+
+
+def software_words(status: dict[str, Any]) -> str | None:
+    """The dealer display's footer: the software self-check when it is not ok (issue 29
+    item 4), else None (no footer)."""
+    result = (status.get("software") or {}).get("result")
+    if result == "unverified":
+        return "unverified build: not a signed release (a development checkout)"
+    if result == "failed":
+        return "software not verified: call a technician (no new round)"
+    return None
 
 
 def _round_settlements(

@@ -184,6 +184,8 @@
     $("phase").textContent = view.phase_words || "";
     $("jackpot-down").hidden = view.jackpot_link !== false;
     if (view.jackpot_link_words) $("jackpot-down").textContent = view.jackpot_link_words;
+    $("software").hidden = !view.software;  // the self-check: "unverified build" (issue 29)
+    $("software").textContent = view.software || "";
 
     const prompt = view.prompt ? view.prompt.text : "";
     $("next").replaceChildren(

@@ -305,7 +305,7 @@
     $("tiles").replaceChildren(...tiles);
   }
 
-  const FAULT_WORDS = { shoe: "Shoe", camera: "Camera", gpio: "GPIO", link: "Jackpot link", journal: "Journal" };
+  const FAULT_WORDS = { shoe: "Shoe", camera: "Camera", gpio: "GPIO", link: "Jackpot link", journal: "Journal", software: "Software" };
 
   function renderFaults(status, snap) {
     const items = [];
