@@ -438,7 +438,8 @@ reload systemctl daemon-reload
 # -- what is left ----------------------------------------------------------------------------
 
 BIN=$VENV/bin
-if [ -z "$DESTDIR" ] && systemctl is-active --quiet "$SERVICE"; then
+# (quiet where systemd is not running: an image built in a chroot, scripts/arm64-check.sh)
+if [ -z "$DESTDIR" ] && systemctl is-active --quiet "$SERVICE" 2>/dev/null; then
     RUNNING="
 !! $SERVICE is running the version it started with. Restart it between rounds to run this one:
    sudo systemctl restart $SERVICE"
