@@ -180,6 +180,8 @@ HARDENING = {
     "Type": "notify",
     "NotifyAccess": "main",
     "Restart": "on-failure",
+    # exit 2, a refusal a technician must act on, is not restarted every 5 s (issue 29)
+    "RestartPreventExitStatus": "2",
     "WatchdogSec": "30",
 }
 
