@@ -131,9 +131,26 @@ def _ignored(rel: Path) -> bool:
     return rel.parent.name.endswith(".dist-info") and rel.name in PIP_WRITES
 
 
+ROLES = ("table", "jackpot")
+
+
+def installed_role(install: Install, asked: str) -> str:
+    """The role ``install-pi.sh`` installed (``release/ROLE``), else ``asked``. Its list is the
+    one the venv holds: a jackpot controller started on a table's install (the demo) checks
+    the table's list, which covers the same package; the file is not what authenticates
+    anything (both lists are signed, and only the installed one matches the venv)."""
+    try:
+        named = (install.release / "ROLE").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return asked
+    return named if named in ROLES else asked
+
+
 def verify(role: str, install: Install | None = None, machine: str | None = None) -> Result:
-    """Every installed file of ``role`` against the signed lists (see the module)."""
+    """Every installed file of the installed role (:func:`installed_role`, else ``role``)
+    against the signed lists (see the module)."""
     install = install or Install.running()
+    role = installed_role(install, role)
     machine = machine or platform.machine()
     try:
         release = _read_release(install, role, machine)
@@ -172,6 +189,7 @@ def installed_challenge(role: str, seed: str, install: Install | None = None,
                         machine: str | None = None) -> tuple[str | None, list[str]]:  # fmt: skip
     """(the HMAC over the installed files, problems); (None, []) when unverified."""
     install = install or Install.running()
+    role = installed_role(install, role)
     try:
         release = _read_release(install, role, machine or platform.machine())
     except (ReleaseError, OSError, UnicodeDecodeError) as exc:
@@ -238,7 +256,7 @@ def run(args: argparse.Namespace, role: str) -> int:
             print(line, file=sys.stderr)
         return 1 if problems else 0
     result = verify(role)
-    print(result.text(role))
+    print(result.text(installed_role(Install.running(), role)))
     return 1 if result.problems else 0
 
 

@@ -236,6 +236,10 @@ keep_release() {
         install -m 0644 "$REPO"/installed/*.sha256 "$DESTDIR$RELEASE_DIR/installed/"
     fi
     install -m 0644 "$WORK/pinned.pem" "$DESTDIR$RELEASE_DIR/release-key.pem"
+    # the role installed: verify checks its list (a jackpot-controller on a table's install,
+    # as the demo starts one, checks the table's)
+    echo "$ROLE" > "$DESTDIR$RELEASE_DIR/ROLE"
+    chmod 0644 "$DESTDIR$RELEASE_DIR/ROLE"
     say "kept the signed manifest and the release key in $RELEASE_DIR (for verify)"
 }
 

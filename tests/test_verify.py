@@ -39,6 +39,15 @@ def test_verify_says_ok_and_names_a_changed_added_or_missing_file(installed, tmp
     ok = run(command, tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.startswith("ok: build 0.") and "manifest sha256:" in ok.stdout
+    assert "files of the table role check" in ok.stdout
+    # a jackpot controller started on a table's install (the demo does) checks the list of
+    # the role installed there (release/ROLE), which covers the same package: ok, not a
+    # refusal for the jackpot role's units, which a table never installs
+    jackpot_controller = str(Path(table_controller(root)).with_name("jackpot-controller"))
+    jackpot = run([jackpot_controller, "verify"], tmp_path)
+    assert jackpot.returncode == 0 and "files of the table role check" in jackpot.stdout, (
+        jackpot.stdout + jackpot.stderr
+    )
     site = site_packages(root)
     changed = site / "paho" / "mqtt" / "client.py"
     original = changed.read_bytes()
