@@ -22,7 +22,8 @@ from typing import Any
 
 from controller.verify import UNVERIFIED, Result
 
-log = logging.getLogger("table-controller.selfcheck")
+#: Each service logs under its own name (a jackpot controller's lines are ``jackpot.*``).
+LOGGERS = {"table": "table-controller.selfcheck", "jackpot": "jackpot.selfcheck"}
 
 #: The meta key (journal and ledger) holding the latest result.
 META_KEY = "software_check"
@@ -110,6 +111,7 @@ class SelfCheck:
                 return verifying.verify(role)
 
         self.role, self.every_s = role, every_s
+        self.log = logging.getLogger(LOGGERS.get(role, "table-controller.selfcheck"))
         self._verify, self._monotonic, self._utc_ms = verify, monotonic, utc_ms
         self._lock = threading.Lock()
         self._new: list[Check] = []
@@ -124,14 +126,14 @@ class SelfCheck:
         try:
             result = self._verify()
         except Exception as exc:  # a check that cannot run is a failure, named
-            log.exception("software self-check: the check failed")
+            self.log.exception("software self-check: the check failed")
             result = Result(None, [f"the check could not run: {exc}"])
         found = Check.of(result, self._utc_ms())
         before = getattr(self, "latest", None)
         if found.failed:
-            log.error("software self-check FAILED: %s", "; ".join(found.problems))
+            self.log.error("software self-check FAILED: %s", "; ".join(found.problems))
         elif before is None or before.state != found.state:
-            log.info("software self-check: %s", found.text())
+            self.log.info("software self-check: %s", found.text())
         with self._lock:
             self.latest = found
             self._new.append(found)
@@ -158,7 +160,7 @@ class SelfCheck:
             try:
                 self.tick(self._monotonic())
             except Exception:  # pragma: no cover - check() catches the verify's errors
-                log.exception("software self-check: the thread's pass failed")
+                self.log.exception("software self-check: the thread's pass failed")
 
     def health(self) -> dict[str, Any]:
         return {**self.latest.as_dict(), "every_s": self.every_s}
