@@ -772,14 +772,15 @@ def _cmd_restore(args: argparse.Namespace) -> int:
     from controller.backup import restore_journal
     from controller.cli_users import audited
     from controller.config import load_table_config
-    from controller.journal.maintenance import describe, record_change
+    from controller.journal.maintenance import record_change
+    from controller.table.significant import printable
 
     config = load_table_config(args.config)
     _, record = audited(config, "restore")
     by = f"{command_line_account()} (command line)"
 
     def journal_the_restore(copy: Path) -> None:  # the restored file's next event says so
-        detail = describe(f"backup {Path(args.backup).name}")
+        detail = printable(f"backup {Path(args.backup).name}")
         record_change(copy, config.rules, config.settings, "restore", by=by, detail=detail)
 
     try:

@@ -12,7 +12,6 @@ command renames it into place: the change and its record arrive together or not 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from controller.errors import JournalError, TableControllerError
 from controller.journal.recovery import JournaledTable
@@ -47,8 +46,3 @@ def record_change(
             f"this table cannot carry on from {path} ({exc}); nothing was changed"
         ) from None
 
-
-def describe(value: Any, limit: int = 200) -> str:
-    """``value`` as printable ASCII for an event's detail, cut at ``limit`` characters."""
-    text = "".join(c if " " <= c <= "~" else "?" for c in str(value))
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -42,12 +42,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from controller import __version__
 from controller.errors import JournalError
 from controller.journal.file import Journal
-from controller.journal.maintenance import describe, record_change
+from controller.journal.maintenance import record_change
 from controller.journal.recovery import JournaledTable
-from controller.journal.store import WHAT_TO_DO, dumps, rollback
+from controller.journal.store import WHAT_TO_DO, dumps, fsync_path, rollback
 from controller.rules.profile import HouseRules
 from controller.table import checkpoint as checkpoints
 from controller.table.settings import TableSettings
+from controller.table.significant import printable
 from controller.table.state import TableState
 
 ARCHIVE = re.compile(r"\.(\d{4}-\d{2}-\d{2})\.(\d{9,})$")
@@ -350,7 +351,7 @@ def _publish(journal: Journal, part: Path, target: Path) -> str:
     try:
         os.chmod(part, 0o444)
         os.replace(part, target)
-        _fsync_dir(target.parent)
+        fsync_path(target.parent)
         return sha256(target)
     except OSError as exc:
         _unlink_part(part)
@@ -358,14 +359,6 @@ def _publish(journal: Journal, part: Path, target: Path) -> str:
             f"journal {journal.path}: cannot put the archive {target.name} in place: {exc}; "
             f"the live journal is unchanged; {WHAT_TO_DO}"
         ) from None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def sha256(path: Path) -> str:
@@ -497,10 +490,10 @@ def set_aside(
         step("record")
         record_change(
             new_part, rules, settings, "set_aside", by=by, utc_ms=now,
-            detail=describe(f"archive {target.name} sha256 {digest[:16]}, events {first}-{last}"),
+            detail=printable(f"archive {target.name} sha256 {digest[:16]}, events {first}-{last}"),
         )  # fmt: skip
         step("swap")
-        _fsync_file(new_part)
+        fsync_path(new_part)
         # the old file gives up WAL mode, so that nothing of it is left beside the new one
         mode = db.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
         if str(mode).lower() != "delete":
@@ -509,18 +502,10 @@ def set_aside(
                 "backup): stop them and set it aside again; nothing was changed"
             )
         os.replace(new_part, live)  # the old live file is the archive now
-        _fsync_dir(live.parent)
+        fsync_path(live.parent)
     with contextlib.suppress(FileNotFoundError):
         new_part.with_name(new_part.name + ".lock").unlink()
     return Rotated(target, digest, first, last, day)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def archived_info(journal: Journal) -> dict[str, Any] | None:

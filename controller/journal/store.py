@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,15 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
             f"cannot open the read-only journal {path}: {exc}; check the path"
         ) from None
     return db
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """fsync a file, or a folder (so that a rename or a new name in it is durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def rollback(db: sqlite3.Connection) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from controller import build
 from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
+from controller.journal.store import fsync_path
 from controller.runtime.control import ControlServer
 from controller.runtime.logring import RecentLog
 from controller.runtime.loop import RuntimeClock, TableRuntime, effect_dict
@@ -119,14 +120,6 @@ class LinkAlarmGate:
         self._submit(ev.LinkAlarm(kind, detail))
 
 
-def _fsync_dir(path: Any) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _utc_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -202,7 +195,7 @@ class TableDaemon:
         marker = self.config.data_dir / self.CLEAN_STOP
         if marker.exists():
             marker.unlink()
-            _fsync_dir(marker.parent)
+            fsync_path(marker.parent)
             return None
         row = table.journal.db.execute(
             "SELECT seq, utc_ms FROM events ORDER BY seq DESC LIMIT 1"
@@ -731,7 +724,7 @@ class TableDaemon:
                     json.dump({"last_event": last, "utc_ms": self.utc()}, handle)
                     handle.flush()
                     os.fsync(handle.fileno())
-                _fsync_dir(marker.parent)
+                fsync_path(marker.parent)
             except OSError:
                 log.exception("cannot write %s: the next start will report a power loss", marker)
 

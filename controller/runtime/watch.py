@@ -88,21 +88,6 @@ class LinkWatch:
         self._last_ack: int | None = None
         self._waiting_since: int | None = None
 
-    def healthy(
-        self,
-        now_ms: int,
-        connected: bool,
-        depth: int,
-        last_ack: int,
-        controller: str | None = None,
-        heard_ms: int | None = None,
-        clock_problem: bool = False,
-    ) -> bool:
-        return (
-            self.check(now_ms, connected, depth, last_ack, controller, heard_ms, clock_problem)
-            is None
-        )
-
     def check(
         self,
         now_ms: int,

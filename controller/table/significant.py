@@ -63,13 +63,15 @@ def watch(state: Any) -> Before:
     )
 
 
-def _text(value: str) -> str:
+def printable(value: Any, limit: int = DETAIL_MAX) -> str:
+    """``value`` as printable ASCII (any other character as ``?``), cut at ``limit``
+    characters with ``...``: the words an event message may carry (event.json)."""
     out = "".join(c if " " <= c <= "~" else "?" for c in str(value))
-    return out if len(out) <= DETAIL_MAX else out[: DETAIL_MAX - 3] + "..."
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def _shoe(event: ev.ShoeEvent, before: Before, state: Any) -> list[tuple[str, dict[str, Any]]]:
-    detail = {"detail": _text(event.detail)} if event.detail else {}
+    detail = {"detail": printable(event.detail)} if event.detail else {}
     kind = event.event
     if kind == "door_open" and state.door_open and not before.door_open:
         return [("shoe_door_open", detail)]
@@ -82,8 +84,8 @@ def _shoe(event: ev.ShoeEvent, before: Before, state: Any) -> list[tuple[str, di
     if before.shoe_fault == "offline" and not state.shoe_fault:
         return [("shoe_online", detail)]
     if state.shoe_fault:
-        return [("shoe_fault", {"detail": _text(state.shoe_fault)})]
-    return [("shoe_fault_cleared", {"detail": _text(before.shoe_fault)})]
+        return [("shoe_fault", {"detail": printable(state.shoe_fault)})]
+    return [("shoe_fault_cleared", {"detail": printable(before.shoe_fault)})]
 
 
 def events_of(
@@ -96,7 +98,7 @@ def events_of(
         out += _shoe(event, before, state)
     elif isinstance(event, ev.TableFault):
         was = dict(before.faults)
-        detail = {"fault": event.kind, "detail": _text(event.detail or "lost")}
+        detail = {"fault": event.kind, "detail": printable(event.detail or "lost")}
         if event.kind not in was and not event.active:  # over when reported
             out += [("table_fault", detail), ("table_fault_gone", {"fault": event.kind})]
         elif event.active and not was.get(event.kind, False):
@@ -117,16 +119,16 @@ def events_of(
             isinstance(e, Alarm) and e.code == "link_clock_unsynchronised" for e in effects
         )
         if event.kind == "clock_unsynchronised" and raised:
-            out.append(("clock_unsynchronised", {"detail": _text(event.detail)}))
+            out.append(("clock_unsynchronised", {"detail": printable(event.detail)}))
     elif isinstance(event, ev.JournalChange):
         code = "journal_set_aside" if event.action == "set_aside" else "journal_restored"
-        fields: dict[str, Any] = {"by": _text(event.by)} if event.by else {}
+        fields: dict[str, Any] = {"by": printable(event.by)} if event.by else {}
         if event.detail:
-            fields["detail"] = _text(event.detail)
+            fields["detail"] = printable(event.detail)
         out.append((code, fields))
     if before.faults and not state.faults:  # a technician's clear, or the supervisor key
         by = event.by if isinstance(event, ev.ClearFaults) else "supervisor key"
-        out.append(("faults_cleared", {"by": _text(by) or "technician"}))
+        out.append(("faults_cleared", {"by": printable(by) or "technician"}))
     return out
 
 
