@@ -178,7 +178,20 @@ def shot(page, view: str, section: str | None = None) -> Path:
     return path
 
 
-def open_diag(page, demo):
+def open_diag(page, demo, *, hold_history: bool = False):
+    """Open /diag and return the first history the daemon answered. ``hold_history``: every
+    later /api/history request the page makes (after each round, every minute) is answered
+    with that same first answer, so the charts can be compared with it while the demo plays
+    on and the daemon keeps writing samples."""
+    if hold_history:
+        first: list = []
+
+        def answer(route):
+            if not first:
+                first.append(route.fetch())  # the daemon's own answer, once
+            route.fulfill(response=first[0])
+
+        page.route("**/api/history*", answer)
     with page.expect_response(lambda r: "/api/history" in r.url) as info:
         page.goto(demo.url + "/diag")
     expect(page.get_by_test_id("live")).to_have_text("live")
@@ -190,7 +203,7 @@ def shown(values: list) -> int:
 
 
 def test_every_chart_draws_from_the_history_the_daemon_kept(page, demo):
-    history = open_diag(page, demo)
+    history = open_diag(page, demo, hold_history=True)
     assert len(history["t"]) >= 4 and history["samples_written"] >= 4
     assert history["problem"] is None
     # the API's lines are real and non-empty: the link was up, rounds were dealt, side bets
