@@ -1,17 +1,18 @@
 """The signed release bundle (``scripts/release.sh``) and the off-line, checked install from it
 (``scripts/install-pi.sh --bundle``), issue 29 items 2, 3 and 7.
 
-The bundle is built once for the module with a release key made here (the CI's test key), with
-the wheels of both machines: the aarch64 download takes seconds from the index, and it is what a
-table's Pi installs from. The install runs in a network namespace with no route (``unshare
--rn``), so any download the installer still made would fail it, into a scratch root
-(``--destdir``). A tampered file, an added file and a bundle signed by another key are refused
-before anything is installed, naming the file (N.J.A.C. 13:69E-1.28B(d); 9 NYCRR
-5321.18(b)(3)(iv)).
+The bundle is built once for the run (shared with ``tests/test_verify.py``) with a release key
+made here (the CI's test key), with the wheels of both machines: the aarch64 download takes
+seconds from the index, and it is what a table's Pi installs from. The install runs in a
+network namespace with no route (``unshare -rn``), so any download the installer still made
+would fail it, into a scratch root (``--destdir``). A tampered file, an added file and a bundle
+signed by another key are refused before anything is installed, naming the file (N.J.A.C.
+13:69E-1.28B(d); 9 NYCRR 5321.18(b)(3)(iv)).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import os
@@ -72,9 +73,7 @@ class Bundle:
         return out
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Bundle:
-    work = tmp_path_factory.mktemp("release")
+def _build_bundle(work: Path) -> Bundle:
     key = new_signing_key()
     save_signing_key(work / "release.key", key)
     result = subprocess.run(
@@ -86,7 +85,27 @@ def bundle(tmp_path_factory) -> Bundle:
     public = public_key_text(key)
     assert public in result.stdout  # printed for the casino to pin
     (work / "release-key.txt").write_text(public + "\n")
+    (work / "printed.txt").write_text(result.stdout)
     return Bundle(path, work / "release-key.txt", result.stdout)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Bundle:
+    """One bundle for the run: this module and tests/test_verify.py take the same one, built
+    by whichever xdist worker asks first while the other waits on a lock (a bundle build is
+    about two minutes; pytest-xdist's documented way to run a session fixture once)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this run's folder, shared by its workers
+    work = base / "release-bundle"
+    work.mkdir(exist_ok=True)
+    with open(work / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted((work / "dist").glob("table-controller-*.tar"))
+        if built and (work / "printed.txt").is_file():
+            printed = (work / "printed.txt").read_text()
+            return Bundle(built[0], work / "release-key.txt", printed)
+        return _build_bundle(work)
 
 
 def test_the_bundle_holds_both_machines_wheels_and_a_signed_manifest(bundle):
