@@ -415,6 +415,8 @@ class TableDaemon:
             trace=trace,
             lamp_test=gpio,
             rotator=self.rotator,
+            recall_ms=cfg.web.recall_s * 1000,  # the dealer display's recall_last (issue 30)
+            hold_ms=cfg.web.hold_settlement_s * 1000,
         )
         self._runtime = self.runtime
         for event in self._pending:
@@ -514,7 +516,9 @@ class TableDaemon:
             if before:
                 log.warning(
                     "the profile %s changed since the last run: sha256 %s, was %s",
-                    config.game, digest, before,
+                    config.game,
+                    digest,
+                    before,
                 )
             table.journal.set_meta("game_sha256", digest)
         floor = config.journal.describe_floor()
