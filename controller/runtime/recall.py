@@ -75,7 +75,7 @@ class SettledRound:
                 "settlements": [s for s in settlements if s.get("round") == number],
                 "t": t,
             }
-        if snapshot.get("in_progress") and self.recall is not None:
+        if snapshot.get("in_progress") and self.recall is not None and self.recall.get("round"):
             self.recall = None  # no more bets: the live table again
 
     def press(self, now: int, snapshot: dict[str, Any]) -> str:

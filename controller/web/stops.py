@@ -12,12 +12,13 @@ The blocking alarms, first found wins (:data:`ORDER`):
 
 1. ``journal_fault``: the journal cannot be written (nothing the table does is recorded);
 2. ``shoe_offline`` and ``shoe_fault``: the shoe deals no card;
-3. ``table_fault``: a fault latched and still present (during a round the dealer finishes or
-   voids it: the table's own prompt comes with it, as ``then``);
-4. ``card_waiting``: a card (unexpected, held, foreign) waits for burn, assign or misdeal;
-5. ``chips_lifted``: chips taken from a wager after no more bets;
-6. ``progressive_link``: the jackpot link down while a progressive jackpot of the round on the
+3. ``card_waiting``: a card (unexpected, held, foreign) waits for burn, assign or misdeal;
+4. ``chips_lifted``: chips taken from a wager after no more bets;
+5. ``progressive_link``: the jackpot link down while a progressive jackpot of the round on the
    layout waits for the jackpot controller's award;
+6. ``table_fault``: a fault latched and still present: between rounds no new round; during a
+   round the dealer finishes or voids it (the table's own prompt comes with it, as ``then``),
+   so it yields to every stop above, which halt the play it would prompt;
 7. ``fault_latched``: between rounds, a fault that is over but still latched (the supervisor
    key clears it; no round starts until then).
 
@@ -39,10 +40,10 @@ ORDER = (
     "journal_fault",
     "shoe_offline",
     "shoe_fault",
-    "table_fault",
     "card_waiting",
     "chips_lifted",
     "progressive_link",
+    "table_fault",
     "fault_latched",
 )
 """The blocking alarms, most urgent first: only the first found takes the headline."""
@@ -224,7 +225,7 @@ def _chips(status: dict[str, Any], snap: dict[str, Any], now: int | None) -> Any
     if not lifted:
         return None
     names = []
-    for alarm in lifted:
+    for alarm in sorted(lifted, key=lambda a: (a.get("spot") or 0, str(a.get("about")))):
         name = f"spot {alarm.get('spot')} {bet_name(str(alarm.get('about') or 'main'))}"
         if name not in names:
             names.append(name)
@@ -288,13 +289,18 @@ _CHECKS = {
 }
 
 
-def stop_now(status: dict[str, Any]) -> dict[str, Any] | None:
+def stop_now(
+    status: dict[str, Any], settlements: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """The blocking alarm that takes the dealer display's headline now, or None (the table's
     prompt is the headline). ``code`` names it (:data:`ORDER`), ``text`` is the instruction
     (cards as the table writes them: the caller adds suit symbols), ``since`` how long its
     cause has lasted (or None), ``then`` True when the table's own prompt still applies
     under it (a fault latched during a round: finish or void the round), ``spot`` the spot
-    it is about, if one."""
+    it is about, if one. ``settlements``: the round's settled wagers (feed items; default
+    the status' own)."""
+    if settlements is not None:
+        status = {**status, "settlements": settlements}
     snap = status.get("snapshot") or {}
     now = status.get("t")
     seen = set()

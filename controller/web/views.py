@@ -317,7 +317,7 @@ def dealer_view(
         "jackpot_link_words": jackpot_link_words(status),
     }
     items = round_settlements(status, feed, number)
-    stop = stop_now(status)
+    stop = stop_now(status, items)
     view["prompt"] = _stop_headline(stop, table_prompt) if stop else table_prompt
     view["recent"] = recent(feed, status, table_prompt["text"] if table_prompt else None)
     view["alarm_lines"] = alarm_lines(status, _skipped(stop, status))
