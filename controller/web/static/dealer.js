@@ -17,6 +17,7 @@
   let connectedAt = 0;
   let lastUpdate = 0;
   let last = null;
+  let lastFelt = null;
 
   // "10H" -> a card: its corner index (rank over suit) and a pip; "back" -> face down
   function cardEl(text) {
@@ -168,9 +169,14 @@
     box.hidden = false;
   }
 
-  // the dealer and every spot: the live table's, or the last settled round shown again
+  // the dealer and every spot: the live table's, or the last settled round shown again.
+  // Drawn again only when it changed (an alarm's age changes every second; the felt does
+  // not), and fitted again then or when its room changes (the ResizeObserver below).
   function renderFelt(view) {
     const recall = view.recall;
+    const key = JSON.stringify([recall, view.layout, view.dealer, view.dealer_words, view.recent, view.betting, view.phase]);
+    if (key === lastFelt) return;
+    lastFelt = key;
     const dealer = recall ? recall.dealer.cards : (view.dealer || {}).cards || [];
     const words = recall ? recall.dealer : view.dealer_words || {};
     $("felt").classList.toggle("recall", Boolean(recall));
@@ -187,15 +193,20 @@
     renderBetting(view, !recall);
     const layout = recall ? recall.layout : view.layout || [];
     $("spots").replaceChildren(...layout.map(spotEl));
+    fit($("spots"));
   }
 
   function render(view) {
-    lastUpdate = Date.now();
-    setStale(false);
     const key = JSON.stringify(view);
-    if (key === last) return;
-    last = key;
+    if (key !== last) {
+      draw(view);
+      last = key;
+    }
+    lastUpdate = Date.now(); // drawn: the screen is up to date
+    setStale(false);
+  }
 
+  function draw(view) {
     $("table-id").textContent = view.table || "";
     document.title = `${view.table}: dealer`;
     $("round").textContent = view.round ?? "–";
@@ -207,7 +218,6 @@
     renderHeadline(view);
     renderAlarms(view.alarm_lines || []);
     renderFelt(view);
-    fit($("spots"));
   }
 
   // No update for STALE_MS: the whole screen is covered, the headline hidden (its
@@ -229,8 +239,12 @@
     es.addEventListener("update", (event) => {
       try {
         render(JSON.parse(event.data));
-      } catch (_) {
-        // a broken message: the next one (at most a second away) repairs the screen
+      } catch (error) {
+        // a broken message: the next one (at most a second away) repairs the screen, or
+        // none does and the screen goes stale; the error is reported, not swallowed
+        setTimeout(() => {
+          throw error;
+        });
       }
     });
     es.addEventListener("error", () => {
@@ -249,7 +263,8 @@
     if (Date.now() - connectedAt > STALE_MS) connect();
   }
 
-  window.addEventListener("resize", () => fit($("spots")));
+  // the spots' room changed (the alarm band grew, the window ...): fitted again, next frame
+  new ResizeObserver(() => requestAnimationFrame(() => fit($("spots")))).observe($("spots"));
   fetch("/api/dealer")
     .then((r) => (r.ok ? r.json() : null))
     .then((view) => view && render(view))

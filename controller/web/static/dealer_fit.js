@@ -15,6 +15,7 @@ window.DealerFit = (() => {
     [0, 0, 1], [1, 0, 1], [1, 1, 1], [1, 1, 2], [2, 1, 1], [2, 2, 1], [2, 1, 2], [2, 2, 2],
     [2, 3, 1], [2, 3, 2], [2, 4, 2], [2, 4, 1],
   ];
+  const ONE_ROW_SCALE = 1;
   const ROUNDS = 4;
   const GROW = 1.5;
 
@@ -35,12 +36,14 @@ window.DealerFit = (() => {
     return false;
   }
 
-  // the largest cards that fit, each hand in one row if it can be, one column of hands
-  // before two
+  // the largest text and cards that fit, one column of hands before two; each hand in one
+  // row if it can be at the two largest card sizes (else rows of large cards rather than
+  // one row of small ones)
   function fitSpot(spot) {
     const attempts = spot.querySelectorAll(".hand").length > 1 ? SPLIT : ONE_HAND;
     for (const rows of ["one", "many"]) {
       for (const [fs, scale, cols] of attempts) {
+        if (rows === "one" && scale > ONE_ROW_SCALE) continue;
         spot.dataset.fs = String(fs);
         spot.dataset.scale = String(scale);
         spot.dataset.cols = String(cols);
@@ -75,7 +78,7 @@ window.DealerFit = (() => {
     const lines = spot.settlement ? spot.settlement.lines.length + 1 : (spot.chips || []).length;
     if (!spot.playing && !lines) return 0.5;
     const cards = Math.max(0, ...hands.map((hand) => (hand.cards || []).length));
-    return 1 + 0.15 * Math.max(0, lines - 3) + 0.25 * Math.max(0, hands.length - 1) + 0.08 * Math.max(0, cards - 4);
+    return 1 + 0.15 * Math.max(0, lines - 3) + 0.25 * Math.max(0, hands.length - 1) + 0.12 * Math.max(0, cards - 3);
   }
 
   return { fit, weight };
