@@ -24,6 +24,7 @@ from typing import Any
 
 import browser
 import pytest
+from dealer_checks import legibility_problems
 from mqtt_broker import broker  # noqa: F401
 from table_rig import Rig, free_port
 from test_dealer_display import SIZES, TABLE, Floor, shown
@@ -255,12 +256,19 @@ def test_the_meters_say_offline_while_the_jackpot_link_is_down(table):
         expect(page.locator('[data-testid="meter"][data-pool="blazing_7s"] strong')).to_have_text(
             "$23,456.78"
         )
-    floor.do(ev.JackpotLink(False))
+    status = floor.status  # the daemon adds why the link is down: the bar's longest words
+    floor.status = lambda: {**status(), "jackpot_link_why": "controller_silent"}
+    floor.do(ev.JackpotLink(False, why="controller_silent"))
     for page in pages.values():
         meters = page.get_by_test_id("meter")
         expect(meters).to_have_count(2)
         expect(meters.locator("strong")).to_have_text(["OFFLINE", "OFFLINE"])
         assert "$23,456.78" not in page.inner_text("body")
+        expect(page.get_by_test_id("jackpot-down")).to_have_text(
+            "Jackpot link down: the jackpot controller is not answering. No progressive wagers"
+        )
+        problems, _ = legibility_problems(page)  # the bar's long words whole too
+        assert not problems, problems
     floor.do(ev.JackpotLink(True))
     for page in pages.values():
         expect(page.locator('[data-testid="meter"][data-pool="mystery"] strong')).to_have_text(
