@@ -1,6 +1,6 @@
 """The dealer display read from a metre away (issue 30 item 1), in real headless Chromium at
 the table's 800x480 and a laptop's 1280x800, on the real table loop and web server
-(tests/test_dealer_display.py's ``Floor``).
+(tests/dealer_floor.py's ``Floor``).
 
 - Every visible text, in every phase of a full seven-spot round with side bets, splits, an
   EZ Bust window, a stop in the headline, alarms, the settlement, the recalled round and a

@@ -1,6 +1,6 @@
 """The dealer display puts the eye where it matters (issue 30 item 1), in real headless
 Chromium at 800x480 and 1280x800, on the real table loop and web server
-(tests/test_dealer_display.py's ``Floor``) and, last, on the whole running daemon
+(tests/dealer_floor.py's ``Floor``) and, last, on the whole running daemon
 (tests/table_rig.py).
 
 - Each blocking alarm, played into: the shoe offline, a shoe fault, chips lifted after no
@@ -25,9 +25,9 @@ from typing import Any
 import browser
 import pytest
 from dealer_checks import legibility_problems
+from dealer_floor import SIZES, TABLE, Floor, shown
 from mqtt_broker import broker  # noqa: F401
 from table_rig import Rig, free_port
-from test_dealer_display import SIZES, TABLE, Floor, shown
 
 from controller.runtime.recall import RecallLast
 from controller.table import events as ev
