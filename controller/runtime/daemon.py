@@ -516,9 +516,7 @@ class TableDaemon:
             if before:
                 log.warning(
                     "the profile %s changed since the last run: sha256 %s, was %s",
-                    config.game,
-                    digest,
-                    before,
+                    config.game, digest, before,
                 )
             table.journal.set_meta("game_sha256", digest)
         floor = config.journal.describe_floor()

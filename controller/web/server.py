@@ -725,7 +725,7 @@ class _Exchange:
         if amount is None or amount.denominator != 1 or amount < 1 or isinstance(typed, bool):
             self._error(
                 HTTPStatus.BAD_REQUEST,
-                'amount must be the award\'s amount typed again, e.g. "$12,345.67"',
+                "amount must be the award's amount typed again, e.g. \"$12,345.67\"",
             )
             return
         by = session.by
