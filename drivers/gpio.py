@@ -56,6 +56,7 @@ from gpiozero import LED, DigitalInputDevice, GPIOZeroError
 from gpiozero.pins.mock import MockFactory
 
 from controller.errors import TableControllerError
+from controller.runtime.recall import RecallLast
 from controller.table import events as ev
 from controller.table.effects import LIGHT_STATES, Effect, Light
 from drivers.base import Clock, DriverHealth, EventSink, monotonic_ms
@@ -81,11 +82,14 @@ BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {
     "void_round": lambda spot, t: ev.VoidRound(t=t),
     "misdeal": lambda spot, t: ev.Misdeal(t=t),
     "jackpot_paid": lambda spot, t: ev.JackpotPaid(t=t),
+    "recall_last": lambda spot, t: RecallLast(t=t),  # the dealer display's, not the table's
     "insurance": lambda spot, t: ev.Insurance(spot, t=t),
     "even_money": lambda spot, t: ev.EvenMoney(spot, t=t),
     "ez_bust": lambda spot, t: ev.EzBust(spot, t=t),
 }
-"""Console button -> its event; ``spot`` is 0 (the spot in action) unless per-spot."""
+"""Console button -> its event; ``spot`` is 0 (the spot in action) unless per-spot.
+``recall_last`` is no table event: the runtime shows the last settled round on the dealer
+display again (controller/runtime/recall.py; issue 30)."""
 
 
 class GpioError(TableControllerError, OSError):

@@ -97,6 +97,7 @@ next = 8
 end_round = 12
 supervisor_key = 24
 jackpot_paid = 25
+recall_last = 27
 {"enclosure_door = 26" if enclosure_door else ""}
 
 [gpio.lights]

@@ -859,6 +859,6 @@ def test_check_config_of_a_pin_map_file_checks_its_game(tmp_path):
     ok = check_config(ROOT / "config" / "gpio.blackjack-tie.toml")
     assert ok.errors == []
     assert ok.summary == (
-        "pin map: 24 GPIO pins and 148 lines on 10 MCP23017 expanders (I2C buses 1, 3), "
+        "pin map: 24 GPIO pins and 149 lines on 10 MCP23017 expanders (I2C buses 1, 3), "
         "complete for 7 spots (game blackjack-tie, 9 circles a spot)"
     )

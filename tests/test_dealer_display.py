@@ -3,9 +3,10 @@
 A seven-spot table (PA standard) runs as the daemon runs it, minus the devices: the real
 journal (SQLite, WAL, synchronous=FULL) under the real table loop
 (:class:`~controller.runtime.loop.TableRuntime`, in a thread), served by the real web server
-(:class:`~controller.web.server.WebServer`) on a free loopback port. The events the drivers
-would send (chips on a sensor, a card out of the shoe, a console button, the link watch's
-up and down) are submitted to the loop as the daemon's drivers submit them. A pure
+(:class:`~controller.web.server.WebServer`) on a free loopback port (tests/dealer_floor.py).
+The events the drivers would send (chips on a sensor, a card out of the shoe, a console
+button, the link watch's up and down) are submitted to the loop as the daemon's drivers
+submit them. A pure
 :class:`~controller.table.machine.Table` fed the same events is the oracle: what the rules
 allow the hand in action is found by trying each action on a copy of it, never by reading a
 prompt.
@@ -22,133 +23,33 @@ scrolls and no spot's box cuts its content. Screenshots of each view go to
 from __future__ import annotations
 
 import re
-import threading
-import time
-from concurrent.futures import Future
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import browser
 import pytest
+from dealer_floor import (  # noqa: F401 (the other dealer tests import them from here too)
+    RULES,
+    SCREENSHOTS,
+    SETTINGS,
+    SIZES,
+    SUIT,
+    TABLE,
+    TIMEOUT_MS,
+    Floor,
+    shown,
+)
 from mqtt_broker import broker  # noqa: F401
 from table_rig import Rig, free_port
 from test_dealer_prompts import expected_headline
 
-from controller import __version__
-from controller.games import load_game
-from controller.journal import JournaledTable
-from controller.rules.cards import parse_card
-from controller.runtime.loop import TableRuntime
-from controller.table import Table, TableSettings
 from controller.table import events as ev
-from controller.table.effects import AlarmCleared, Step
-from controller.web.server import WebServer
+from controller.table.effects import AlarmCleared
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 chromium = browser.chromium  # the session's headless Chromium (tests/browser.py)
-
-TABLE = "hcm-bj-07"
-RULES = load_game("pa-standard")
-SETTINGS = TableSettings(spots=7, main_minimum=1000, main_maximum=100_000)
-SIZES = {"table": (800, 480), "laptop": (1280, 800)}
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-TIMEOUT_MS = 10_000
-SUIT = {"H": "\u2665", "D": "\u2666", "C": "\u2663", "S": "\u2660"}
-
-
-def shown(card: str) -> str:
-    return card[:-1] + SUIT[card[-1]]
-
-
-# -- the table, its loop and its web server ------------------------------------------------
-
-
-class Floor:
-    """A journaled 7-spot table under the real loop and web server, and its oracle."""
-
-    def __init__(self, tmp: Path):
-        self.journal_path = tmp / "journal.sqlite"
-        self.oracle = Table(RULES, SETTINGS)
-        self.meters: list[dict[str, Any]] | None = None
-        self.config = SimpleNamespace(
-            journal_path=self.journal_path, gaming_day=SimpleNamespace(zone=None)
-        )
-        self.started = time.time()
-        self._stop = threading.Event()
-        ready: Future[TableRuntime] = Future()
-        self._thread = threading.Thread(target=self._loop, args=(ready,), daemon=True)
-        self._thread.start()
-        self.runtime = ready.result(10)
-        self.web = WebServer(self, bind="127.0.0.1", port=0).start()
-        self.url = self.web.url
-        self.steps: list[Step] = []
-
-    def _loop(self, ready: Future[TableRuntime]) -> None:
-        """The table loop's thread: it owns the journal's connection, as in the daemon."""
-        with JournaledTable(self.journal_path, RULES, SETTINGS) as table:
-            runtime = TableRuntime(
-                table, clock=lambda: time.monotonic_ns() // 1_000_000, tick_ms=50
-            )
-            ready.set_result(runtime)
-            runtime.run(self._stop)
-
-    # what the web server reads (controller.web.server.TableSource)
-    def identity(self) -> dict[str, Any]:
-        return {
-            "table": TABLE,
-            "property": "hcm",
-            "game": RULES.name,
-            "version": __version__,
-            "config_checksum": "test",
-            "started": self.started,
-        }
-
-    def status(self) -> dict[str, Any]:
-        status = self.runtime.status()
-        return status if self.meters is None else {**status, "meters": self.meters}
-
-    def feed(self) -> list[dict[str, Any]]:
-        return self.runtime.recent()
-
-    def health(self) -> dict[str, Any]:
-        return {"link": None, "shoe": None, "camera": None, "gpio": None}
-
-    def healthy(self) -> tuple[bool, list[str]]:
-        return True, []
-
-    def wait_change(self, timeout_s: float) -> None:
-        self.runtime.wait_change(timeout_s)
-
-    def light_test_state(self) -> None:
-        return None
-
-    def recent_log(self) -> list[dict[str, Any]]:
-        return []
-
-    # driving it
-    def do(self, event: ev.Event, accepted: bool = True) -> Step:
-        expected = self.oracle.handle(event)
-        reply: Future[Step] = Future()
-        self.runtime.submit(event, reply)
-        step = reply.result(10)
-        assert step.accepted is expected.accepted is accepted, f"{event}: {step.reason}"
-        self.steps.append(step)
-        return step
-
-    def card(self, text: str) -> Step:
-        return self.do(ev.CardDrawn(parse_card(text)))
-
-    def cards(self, texts: str) -> None:
-        for text in texts.split():
-            self.card(text)
-
-    def close(self) -> None:
-        self.web.close()
-        self._stop.set()
-        self._thread.join(10)
 
 
 @pytest.fixture
@@ -489,12 +390,14 @@ def test_many_kinds_of_alarm_never_push_the_game_off_screen(floor, pages):
         floor.do(ev.BetSensor(spot, "main", True))  # late bets
     floor.do(ev.BetSensor(2, "main", False))  # chips taken from a wager
     for page in pages.values():
+        # the chips taken stop the game (issue 30): the headline says so, not the band
+        expect(page.get_by_test_id("next-newest")).to_have_text(
+            "Stop: chips were taken from spot 2 main wager after no more bets; the wager "
+            "stands. Call the supervisor"
+        )
         expect(page.get_by_test_id("alarm")).to_have_count(3)
         expect(page.get_by_test_id("alarms-more")).to_have_text(
-            "and 2 more kinds of alarm: see the diagnostics page"
-        )
-        expect(page.get_by_test_id("next-newest")).to_have_text(
-            "Spot 1 to act on 19: hit, stand, double, surrender"
+            "and 1 more kind of alarm: see the diagnostics page"
         )
         expect(page.get_by_test_id("spot-1").locator(".card").first).to_be_in_viewport()
         check_fits(page, "five kinds of alarm")
@@ -502,6 +405,11 @@ def test_many_kinds_of_alarm_never_push_the_game_off_screen(floor, pages):
     floor.do(ev.ShoeEvent("door_closed"))
     floor.do(ev.BetSensor(2, "main", True))
     for page in pages.values():
+        # the camera's fault: finish or void the round, and the table's prompt under it
+        expect(page.get_by_test_id("next-newest")).to_contain_text("Table fault: the camera")
+        expect(page.get_by_test_id("stop-then")).to_have_text(
+            "Spot 1 to act on 19: hit, stand, double, surrender"
+        )
         expect(page.get_by_test_id("alarms-more")).to_have_count(0)
         expect(page.locator('[data-code="late_bet"]')).to_contain_text("\u00d74")
         expect(page.locator('[data-code="late_bet"]')).to_contain_text(

@@ -190,7 +190,13 @@ def test_cards_waiting_clear_their_alarms_one_by_one_and_a_fault_is_said_once():
     floor.do(ev.Burn())
     assert floor.view()["alarm_lines"] == []
     floor.do(ev.TableFault("shoe", "offline for 30 s"))
-    assert [a["code"] for a in floor.view()["alarm_lines"]] == ["fault_shoe"]  # not twice
+    # said once: in the headline, which stops the game (issue 30), not again in the band
+    assert floor.view()["alarm_lines"] == []
+    assert floor.view()["prompt"]["text"] == (
+        "Stop: table fault, the shoe is lost (offline). No new round; call a technician"
+    )
+    floor.do(ev.ShoeEvent("door_open"))  # between rounds: not an alarm; the band stays empty
+    assert [a["code"] for a in alarm_lines(floor.status())] == ["fault_shoe"]  # not twice
     floor.do(ev.TableFault("shoe", active=False))
     floor.do(ev.SupervisorKey(True))  # clears the latched fault: its alarm clears too
     assert floor.view()["alarm_lines"] == []
@@ -220,12 +226,19 @@ def test_the_display_speaks_casino_words():
     settled = views[-1]
     assert "21+3 Xtreme" in {c["name"] for c in settled["layout"][2]["settlement"]["lines"]}
     assert settled["dealer_words"]["total"] == "BUST 24"
-    assert settled["prompt"]["text"] == ("Round 1 settled: pay and collect, then press end round")
+    # the chips taken from spot 3 after no more bets stop the game until the supervisor comes;
+    # then the round is settled as the table says (issue 30)
+    assert settled["prompt"]["text"] == (
+        "Stop: chips were taken from spot 3 Lucky Ladies after no more bets; the wager stands. "
+        "Call the supervisor"
+    )
+    assert settled["prompt"]["then"] == "Round 1 settled: pay and collect, then press end round"
     assert card_words("Dealer turns the hole card: 6C 10S, 16") == (
         "Dealer turns the hole card: 6\u2663 10\u2660, 16"
     )
-    bet_removed = [a for a in views[0]["alarm_lines"] if a["code"] == "bet_removed"]
-    assert bet_removed[0]["text"].startswith("Chips taken from spot 3 Lucky Ladies")
+    # the alarm's own words, for the diagnostics page; the headline says it on the display
+    assert views[0]["alarms"][0]["text"].startswith("Chips taken from spot 3 Lucky Ladies")
+    assert not any(a["code"] == "bet_removed" for a in views[0]["alarm_lines"])
 
 
 def test_an_older_status_without_the_new_keys_still_gives_a_page():

@@ -166,7 +166,8 @@ def test_the_demo_table_is_a_full_seven_spot_table(tmp_path: Path) -> None:
     assert len(circles) == 4
     assert wiring_gaps(config.gpio.pin_map, circles, 7) == []
     # every spot board line, and the console's JACKPOT PAID on spot 1's board (issue 28)
-    assert len(config.gpio.pin_map.expander_lines()) == 7 * (4 + 4 + 1 + 3) + 1
+    # JACKPOT PAID on spot 1's board (issue 28), RECALL LAST on spot 2's (issue 30)
+    assert len(config.gpio.pin_map.expander_lines()) == 7 * (4 + 4 + 1 + 3) + 2
     check = check_config(path, files=False)
     assert check.errors == [] and "7 spots" in check.summary
     assert not config.web.enabled  # no web pages unless asked for

@@ -135,8 +135,10 @@ def test_example_pin_map_loads_and_covers_a_dealers_console():
     # the console and table lights, the I2C bus (GPIO 2/3) and one interrupt per spot board
     assert len(pins) == len(on_pi) + 2 + len(pin_map.expanders)
     assert pins[2] == "I2C bus 1 SDA" and pins[3] == "I2C bus 1 SCL"
-    # and the console's JACKPOT PAID button on spot 1's board (issue 28)
-    assert len(pin_map.expander_lines()) == 7 * (2 * len(PA) + 1 + 3) + 1
+    # and the console's JACKPOT PAID button on spot 1's board (issue 28), RECALL LAST on spot
+    # 2's (issue 30)
+    assert len(pin_map.expander_lines()) == 7 * (2 * len(PA) + 1 + 3) + 2
+    assert pin_map.expander_lines()["spot2.GPA7"] == "[gpio.console] recall_last"
 
 
 def test_bare_pin_is_a_pull_up_input_and_a_table_can_say_otherwise():

@@ -103,11 +103,16 @@ def test_every_example_pin_is_in_the_pinout_with_its_function():
 def test_every_spot_board_line_is_in_the_pinout_the_same_on_every_board():
     rows = tables("line")
     lines = example_lines()
-    # one console button on one board: JACKPOT PAID on spot 1's GPA7 (issue 28)
+    # console buttons on one board each: JACKPOT PAID on spot 1's GPA7 (issue 28), RECALL LAST
+    # on spot 2's GPA7 (issue 30)
     single = {k: v[:2] for k, v in lines.items() if not re.search(r"\.(\d)(\.|$)", k)}
-    assert single == {"console.jackpot_paid": ("spot1", "GPA7")}
+    assert single == {
+        "console.jackpot_paid": ("spot1", "GPA7"),
+        "console.recall_last": ("spot2", "GPA7"),
+    }
     pinout = (HARDWARE / "pinout.md").read_text()
     assert "`console.jackpot_paid`" in pinout and "spot 1's board, GPA7" in pinout
+    assert "`console.recall_last`" in pinout and "spot 2's board, GPA7" in pinout
     lines = {k: v for k, v in lines.items() if k not in single}
     for key, (expander, line, _spec) in lines.items():
         spot = re.search(r"\.(\d)(\.|$)", key)

@@ -29,6 +29,10 @@ PURE_MODULES = [
     RULES.parent / "demo" / "autopilot.py",  # the demo's dealer and players
     RULES.parent / "demo" / "strategy.py",
     RULES.parent / "web" / "views.py",  # what the pages show: status in, dicts and text out
+    RULES.parent / "web" / "words.py",  # the dealer display's words
+    RULES.parent / "web" / "felt.py",  # the dealer display's table picture and recalled round
+    RULES.parent / "web" / "stops.py",  # which alarm stops the game, in which words
+    RULES.parent / "runtime" / "recall.py",  # the recall_last button's memory: status in, out
 ]
 
 FORBIDDEN = {

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from controller.config.base import LOOPBACK_NAMES, ConfigError, Section
 
-WEB_KEYS = ("bind", "port", "password_hash", "dealer_addresses", "users_file")
+WEB_KEYS = (
+    "bind",
+    "port",
+    "password_hash",
+    "dealer_addresses",
+    "users_file",
+    "recall_s",
+    "hold_settlement_s",
+)
 DEFAULT_USERS = "users"
 """The users file, beside the config (``/etc/table-controller/users``): issue 28 item 1."""
 
@@ -30,6 +38,10 @@ class WebConfig:
     #: The accounts (``controller.accounts``); while it does not exist, ``password_hash``
     #: is the one technicians' account. None: beside the config (the loader sets it).
     users_file: Path | None = None
+    #: The dealer display (issue 30): how long the console's ``recall_last`` button shows the
+    #: last settled round again, and how long the settlement stays after end round (0: not).
+    recall_s: int = 30
+    hold_settlement_s: int = 0
 
 
 def read_web(sec: Section, base: Path) -> WebConfig | None:
@@ -70,12 +82,21 @@ def read_web(sec: Section, base: Path) -> WebConfig | None:
             password_hash = None
     dealer = _read_dealer_addresses(sec)
     users = sec.path("users_file", DEFAULT_USERS, base, '"/etc/table-controller/users"')
+    recall_s = sec.integer("recall_s", 30, 5, 600, "seconds")
+    hold_s = sec.integer("hold_settlement_s", 0, 0, 300, "seconds")
     sec.check_unknown()
-    values = (bind, port, password_hash, dealer, users)
+    values = (bind, port, password_hash, dealer, users, recall_s, hold_s)
     if None in values:
         return None
     return WebConfig(
-        bind, port, password_hash, enabled=sec.present, dealer_addresses=dealer, users_file=users
+        bind,
+        port,
+        password_hash,
+        enabled=sec.present,
+        dealer_addresses=dealer,
+        users_file=users,
+        recall_s=recall_s,
+        hold_settlement_s=hold_s,
     )
 
 

@@ -415,6 +415,8 @@ class TableDaemon:
             trace=trace,
             lamp_test=gpio,
             rotator=self.rotator,
+            recall_ms=cfg.web.recall_s * 1000,  # the dealer display's recall_last (issue 30)
+            hold_ms=cfg.web.hold_settlement_s * 1000,
         )
         self._runtime = self.runtime
         for event in self._pending:

@@ -32,10 +32,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any
 
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
+from controller.runtime.lighttest import (
+    LIGHT_TEST_OFF_MS,
+    LIGHT_TEST_ON_MS,
+    LampTest,
+    LightTest,
+)
+from controller.runtime.recall import RecallLast, SettledRound
 from controller.runtime.rotator import JournalRotator
 from controller.table import events as ev
 from controller.table.effects import (
@@ -78,44 +85,6 @@ class _Item:
     call: Callable[[], Any] | None = None
 
 
-class LampTest(Protocol):
-    """What the light test drives (``GpioDriver``)."""
-
-    def light_names(self) -> tuple[str, ...]: ...
-
-    def test_light(self, name: str, state: str) -> bool: ...
-
-    def end_light_test(self) -> None: ...
-
-
-LIGHT_TEST_ON_MS = 600
-LIGHT_TEST_OFF_MS = 200
-"""Each light is on this long, then off this long, one after the other."""
-
-
-@dataclasses.dataclass
-class LightTest:
-    """A light test in progress: ``steps`` of (light, state, hold ms)."""
-
-    by: str
-    steps: list[tuple[str, str, int]]
-    index: int = 0
-    next_ms: int = 0
-    result: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        light = self.steps[self.index][0] if self.index < len(self.steps) else None
-        return {
-            "running": not self.result,
-            "by": self.by,
-            "light": light,
-            "lights": len(self.steps) // 2,
-            "done": self.index // 2,
-            "result": self.result or None,
-            "pending": False,
-        }
-
-
 def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
     """An effect as the dealer feed shows it: its kind, fields and the event time."""
     return {"kind": type(effect).__name__.lower(), "t": t, **dataclasses.asdict(effect)}
@@ -132,6 +101,9 @@ class TableRuntime:
     ``time.monotonic_ns()`` when its journal commit returned and when its effects were
     carried out (``bench/table_latency.py``); ``rotator`` rotates the journal between rounds
     (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the status' ``journal``).
+    ``recall_ms``: how long the console's ``recall_last`` shows the last settled round on
+    the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
+    not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
     """
 
     def __init__(
@@ -149,6 +121,8 @@ class TableRuntime:
         trace: Callable[[dict[str, Any]], None] | None = None,
         lamp_test: LampTest | None = None,
         rotator: JournalRotator | None = None,
+        recall_ms: int = 30_000,
+        hold_ms: int = 0,
     ):
         self.table = table
         self.clock = clock
@@ -162,6 +136,7 @@ class TableRuntime:
         self._trace = trace
         self._lamp_test = lamp_test
         self._rotator = rotator
+        self.settled_round = SettledRound(recall_ms, hold_ms)
         self._light_test: LightTest | None = None
         self._light_test_pending: str | None = None  # who asked, for the next round break
         self._queue: queue.Queue[_Item] = queue.Queue()
@@ -355,6 +330,12 @@ class TableRuntime:
         assert event is not None
         if event.t is None:
             event = dataclasses.replace(event, t=self.clock())
+        if isinstance(event, RecallLast):  # the dealer display's, never the table's
+            log.info("%s", self.settled_round.press(event.t or 0, self.table.snapshot()))
+            self._publish_status()
+            if item.reply is not None:
+                item.reply.set_result(Step(True, (), journal=False))
+            return
         if self.journal_fault is not None and not isinstance(event, ev.Tick):
             self.dropped += 1
             log.error("journal not writable: %s dropped (%s)", event.TYPE, self.journal_fault)
@@ -376,6 +357,8 @@ class TableRuntime:
         committed_ns = time.monotonic_ns()
         if step.journal:
             self.events_handled += 1
+        if isinstance(event, ev.EndRound) and step.accepted:
+            self.settled_round.ended(event.t or self.clock())
         self._carry_out(event, step)
         if self._trace is not None and step.journal:
             self._trace(
@@ -574,8 +557,11 @@ class TableRuntime:
         state = self.table.state
         with self._feed_lock:
             settlements = list(self._settlements)
+        snapshot = self.table.snapshot()
+        now = self.clock()
+        self.settled_round.seen(snapshot, settlements, now)
         self._status = {
-            "snapshot": self.table.snapshot(),
+            "snapshot": snapshot,
             "round_in_progress": self.table.round_in_progress,
             "faults": {k: {"detail": d, "active": a} for k, (d, a) in sorted(state.faults.items())},
             "settlements": [s for s in settlements if s["round"] == state.round_number],
@@ -587,7 +573,8 @@ class TableRuntime:
             "journal_events": self.table.journal.events_written,
             "journal": self._rotator.status() if self._rotator is not None else None,
             "queue": self._queue.qsize(),
-            "t": self.clock(),
+            "t": now,
+            **self.settled_round.status(now),
         }
         test = self._light_test
         journal = self._status["journal"] or {}
@@ -601,6 +588,7 @@ class TableRuntime:
             self.journal_fault,
             None if test is None else (test.index, test.result),
             self._light_test_pending,
+            self.settled_round.presses,
         )
         if key != self._notified:  # something a page shows changed: wake the live streams
             self._notified = key

@@ -55,9 +55,12 @@ CONSOLE_BUTTONS = (
     "void_round",
     "misdeal",
     "jackpot_paid",
+    "recall_last",
 )
 """The dealer console's buttons with no spot (double ... double_up act on the spot in action);
-the GPIO pin map (``drivers/gpio_pins.py``) and the demo's autopilot use these names."""
+the GPIO pin map (``drivers/gpio_pins.py``) and the demo's autopilot use these names.
+``recall_last`` is the dealer display's, not the table's: the runtime takes its press
+(``controller/runtime/recall.py``), no table event is made of it."""
 SPOT_BUTTONS = ("insurance", "even_money", "ez_bust")
 """Console buttons, one per spot (``insurance.3`` in a pin map)."""
 FAULT_KINDS = ("shoe", "camera", "gpio", "journal", "link", "software")

@@ -4,99 +4,91 @@ Everything here starts from :meth:`TableRuntime.status` (whose snapshot hides th
 card until the dealer's turn), the dealer feed and the drivers' health. Nothing here can
 see the table's internal state, so nothing here can leak the hole card. Amounts are
 integer cents; ``format_cents`` writes them for people.
+
+The dealer view is assembled here (:func:`dealer_view`) from :mod:`controller.web.words`
+(cards, circles, totals, phases), :mod:`controller.web.felt` (the table picture, settlement
+rows, the recalled round) and :mod:`controller.web.stops` (the blocking alarm that takes the
+headline, and the age of every alarm).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from controller.rules.pays import format_cents
-from controller.table.effects import Settled, field_names
 from controller.table.events import LINK_WHY
-from controller.table.view import bet_name, pool_name, settlement_prompt
+from controller.table.view import bet_name
+from controller.web.felt import (
+    betting_view,
+    dealer_hand,
+    mark_split,
+    recall_view,
+    round_settlements,
+    settlement_rows,
+    table_layout,
+)
+from controller.web.stops import aged_text, stop_now
+from controller.web.words import (
+    PHASE_WORDS,
+    SHORT_NAMES,
+    SUITS,
+    card_words,
+    circle_name,
+    money,
+    pay_line,
+    phase_words,
+    total_words,
+)
 
-SUITS = {"H": "\u2665", "D": "\u2666", "C": "\u2663", "S": "\u2660"}
-"""Suits as the dealer display writes them: 10H -> 10\u2665."""
-_CARD = re.compile(r"(?<![\w$.])(10|[2-9AJQK])([HDCS])(?![\w])")
-SHORT_NAMES = {"main": "Main", "double_down": "Double Down", "insurance": "Insurance"}
-"""Bet circles as the table picture labels them (others: :func:`bet_name`)."""
+__all__ = [
+    "PHASE_WORDS",
+    "SHORT_NAMES",
+    "SUITS",
+    "alarm_lines",
+    "betting_view",
+    "card_words",
+    "circle_name",
+    "dealer_view",
+    "headline",
+    "jackpot_link_words",
+    "metrics_text",
+    "money",
+    "next_steps",
+    "open_alarms",
+    "pay_line",
+    "phase_words",
+    "recent",
+    "software_words",
+    "table_layout",
+    "total_words",
+]
 
-PHASE_WORDS = {
-    "betting": "Place your bets",
-    "dealing": "Dealing",
-    "insurance": "Insurance",
-    "ez_bust": "EZ Bust offer",
-    "players": "Players' turn",
-    "dealer": "Dealer's turn",
-    "settled": "Settle the wagers",
+RECENT_KEPT = 4
+"""What the latest event said besides the headline: at most this many messages, newest
+first (the end of a round says "remove the cards" and "place your bets": both are kept)."""
+
+STOP_ALARMS = {
+    "journal_fault": ("journal_fault",),
+    "shoe_offline": ("shoe_offline",),
+    "shoe_fault": ("shoe_fault",),
+    "chips_lifted": ("bet_removed",),
 }
-"""Phases as the dealer display names them (an unknown phase shows its own name)."""
+"""The alarm band's kinds whose instruction the headline gives while it stops the game (not
+said twice); a fault's line (``fault_KIND``) leaves the band while its stop is the headline.
+A card waiting stays in the band: its alarm says why the card was not dealt."""
 
 
-def phase_words(phase: str) -> str:
-    return PHASE_WORDS.get(phase, phase.replace("_", " ").capitalize())
-
-
-def _settled(item: dict[str, Any]) -> Settled:
-    return Settled(**{name: item.get(name) for name in field_names(Settled)})
-
-
-def pay_line(item: dict[str, Any]) -> dict[str, Any]:
-    """One settlement of the feed as the dealer display lists it: what to do with whose chips.
-
-    ``what`` is ``pay``, ``take``, ``push``, ``return`` (half a surrender or a void) or
-    ``meter`` (a jackpot share: hand pay, the jackpot controller sends the amount)."""
-    line = _settled(item)
-    if line.meter is not None:
-        what = "meter"
-    elif line.outcome == "void" or line.outcome == "surrender":
-        what = "return"
-    elif line.paid:
-        what = "pay"
-    elif line.returned == line.stake:
-        what = "push"
-    else:
-        what = "take"
-    return {
-        "spot": line.spot,
-        "hand": line.hand,
-        "wager": bet_name(line.wager),
-        "what": what,
-        "amount": line.paid if what == "pay" else line.returned if what == "return" else line.stake,
-        "text": settlement_prompt(line),
-    }
-
-
-def card_words(text: str) -> str:
-    """Every card in a text with its suit symbol (``Burn card 10H`` -> ``Burn card 10\u2665``).
-
-    >>> card_words("Dealer turns the hole card: 10C 6D, 16; spot 3 pays $5.00")
-    'Dealer turns the hole card: 10\u2663 6\u2666, 16; spot 3 pays $5.00'
-    """
-    return _CARD.sub(lambda m: m[1] + SUITS[m[2]], text)
-
-
-def circle_name(circle: str) -> str:
-    """``main`` -> ``Main``; ``blazing_7s`` -> ``Blazing 7's`` (the rule cards' names)."""
-    return SHORT_NAMES.get(circle) or bet_name(circle)
-
-
-def total_words(cards: list[str], total: int | None, soft: bool, *, natural: bool = True) -> str:
-    """A hand's total as the dealer says it: ``soft 17``, ``BUST 25``, ``Blackjack``; empty
-    for a hand without cards (never a total of 0)."""
-    if total is None or not cards:
-        return ""
-    if total > 21:
-        return f"BUST {total}"
-    if natural and total == 21 and len(cards) == 2:
-        return "Blackjack"
-    return f"soft {total}" if soft else str(total)
+def _fault_t(snap: dict[str, Any], kind: str) -> int | None:
+    """When the register's alarm of the ``kind`` fault was raised (None if not kept)."""
+    for alarm in snap.get("alarms") or []:
+        if alarm.get("code") == "table_fault" and alarm.get("about") == kind:
+            return alarm.get("t")
+    return None
 
 
 def open_alarms(status: dict[str, Any]) -> list[dict[str, Any]]:
     """Alarms a person must see: the journal fault, latched faults, then open table alarms."""
     out: list[dict[str, Any]] = []
+    snap = status.get("snapshot") or {}
     if status.get("journal_fault"):
         out.append(
             {
@@ -105,6 +97,7 @@ def open_alarms(status: dict[str, Any]) -> list[dict[str, Any]]:
                 "text": f"The journal cannot be written: {status['journal_fault']}",
                 "action": "Stop the game and call a technician",
                 "spot": None,
+                "t": None,
             }
         )
     for kind, fault in sorted((status.get("faults") or {}).items()):
@@ -118,9 +111,9 @@ def open_alarms(status: dict[str, Any]) -> list[dict[str, Any]]:
                 if fault["active"]
                 else "Turn the supervisor key to clear the fault",
                 "spot": None,
+                "t": _fault_t(snap, kind),
             }
         )
-    snap = status.get("snapshot") or {}
     out.extend(a for a in snap.get("alarms") or [] if a.get("active", True))
     return out
 
@@ -150,26 +143,36 @@ def _group_text(code: str, items: list[dict[str, Any]]) -> str:
     return newest
 
 
-def alarm_lines(status: dict[str, Any]) -> list[dict[str, Any]]:
+def alarm_lines(status: dict[str, Any], skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The alarms the dealer must see, one line per kind: repeats of a kind merge into one
     line with their ``count`` and ``spots``; alarms whose cause is over (cleared by
     themselves) are left out, and so is a table fault's alarm, which the latched fault's own
-    line says. Newest kind first; texts with suit symbols."""
+    line says, and every kind in ``skip`` (the headline says it). Newest kind first; texts
+    with suit symbols, without the durations written at detection: ``since`` says how long
+    the oldest alarm of the kind has lasted now (``for 1 min 15 s``)."""
+    now = status.get("t")
     groups: dict[str, list[dict[str, Any]]] = {}
     for alarm in open_alarms(status):
         if alarm["code"] == "table_fault" and status.get("faults"):
             continue
+        if alarm["code"] in skip:
+            continue
         groups.setdefault(alarm["code"], []).append(alarm)
-    lines = [
-        {
-            "code": code,
-            "count": len(items),
-            "spots": sorted({a["spot"] for a in items if a.get("spot")}),
-            "text": card_words(_group_text(code, items)),
-            "action": card_words(items[-1]["action"]),
-        }
-        for code, items in groups.items()
-    ]
+    lines = []
+    for code, items in groups.items():
+        text, _ = aged_text(_group_text(code, items), None, None)
+        oldest = items[0]
+        _, since = aged_text(oldest.get("text") or "", oldest.get("t"), now)
+        lines.append(
+            {
+                "code": code,
+                "count": len(items),
+                "spots": sorted({a["spot"] for a in items if a.get("spot")}),
+                "text": card_words(text),
+                "action": card_words(items[-1]["action"]),
+                "since": since,
+            }
+        )
     severe = [line for line in lines if line["code"].startswith(("journal_fault", "fault_"))]
     return severe + [line for line in lines[::-1] if line not in severe]
 
@@ -184,171 +187,10 @@ def next_steps(feed: list[dict[str, Any]]) -> list[str]:
     return [p["text"] for p in prompts if all(p.get(k) == last.get(k) for k in key)]
 
 
-def _settlement_rows(pay: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[int, Any]:
-    """Spot -> its one settlement row: each wager's line (``what``, ``name``, ``amount``,
-    ``hand``) in settlement order and the spot's ``net`` (cents; None while a meter share is
-    unknown: the jackpot controller sends its amount)."""
-    rows: dict[int, dict[str, Any]] = {}
-    for line, item in zip(pay, items, strict=True):
-        row = rows.setdefault(line["spot"], {"lines": [], "net": 0, "meter": False})
-        wager = item.get("wager") or ""
-        name = circle_name(wager)
-        if line["hand"] is not None and item.get("split"):
-            name = ("Hand" if wager == "main" else "Double") + f" {line['hand'] + 1}"
-        row["lines"].append(
-            {
-                "what": line["what"],
-                "name": name,
-                "amount": line["amount"],
-                "hand": line["hand"],
-                "wager": wager,
-            }
-        )
-        row["net"] += (item.get("paid") or 0) + (item.get("returned") or 0) - item["stake"]
-        row["meter"] = row["meter"] or line["what"] == "meter"
-    return rows
-
-
-def _hand_view(hand: dict[str, Any], *, natural: bool, here: bool) -> dict[str, Any]:
-    return {
-        "cards": hand["cards"],
-        "total": total_words(hand["cards"], hand["total"], hand["soft"], natural=natural),
-        "bust": hand["total"] > 21,
-        "wager": hand["wager"],
-        "double_down": hand.get("double_down") or 0,
-        "double_up": hand.get("double_up") or 0,
-        "surrendered": bool(hand.get("surrendered")),
-        "in_action": here,
-    }
-
-
-def _mark_split(snap: dict[str, Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The settled items, each with ``split``: whether its spot played more than one hand."""
-    split = {spot["spot"] for spot in snap.get("spots") or [] if len(spot["hands"]) > 1}
-    return [{**item, "split": item.get("spot") in split} for item in items]
-
-
-def _chip_outcomes(row: dict[str, Any] | None, hands: int) -> dict[str, tuple[str, int]]:
-    """Circle -> what became of it and the amount to pay, take or return, for the wagers of
-    a spot settled during the round (side bets at the deal, a blackjack paid at once,
-    insurance at the peek)."""
-    out: dict[str, tuple[str, int]] = {}
-    for line in (row or {}).get("lines", []):
-        if line["hand"] is None or (line["wager"] == "main" and hands == 1):
-            out[line["wager"]] = (line["what"], line["amount"])
-    return out
-
-
-def table_layout(snap: dict[str, Any], rows: dict[int, Any]) -> list[dict[str, Any]]:
-    """The table as a picture: every spot of the table in table order (first base first),
-    each with its chips (the bets the sensors see, at the amount they would be taken, or the
-    wagers latched for the round), its hands and totals and its settlement row.
-
-    While a round is played a chip the sensors see that is no wager (a late bet, a
-    progressive bet refused while the link is down) has ``not_wager``; a wager whose chips
-    left the circle has ``chips_off``."""
-    table = snap.get("table") or {}
-    playing = {spot["spot"]: spot for spot in snap.get("spots") or []}
-    numbers = range(1, (table.get("spots") or max(playing, default=0)) + 1)
-    seen: dict[int, list[dict[str, Any]]] = {}
-    order = {circle: n for n, circle in enumerate(table.get("circles") or [])}
-    bets = snap.get("bet_amounts") or snap.get("bets") or []
-    for bet in sorted(bets, key=lambda b: (b["spot"], order.get(b["circle"], 99))):
-        seen.setdefault(bet["spot"], []).append(bet)
-    act = snap.get("in_action") or {}
-    in_round = bool(snap.get("in_progress"))
-    out = []
-    for number in numbers:
-        spot = playing.get(number)
-        if spot is not None:
-            wagers = dict(spot["wagers"])
-            if spot.get("insurance"):
-                wagers["insurance"] = spot["insurance"]
-            if spot.get("ez_bust"):
-                wagers["ez_bust"] = spot["ez_bust"]
-            done = _chip_outcomes(rows.get(number), len(spot["hands"]))
-            on = {b["circle"] for b in seen.get(number, [])}
-            chips = [
-                {
-                    "circle": c,
-                    "name": circle_name(c),
-                    "amount": amount,
-                    "settled": done[c][0] if c in done else None,
-                    "settled_amount": done[c][1] if c in done else None,
-                    "chips_off": in_round and c in order and c not in on,
-                }
-                for c, amount in wagers.items()
-            ]
-            chips += [
-                {
-                    "circle": b["circle"],
-                    "name": circle_name(b["circle"]),
-                    "amount": b.get("amount"),
-                    "not_wager": True,
-                }
-                for b in seen.get(number, [])
-                if b["circle"] not in wagers and in_round
-            ]
-            natural = len(spot["hands"]) == 1
-            hands = [
-                _hand_view(
-                    hand,
-                    natural=natural,
-                    here=act.get("spot") == number and act.get("hand", 0) == index,
-                )
-                for index, hand in enumerate(spot["hands"])
-            ]
-        else:
-            chips = [
-                {
-                    "circle": b["circle"],
-                    "name": circle_name(b["circle"]),
-                    "amount": b.get("amount"),
-                    "not_wager": in_round,
-                }
-                for b in seen.get(number, [])
-            ]
-            hands = []
-        out.append(
-            {
-                "spot": number,
-                "playing": spot is not None,
-                "in_action": act.get("spot") == number,
-                "chips": chips,
-                "hands": hands,
-                "settlement": rows.get(number) if snap.get("phase") == "settled" else None,
-            }
-        )
-    return out
-
-
-def betting_view(snap: dict[str, Any], meters: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """What the dealer needs while bets are placed: the table's limits, the chips the
-    sensors see and their total, and the progressive meters (``pool``, ``name``, ``amount``)
-    when the link brings them."""
-    table = snap.get("table") or {}
-    bets = snap.get("bet_amounts") or []
-    limits = []
-    if table.get("main_minimum") is not None:
-        limits.append({"name": "Main", "low": table["main_minimum"], "high": table["main_maximum"]})
-    if table.get("side_minimum") is not None and len(table.get("circles") or []) > 1:
-        limits.append(
-            {"name": "Side bets", "low": table["side_minimum"], "high": table["side_maximum"]}
-        )
-    return {
-        "limits": limits,
-        "spots_bet": len({b["spot"] for b in bets if b["circle"] == "main"}),
-        "chips_total": sum(b.get("amount") or 0 for b in bets),
-        "meters": [
-            {"pool": m["pool"], "name": pool_name(m["pool"]), "amount": m["amount"]}
-            for m in meters or []
-        ],
-    }
-
-
 def headline(snap: dict[str, Any], feed: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The one thing to do now: the table's prompt of the moment (it never goes stale), or,
-    from an older table without one, the newest prompt."""
+    """The table's one thing to do now: its prompt of the moment (it never goes stale), or,
+    from an older table without one, the newest prompt. (A blocking alarm takes the dealer
+    display's headline from it: :func:`dealer_view`, :func:`controller.web.stops.stop_now`.)"""
     prompt = snap.get("prompt")
     if prompt:
         return {**prompt, "text": card_words(prompt["text"])}
@@ -362,8 +204,9 @@ def headline(snap: dict[str, Any], feed: list[dict[str, Any]]) -> dict[str, Any]
 
 def recent(feed: list[dict[str, Any]], status: dict[str, Any], now: str | None) -> list[str]:
     """What the latest event said besides the headline (``Spot 2 stands on 17``, ``Dealer
-    turns the hole card ...``): its prompts, without the pay prompts (the settlement rows say
-    them) and without the headline itself; nothing once a later event came."""
+    turns the hole card ...``): every message of it, newest first, at most
+    :data:`RECENT_KEPT`, without the pay prompts (the settlement rows say them) and without
+    the headline itself; nothing once a later event came."""
     prompts = [item for item in feed if item.get("kind") == "prompt"]
     if not prompts:
         return []
@@ -377,7 +220,7 @@ def recent(feed: list[dict[str, Any]], status: dict[str, Any], now: str | None) 
         for p in prompts
         if all(p.get(k) == last.get(k) for k in key) and p.get("code") != "pay"
     ]
-    return [text for text in texts if text != now]
+    return [text for text in texts if text != now][::-1][:RECENT_KEPT]
 
 
 def jackpot_link_words(status: dict[str, Any]) -> str | None:
@@ -391,6 +234,25 @@ def jackpot_link_words(status: dict[str, Any]) -> str | None:
     return f"Jackpot link down: {why}. No progressive wagers"
 
 
+def _stop_headline(stop: dict[str, Any], table_prompt: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "code": stop["code"],
+        "text": card_words(stop["text"]),
+        "spot": stop.get("spot"),
+        "stop": True,
+        "since": stop.get("since"),
+        "then": table_prompt["text"] if stop.get("then") and table_prompt else None,
+    }
+
+
+def _skipped(stop: dict[str, Any] | None, status: dict[str, Any]) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    if stop["code"] in ("table_fault", "fault_latched"):
+        return tuple(f"fault_{kind}" for kind in status.get("faults") or {})
+    return STOP_ALARMS.get(stop["code"], ())
+
+
 def dealer_view(
     table_id: str,
     status: dict[str, Any],
@@ -399,11 +261,14 @@ def dealer_view(
 ) -> dict[str, Any]:
     """The dealer display: the next thing to do, what to pay whom, alarms, the layout.
 
-    ``prompt`` is the headline (:func:`headline`), ``recent`` what the last event said,
-    ``alarm_lines`` the alarms merged by kind, ``layout`` the table picture
-    (:func:`table_layout`), ``betting`` the limits, chips and meters (``meters``: the
+    ``prompt`` is the headline: a blocking alarm's instruction (``stop`` true, ``since``,
+    ``then``: :func:`controller.web.stops.stop_now`) or the table's prompt of the moment
+    (:func:`headline`); ``recent`` what the last event said, newest first; ``alarm_lines``
+    the alarms merged by kind, each with its age; ``layout`` the table picture
+    (:func:`table_layout`); ``betting`` the limits, chips and meters (``meters``: the
     progressive meters, ``pool`` and ``amount``, if the link brings them; else
-    ``status["meters"]``). The older keys (``next``, ``pay``, ``alarms``, ``spots``,
+    ``status["meters"]``; offline while the link is down); ``recall`` the last settled
+    round shown again, or None. The older keys (``next``, ``pay``, ``alarms``, ``spots``,
     ``dealer``) stay as they were for the pages and tools that read them."""
     snap = status.get("snapshot") or {}
     number = snap.get("round")
@@ -414,6 +279,9 @@ def dealer_view(
         if item.get("kind") == "refused":
             refusal = item["reason"]
             break
+    notice = (status.get("recall") or {}).get("notice")
+    if notice and status.get("t") is not None and status["t"] < status["recall"]["until"]:
+        refusal = notice  # a recall_last press that shows nothing says why, for a moment
     dealer = snap.get("dealer") or {}
     spots = []
     for spot in snap.get("spots") or []:
@@ -422,15 +290,18 @@ def dealer_view(
             for h in spot["hands"]
         ]
         spots.append({"spot": spot["spot"], "hands": hands})
+    table_prompt = headline(snap, feed)
     view = {
         "table": table_id,
         "round": number,
         "phase": snap.get("phase"),
-        "phase_words": phase_words(str(snap.get("phase") or "")),
+        "phase_words": phase_words(
+            str(snap.get("phase") or ""), (snap.get("prompt") or {}).get("code")
+        ),
         # after a restart the feed is empty: the phase says what to do until a prompt comes
         "next": next_steps(feed) or ([phase_words(snap["phase"])] if snap.get("phase") else []),
-        "refused": refusal,
-        "pay": [pay_line(item) for item in _round_settlements(status, feed, number)],
+        "refused": card_words(refusal) if refusal else None,
+        "pay": [pay_line(item) for item in round_settlements(status, feed, number)],
         "alarms": [
             {"code": a["code"], "text": a["text"], "action": a["action"], "spot": a.get("spot")}
             for a in open_alarms(status)
@@ -445,21 +316,20 @@ def dealer_view(
         "jackpot_link": status.get("jackpot_link", True),
         "jackpot_link_words": jackpot_link_words(status),
     }
-    items = _round_settlements(status, feed, number)
-    now = headline(snap, feed)
-    view["prompt"] = now
-    view["recent"] = recent(feed, status, now["text"] if now else None)
-    if view["refused"]:
-        view["refused"] = card_words(view["refused"])
-    view["alarm_lines"] = alarm_lines(status)
-    view["dealer_words"] = {
-        "total": total_words(
-            dealer.get("cards") or [], dealer.get("total"), dealer.get("soft", False)
-        ),
-        "showing": card_words(dealer["showing"]) if dealer.get("showing") else "",
-    }
-    view["layout"] = table_layout(snap, _settlement_rows(view["pay"], _mark_split(snap, items)))
-    view["betting"] = betting_view(snap, meters if meters is not None else status.get("meters"))
+    items = round_settlements(status, feed, number)
+    stop = stop_now(status, items)
+    view["prompt"] = _stop_headline(stop, table_prompt) if stop else table_prompt
+    view["recent"] = recent(feed, status, table_prompt["text"] if table_prompt else None)
+    view["alarm_lines"] = alarm_lines(status, _skipped(stop, status))
+    words = dealer_hand(snap)
+    view["dealer_words"] = {"total": words["total"], "showing": card_words(words["showing"])}
+    view["layout"] = table_layout(snap, settlement_rows(view["pay"], mark_split(snap, items)))
+    view["betting"] = betting_view(
+        snap,
+        meters if meters is not None else status.get("meters"),
+        link_up=bool(status.get("jackpot_link", True)),
+    )
+    view["recall"] = recall_view(status)
     view["software"] = software_words(status)
     return view
 
@@ -473,23 +343,6 @@ def software_words(status: dict[str, Any]) -> str | None:
     if result == "failed":
         return "software not verified: call a technician (no new round)"
     return None
-
-
-def _round_settlements(
-    status: dict[str, Any], feed: list[dict[str, Any]], number: Any
-) -> list[dict[str, Any]]:
-    """The settled wagers of round ``number`` (feed items): the runtime keeps all of the
-    round's in the status, however long the feed."""
-    items = (
-        status["settlements"]
-        if "settlements" in status
-        else [i for i in feed if i.get("kind") == "settled"]
-    )
-    return [item for item in items if item.get("round") == number]
-
-
-def money(cents: int | None) -> str:
-    return "" if cents is None else format_cents(cents)
 
 
 # -- /metrics ---------------------------------------------------------------------------------
