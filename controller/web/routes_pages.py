@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from http import HTTPStatus
 from pathlib import Path
@@ -35,7 +36,22 @@ class PageRoutes:
     """The pages, the static files, ``/healthz`` and ``/metrics``."""
 
     def _page(self, path: str) -> None:
-        self._static(PAGES[path])
+        if path == "/login":
+            self._login_page()
+        else:
+            self._static(PAGES[path])
+
+    def _login_page(self) -> None:
+        """The login page, naming the table it logs in to (issue 30): its id, game and
+        property, so a technician on the floor network knows which table asks."""
+        ident = self.web.source.identity()
+        table = str(ident.get("table") or "?")
+        where = [f"game {ident['game']}" if ident.get("game") else ""]
+        where.append(f"property {ident['property']}" if ident.get("property") else "")
+        body = (STATIC / "login.html").read_text(encoding="utf-8")
+        body = body.replace("{{table}}", html.escape(table))
+        body = body.replace("{{where}}", html.escape(", ".join(w for w in where if w)))
+        self._send(HTTPStatus.OK, body.encode(), CONTENT_TYPES[".html"])
 
     def _static(self, name: str) -> None:
         shown = name if len(name) <= 80 else name[:77] + "..."

@@ -16,6 +16,8 @@ from typing import Any
 from controller.errors import JournalError
 from controller.journal.library import FoundRound, local_to_utc_ms
 
+LOG_LEVELS = ("all", "info", "warning", "error")
+"""What /api/log may pick (:data:`controller.runtime.logring.LEVELS`)."""
 HISTORY_HOURS = (1, 72)
 """The hours /api/history may cover (the store keeps 72)."""
 
@@ -64,7 +66,23 @@ class RecallRoutes:
     """Game recall across the journal's files, the charts' history, the recent log."""
 
     def _log(self) -> None:
-        self._json(HTTPStatus.OK, {"records": self.web.source.recent_log()})
+        """``?level=all|info|warning|error``: the log records kept, oldest first (warnings
+        and errors are kept apart from the prompts: :mod:`controller.runtime.logring`), and
+        how many of each are ``kept``."""
+        source = self.web.source
+        level = self._query("level", "all")
+        if level not in LOG_LEVELS:
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                f"level must be one of {', '.join(LOG_LEVELS)}, e.g. level=warning",
+            )
+            return
+        records = source.recent_log() if level == "all" else source.recent_log(level)
+        kept = getattr(source, "log_kept", None)
+        self._json(
+            HTTPStatus.OK,
+            {"records": records, "level": level, "kept": kept() if callable(kept) else None},
+        )
 
     def _history(self) -> None:
         """``?hours=H`` (1 to 72, default 6): the charts' lines from the daemon's history."""
@@ -106,10 +124,14 @@ class RecallRoutes:
         self._json(HTTPStatus.OK, {"ok": True, "rounds": self._recalled(found)})
 
     def _recalled(self, found: list[FoundRound]) -> list[dict[str, Any]]:
-        """Recall records as the page shows them: each with its text (every hand's cards,
-        replayed from the round's events, ~1 ms), its local time and the file it is in."""
+        """Recall records as the page shows them: each with its hands and its actions step
+        by step (each with its time of day, spot and hand, and cards: replayed from the
+        round's events, one at a time: :func:`controller.recall_steps.round_steps`), its
+        text, its local time and the file it is in."""
+        from controller.errors import TableControllerError
         from controller.games import load_game
-        from controller.recall import recall_view, round_times
+        from controller.recall import format_local, format_round, round_times
+        from controller.recall_steps import round_steps
 
         zone = self.web.zone
         rules: dict[str, Any] = {}
@@ -119,12 +141,22 @@ class RecallRoutes:
             game = record["game"]
             if game not in rules:
                 rules[game] = load_game(game)
-            text, layout = recall_view(record, rules[game], zone=zone, file=name, suits=True)
+            ends = [record.get(k) for k in ("started_utc_ms", "settled_utc_ms")]
+            when = " to ".join(format_local(t, zone) for t in ends if t is not None) or None
+            try:
+                layout, steps = round_steps(record, rules[game])
+            except (TableControllerError, KeyError, TypeError) as exc:
+                layout, steps = None, []
+                text = format_round(record, zone=zone, file=name, suits=True, when=when)
+                text += f"\n  (hands not shown: the events do not replay: {exc})"
+            else:
+                text = format_round(record, layout, zone=zone, file=name, suits=True, when=when)
             out.append(
                 {
                     **record,
                     "text": text,
                     "hands": recall_hands(layout),
+                    "steps": steps,
                     "when": round_times(record, zone),
                     "file": name,
                 }
@@ -181,7 +213,16 @@ class RecallRoutes:
                 {"ok": False, "error": nothing, "rounds": [], "unreadable": problems},
             )
             return
-        self._json(HTTPStatus.OK, {"ok": True, "rounds": rounds, "unreadable": problems})
+        self._json(
+            HTTPStatus.OK,
+            {
+                "ok": True,
+                "rounds": rounds,
+                "unreadable": problems,
+                "at_utc_ms": since,  # the typed local times, for the page to say them
+                "to_utc_ms": until,
+            },
+        )
 
     def _script(self, number: int) -> None:
         """A settled round's event script from whichever file holds it, with its local date

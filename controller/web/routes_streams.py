@@ -16,11 +16,11 @@ from controller.web.replies import headers, json_bytes
 
 
 def frame(kind: str, view: dict[str, Any]) -> tuple[bytes, bytes]:
-    """A stream's ``event: update`` frame, and the key of what must go out at once (ages
-    and counters change every second and go out once a second)."""
+    """A stream's ``event: update`` frame, and the key of what must go out at once (ages,
+    counters and the clock change every second and go out once a second)."""
     gpio = (view.get("health") or {}).get("gpio") or {}
     key = json_bytes(
-        {k: v for k, v in view.items() if k not in ("health", "uptime_s")}
+        {k: v for k, v in view.items() if k not in ("health", "uptime_s", "now_utc_ms")}
         | {"status": {k: v for k, v in (view.get("status") or {}).items() if k != "t"}}
         | {"lights": gpio.get("lights")}  # the light test is watched live
     )

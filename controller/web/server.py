@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from controller.accounts import AccountStore
 from controller.journal.library import JournalLibrary
-from controller.web import views
+from controller.web import glance, views
 from controller.web.access import Access
 from controller.web.auth import LoginThrottle, Sessions, verify_password
 from controller.web.exchange import Exchange
@@ -46,6 +46,7 @@ from controller.web.logins import LoginChecks
 from controller.web.protocol import Head
 from controller.web.replies import COOKIE, error_reply, session_cookie
 from controller.web.routes_streams import frame
+from controller.web.times import TableTimes, system_zone
 
 log = logging.getLogger("table-controller.web")
 
@@ -159,6 +160,8 @@ class WebServer:
             dealer_addresses=dealer_addresses,
         )
         self._library: JournalLibrary | None = None
+        self._system_zone: str | None = None
+        self.times = TableTimes(getattr(getattr(source, "config", None), "journal_path", None))
 
     def start(self) -> WebServer:
         self.front.start()
@@ -211,17 +214,29 @@ class WebServer:
     # -- what the pages show ---------------------------------------------------------------
 
     def bundle(self) -> dict[str, Any]:
-        """Everything the diagnostics page shows at a glance (no secret, no hole card)."""
-        ident = self.source.identity()
+        """Everything the diagnostics page shows at a glance (no secret, no hole card):
+        with the summary line's problems (the same as ``/healthz``'s), each alarm's time of
+        day, the zone the page shows times in and the wall clock now (``now_utc_ms``)."""
+        source = self.source
+        ident = source.identity()
+        clock = getattr(source, "times", None)  # optional: a source without it shows no times
+        now = self.times.now(clock()) if callable(clock) else None
+        listed = getattr(source, "problems", None)
+        if callable(listed):
+            problems = [p.to_dict() for p in listed()]
+        else:
+            problems = [{"text": text, "kind": ""} for text in source.healthy()[1]]
         return {
             **ident,
             "uptime_s": round(self.clock() - self._started, 3),
-            "status": self.source.status(),
-            "feed": self.source.feed(),
-            "health": self.source.health(),
-            "light_test": self.source.light_test_state(),
+            "status": glance.timed_status(source.status(), self.times.utc),
+            "feed": source.feed(),
+            "health": source.health(),
+            "light_test": source.light_test_state(),
             "history": self._history_state(),
             "zone": self.zone,
+            "now_utc_ms": now,
+            "summary": glance.summary(problems, self.times.utc),
         }
 
     def _history_state(self) -> dict[str, Any] | None:
@@ -245,9 +260,15 @@ class WebServer:
         return self._library
 
     @property
-    def zone(self) -> str | None:
-        """The time zone recall shows (the gaming day's; None: the system's)."""
-        return self.source.config.gaming_day.zone
+    def zone(self) -> str:
+        """The time zone the pages and recall show (the gaming day's, else the system's:
+        :func:`.times.system_zone`), an IANA name."""
+        zone = self.source.config.gaming_day.zone
+        if zone:
+            return zone
+        if self._system_zone is None:
+            self._system_zone = system_zone()
+        return self._system_zone
 
     def web_counters(self) -> dict[str, Any]:
         with self._lock:

@@ -1,7 +1,7 @@
 // History (an ES module): the charts of the daemon's history (uPlot, vendored: window.uPlot)
 // and the side bets against the par sheet.
 
-import { dollars, duration, localTime as zoneTime, money, pct } from "./format.js";
+import { dateTime, dollars, duration, money, pct } from "./format.js";
 import { $, el, say } from "./dom.js";
 import { api, page } from "./diag-api.js";
 
@@ -47,7 +47,29 @@ export async function loadHistory() {
   renderBetsTable(data);
 }
 
-// One chart: `lines` = [{label, values, colour, scale, stepped, dash, fmt}], `bands` = [[hiIndex, loIndex]]
+// An axis as wide as its longest label, measured in the chart's font (uPlot's own recipe):
+// no label is cut short, whatever the amounts ("$10,031.50") or the sizes of the page.
+function axisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  let size = axis.ticks.size + axis.gap;
+  const longest = (values || []).flatMap((v) => String(v).split("\n")).reduce((a, v) => (v.length > a.length ? v : a), "");
+  if (longest) {
+    u.ctx.font = axis.font[0];
+    size += u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+  }
+  size = Math.ceil(size) + 8;
+  // uPlot lays out again when the ticks change: never narrower than the last layout, so the
+  // layouts settle and no label is cut
+  return cycleNum > 1 ? Math.max(axis._size || 0, size) : size;
+}
+
+// The time axis in the page's one format, on two lines: "2026-11-26" over "13:09:36 EST".
+function timeValues(u, splits) {
+  return splits.map((v) => (v === null ? "" : dateTime(v * 1000, page.zone).replace(" ", "\n")));
+}
+
+// One chart: `lines` = [{label, values, colour, scale, stepped, dash, fmt}];
+// options.axes = [{scale, label (with its unit), side, fmt, range, splits}], bands = [[hi, lo]]
 function chart(id, title, t, lines, options = {}) {
   const box = el("figure", { class: "chart", "data-testid": `chart-${id}`, id: `chart-${id}` }, el("figcaption", { text: title }));
   const points = lines.length ? lines[0].values.filter((v) => v !== null && v !== undefined).length : 0;
@@ -59,7 +81,7 @@ function chart(id, title, t, lines, options = {}) {
     return;
   }
   const width = Math.max(260, box.clientWidth - 4);
-  const series = [{ value: (u, v) => (v === null ? "" : zoneTime(v, page.zone)) }];
+  const series = [{ label: "time", value: (u, v) => (v === null ? "" : dateTime(v * 1000, page.zone)) }];
   for (const line of lines) {
     series.push({
       label: line.label,
@@ -73,16 +95,18 @@ function chart(id, title, t, lines, options = {}) {
       value: (u, v) => (v === null || v === undefined ? "–" : (line.fmt || String)(v)),
     });
   }
-  const axes = [{ stroke: COLOURS.muted, grid: { stroke: "#eef0f2" } }];
-  const scales = { x: { time: true } };
+  const axes = [{ stroke: COLOURS.muted, grid: { stroke: "#eef0f2" }, values: timeValues, space: 110, size: 52 }];
+  // one point: an hour around it (uPlot alone would stretch it over years)
+  const scales = { x: { time: true, range: (u, min, max) => (min === max ? [min - 1800, max + 1800] : [min, max]) } };
   for (const axis of options.axes || [{ scale: "y" }]) {
     axes.push({
       scale: axis.scale,
       side: axis.side ?? 3,
+      label: axis.label,
+      labelSize: axis.label ? 20 : 0,
       stroke: COLOURS.muted,
       grid: { show: axis.side !== 1, stroke: "#eef0f2" },
-      // wide enough for its longest label ("$10,000.00")
-      size: (u, values) => 18 + 7 * Math.max(3, ...(values || []).map((v) => String(v).length)),
+      size: axisSize,
       values: axis.fmt ? (u, vals) => vals.map((v) => axis.fmt(v)) : undefined,
       splits: axis.splits,
     });
@@ -90,7 +114,7 @@ function chart(id, title, t, lines, options = {}) {
   }
   const opts = {
     width,
-    height: options.height || 190,
+    height: options.height || 210,
     series,
     axes,
     scales,
@@ -103,36 +127,38 @@ function chart(id, title, t, lines, options = {}) {
   charts.push(plot);
 }
 
+const whole = (v) => (Number.isInteger(v) ? String(v) : "");
+
 export function drawHistory(data) {
   while (charts.length) charts.pop().destroy();
   $("charts").replaceChildren();
   const t = data.t || [];
   chart("link", "Jackpot link (up or down) and messages waiting in the outbox", t, [
-    { label: "link up", values: data.link_up || [], colour: COLOURS.ok, scale: "updown", stepped: true, fmt: (v) => (v ? "up" : "DOWN") },
+    { label: "link", values: data.link_up || [], colour: COLOURS.ok, scale: "updown", stepped: true, fmt: (v) => (v ? "up" : "DOWN") },
     { label: "outbox", values: data.outbox || [], colour: COLOURS.warn, scale: "n", fmt: (v) => `${v} waiting` },
   ], {
     axes: [
-      { scale: "updown", range: [0, 1.05], splits: () => [0, 1], fmt: (v) => (v === 1 ? "up" : v === 0 ? "down" : "") },
-      { scale: "n", side: 1, fmt: (v) => String(v) },
+      { scale: "updown", label: "jackpot link", range: [0, 1.05], splits: () => [0, 1], fmt: (v) => (v === 1 ? "up" : v === 0 ? "down" : "") },
+      { scale: "n", side: 1, label: "messages waiting", fmt: whole },
     ],
   });
-  chart("shoe", "Shoe: errors and reconnects since the point before", t, [
+  chart("shoe", "Shoe: errors and reconnects in each interval between points", t, [
     { label: "errors", values: data.shoe_errors || [], colour: COLOURS.bad, stepped: true },
     { label: "reconnects", values: data.shoe_reconnects || [], colour: COLOURS.accent, stepped: true },
-  ]);
+  ], { axes: [{ scale: "y", label: "count per interval", fmt: whole }] });
   chart("pace", "Pace: cards and rounds per hour", t, [
     { label: "cards per hour", values: data.cards_per_hour || [], colour: COLOURS.accent, scale: "cards", fmt: (v) => Math.round(v) },
     { label: "rounds per hour", values: data.rounds_per_hour || [], colour: COLOURS.ok, scale: "rounds", fmt: (v) => Math.round(v) },
-  ], { axes: [{ scale: "cards" }, { scale: "rounds", side: 1 }] });
-  const meters = Object.entries(data.meters || {});
-  if (meters.length) {
-    chart("meters", "Progressive meters", t, meters.map(([, m], i) => ({ label: m.title, values: m.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
-      axes: [{ scale: "y", fmt: dollars }],
-    });
-  }
+  ], { axes: [{ scale: "cards", label: "cards per hour", fmt: (v) => Math.round(v).toLocaleString("en-US") }, { scale: "rounds", side: 1, label: "rounds per hour", fmt: (v) => Math.round(v).toLocaleString("en-US") }] });
+  // each meter on its own scale: a $250 Mystery meter is no flat line beside a $10,000 one
+  Object.entries(data.meters || {}).forEach(([pool, m], i) => {
+    chart(`meter-${pool}`, `Progressive meter: ${m.title} (dollars, as the jackpot controller signed it)`, t, [
+      { label: m.title, values: m.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars },
+    ], { axes: [{ scale: "y", label: "meter ($)", fmt: dollars }] });
+  });
   const pools = Object.entries(data.pools || {});
-  chart("pools", "Progressive pools: stakes this table fed each one (cumulative)", t, pools.map(([, p], i) => ({ label: p.title, values: p.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
-    axes: [{ scale: "y", fmt: dollars }],
+  chart("pools", "Progressive pools: stakes this table fed each one, cumulative (dollars)", t, pools.map(([, p], i) => ({ label: p.title, values: p.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
+    axes: [{ scale: "y", label: "stakes fed ($)", fmt: dollars }],
   });
   for (const [bet, line] of Object.entries(data.bets || {})) {
     if (!line.wagers && line.par_hit === null) continue; // offered, never played, no par: nothing to draw
@@ -145,13 +171,13 @@ export function drawHistory(data) {
       { label: "par", values: par(line.par_hit ?? null), colour: COLOURS.ok, dash: [6, 4], width: 1.5, fmt: (v) => pct(v, 2) },
       { label: "band high", values: line.hit_hi, colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 2) },
       { label: "band low", values: line.hit_lo, colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 2) },
-    ], { axes: [{ scale: "y", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 170 });
+    ], { axes: [{ scale: "y", label: "hands that hit (%)", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 190 });
     chart(`hold-${bet}`, `${line.title}: hold seen, ${parWords(line.par_hold)}, 95% band`, t, [
       { label: "seen", values: line.hold, colour: COLOURS.bad, fmt: (v) => pct(v, 1) },
       { label: "par", values: par(line.par_hold ?? null), colour: COLOURS.ok, dash: [6, 4], width: 1.5, fmt: (v) => pct(v, 2) },
       { label: "band high", values: clip(line.hold_hi), colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 1) },
       { label: "band low", values: clip(line.hold_lo), colour: "rgba(11,92,173,0.4)", width: 1, fmt: (v) => pct(v, 1) },
-    ], { axes: [{ scale: "y", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 170 });
+    ], { axes: [{ scale: "y", label: "house keeps (% of stakes)", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 190 });
   }
 }
 

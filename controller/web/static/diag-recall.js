@@ -1,9 +1,9 @@
 // Game recall (an ES module): the newest 10 rounds, 10 older ones, or a search across the
 // journal's files; each round's hands as cards, its settlements, its event script.
 
-import { betName, cardText, money, totalText } from "./format.js";
+import { betName, cardText, dateTime, duration, money, totalText, typedDateTime, zoneName } from "./format.js";
 import { $, cardEl, el, say } from "./dom.js";
-import { api } from "./diag-api.js";
+import { api, page } from "./diag-api.js";
 
 let recallSearch = null; // the search shown (null: the last 10, reloaded as rounds settle)
 
@@ -50,7 +50,8 @@ export async function loadRecall(search) {
   else if (recallSearch) path = `/api/rounds/search?${new URLSearchParams(recallSearch)}`;
   const { status, data } = await api("GET", path);
   if (asked !== recallAsked) return;
-  $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch)})` : "(newest 10 rounds)";
+  $("recall-what").textContent = recallSearch ? `(${searchWords(recallSearch, data)})` : "(newest 10 rounds)";
+  $("search-zone").textContent = zoneName(page.zone);
   if (status !== 200) {
     say($("recall-msg"), data.error || `recall failed (HTTP ${status})`, "err");
     if (recallSearch) $("recall").replaceChildren();
@@ -71,7 +72,7 @@ export async function loadRecall(search) {
       {},
       el("strong", { text: `Round ${record.round}` }),
       record.void ? el("span", { class: "tag bad", text: "VOID" }) : null,
-      el("span", { class: "when", "data-testid": "round-when", text: ` ${record.when || ""}` }),
+      el("span", { class: "when", "data-testid": "round-when", text: ` ${roundWhen(record)}` }),
       ` · dealer ${(record.dealer || []).map(cardText).join(" ") || "–"} · ${settlements.length} wager(s) · stakes ${money(result.stake)}, paid ${money(result.paid)}, returned ${money(result.returned)}`,
       el("span", { class: "meta", "data-testid": "round-file", text: ` · ${record.file || ""}` }),
     );
@@ -87,8 +88,9 @@ export async function loadRecall(search) {
       { class: "round", "data-testid": "recall-round", "data-round": record.round },
       summary,
       recallHands(record),
+      recallSteps(record),
       el("ul", { class: "recall-settlements" }, ...bySpot(settlements).map((line) => el("li", { "data-testid": "recall-settlement", text: settlementText(line, split) }))),
-      el("details", { class: "round-full" }, el("summary", { text: "The whole record, with every action" }), el("pre", { class: "round-text", text: record.text })),
+      el("details", { class: "round-full" }, el("summary", { text: "The whole record as text" }), el("pre", { class: "round-text", text: record.text })),
       link,
     );
     if (open.has(String(record.round))) details.open = true;
@@ -98,31 +100,72 @@ export async function loadRecall(search) {
   $("recall").replaceChildren(...rounds);
 }
 
-function searchWords(search) {
+function searchWords(search, answer) {
   if (search.before) return `the 10 rounds before round ${search.before}`;
   if (search.round) return `round ${search.round}`;
-  if (search.to) return `settled from ${search.at} to ${search.to}, local time`;
-  return `nearest ${search.at}, local time`;
+  const at = answer.at_utc_ms ? dateTime(answer.at_utc_ms, page.zone) : search.at;
+  if (search.to) return `settled from ${at} to ${answer.to_utc_ms ? dateTime(answer.to_utc_ms, page.zone) : search.to}`;
+  return `nearest ${at}`;
 }
-
-// datetime-local gives "YYYY-MM-DDTHH:MM"; the server reads "YYYY-MM-DD HH:MM"
-const localText = (value) => value.replace("T", " ");
 
 export function searchRecall(event) {
   event.preventDefault();
   const round = $("search-round").value.trim();
-  const at = $("search-at").value;
-  const to = $("search-to").value;
+  const typedAt = $("search-at").value.trim();
+  const typedTo = $("search-to").value.trim();
+  const at = typedDateTime(typedAt);
+  const to = typedDateTime(typedTo);
   if (round) {
     loadRecall({ round });
-  } else if (at) {
-    loadRecall(to ? { at: localText(at), to: localText(to) } : { at: localText(at) });
+  } else if (at && (to || !typedTo)) {
+    loadRecall(to ? { at, to } : { at });
+  } else if (typedAt || typedTo) {
+    say($("recall-msg"), `Write the time as YYYY-MM-DD HH:MM, the table's time (${zoneName(page.zone)}), e.g. 2026-11-26 13:09`, "err");
   } else {
-    say($("recall-msg"), "Give a round number, or a local date and time", "err");
+    say($("recall-msg"), "Give a round number, or a date and time", "err");
   }
 }
 
-// The log at most once a second, however fast the table goes.
+// When a round was played: its settlement in the page's one format, and how long it took.
+function roundWhen(record) {
+  if (!record.settled_utc_ms) return record.when || "";
+  const took = record.started_utc_ms ? ` (dealt in ${duration((record.settled_utc_ms - record.started_utc_ms) / 1000)})` : "";
+  return `settled ${dateTime(record.settled_utc_ms, page.zone)}${took}`;
+}
+
+// Every action of the round in order: its time, the spot and hand, what was done, the cards
+// dealt as faces, what the table said.
+function recallSteps(record) {
+  const steps = record.steps || [];
+  if (!steps.length) return null;
+  const rows = steps.map((s) =>
+    el(
+      "tr",
+      { "data-testid": "recall-step", class: s.refused ? "refused" : "" },
+      el("td", { class: "time", text: s.utc_ms ? dateTime(s.utc_ms, page.zone) : "–" }),
+      el("td", { class: "who", text: s.who }),
+      el("td", { text: s.refused ? `${s.what} (refused: ${s.refused})` : s.what }),
+      el("td", { class: "cards" }, ...s.cards.map(cardEl)),
+      el("td", { class: "said", text: s.said.join("; ") }),
+    ),
+  );
+  const rough = steps.some((s) => s.approximate) ? " Times approximate: the table restarted or its clock stepped during this round." : "";
+  return el(
+    "details",
+    { class: "round-steps", open: "" },
+    el("summary", { text: `Every action, step by step (${steps.length})${rough}` }),
+    el(
+      "div",
+      { class: "table-scroll" },
+      el(
+        "table",
+        { class: "steps-table", "data-testid": "recall-steps" },
+        el("thead", {}, el("tr", {}, ...["Time", "Spot and hand", "Action", "Cards", "The table said"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, ...rows),
+      ),
+    ),
+  );
+}
 
 // The newest 10 reload as rounds settle; a search stays as it is.
 export function recallLive() {

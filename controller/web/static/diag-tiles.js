@@ -1,7 +1,10 @@
-// The "at a glance" tiles (an ES module): one per part of the table, its state in colour.
+// The health tiles (an ES module): one per part of the table, its state in colour, judged
+// by what it does now (issue 30): a part is red while it is down, amber while it had errors
+// in the last hour, green otherwise; one blip does not leave it amber for good.
 
-import { duration, yesNo } from "./format.js";
+import { dateTime, duration } from "./format.js";
 import { $, el } from "./dom.js";
+import { page } from "./diag-api.js";
 
 function errorsText(errors) {
   const kinds = Object.entries(errors || {});
@@ -9,12 +12,8 @@ function errorsText(errors) {
   return kinds.map(([kind, n]) => `${kind.replace(/_/g, " ")} ${n}`).join(", ");
 }
 
-// The jackpot controller's signed heartbeat, as the link last heard it (issue 28 item 3).
-function controllerText(c) {
-  if (!c || !c.state) return "not heard yet";
-  const heard = c.heard_age_s == null ? "no heartbeat yet" : `heartbeat ${duration(c.heard_age_s)} ago`;
-  return `${c.state} (boot ${c.boot}), ${heard}`;
-}
+const seconds = (ms) => (ms === null || ms === undefined ? null : ms / 1000);
+const agoText = (s) => (s === null || s === undefined ? "none yet" : `${duration(s)} ago`);
 
 function tile(id, title, state, lines) {
   const list = el("dl", {});
@@ -22,72 +21,87 @@ function tile(id, title, state, lines) {
     if (value === undefined) continue;
     list.append(el("dt", { text: name }), el("dd", { text: value === null ? "–" : value }));
   }
+  const words = { ok: "ok", warn: "look", bad: "down", off: "off" };
   return el(
     "div",
     { class: `tile ${state}`, id: `tile-${id}`, "data-testid": `tile-${id}`, "data-state": state },
-    el("h3", {}, el("span", { class: "dot", "aria-hidden": "true" }), title, el("span", { class: "state", text: state })),
+    el("h3", {}, el("span", { class: "dot", "aria-hidden": "true" }), title, el("span", { class: "state", text: words[state] || state })),
     list,
   );
 }
 
-// Health fields the tiles do not name themselves, in words: yes/no, times with units
-const FIELD_WORDS = {
-  url: "port",
-  next_retry_ms: "next try in",
-  reconnects: "reconnects",
-  shuffling: "shuffling",
-  source: "source",
-  frames: "frames read",
-};
-
-function fieldValue(key, value) {
-  if (typeof value === "boolean") return yesNo(value);
-  if (key.endsWith("_ms") && typeof value === "number") return `${(value / 1000).toFixed(1)} s`;
-  if (key.endsWith("_s") && typeof value === "number") return duration(value);
-  return String(value);
+// A driver's errors: amber while any came in the last hour (a driver without the hour's
+// count: since it started)
+function recentErrors(part) {
+  const hour = part.errors_last_hour;
+  return Object.keys(hour === undefined ? part.errors || {} : hour).length > 0;
 }
 
-function extraLines(part, known) {
-  const out = [];
-  for (const [key, value] of Object.entries(part || {})) {
-    if (known.includes(key) || value === null || typeof value === "object") continue;
-    const name = FIELD_WORDS[key] || key.replace(/_(ms|s)$/, "").replace(/_/g, " ");
-    out.push([name, fieldValue(key, value)]);
+function errorLines(part) {
+  return [
+    ["errors, last hour", part.errors_last_hour === undefined ? undefined : errorsText(part.errors_last_hour)],
+    ["errors since start", errorsText(part.errors)],
+    ["last error", part.last_error_age_ms == null ? undefined : agoText(seconds(part.last_error_age_ms))],
+  ];
+}
+
+// The shoe in one sentence, from what it does now: never "connected yes / state offline".
+function shoeNow(shoe, fault) {
+  const heard = shoe.last_message_age_ms == null ? "nothing heard yet" : `last message ${duration(seconds(shoe.last_message_age_ms))} ago`;
+  if (fault && fault !== "offline") return [`FAULT: ${fault}`, "bad"];
+  if (!shoe.connected) {
+    const retry = shoe.next_retry_ms ? `; trying again in ${(shoe.next_retry_ms / 1000).toFixed(1)} s` : "";
+    return [`OFFLINE: the port is not open (cable or power?)${retry}`, "bad"];
   }
-  return out;
+  if (shoe.state === "offline" || fault === "offline") return [`OFFLINE: the port is open but the shoe is silent (${heard})`, "bad"];
+  if (shoe.state === "online") return [`online: reading cards (${heard})`, recentErrors(shoe) ? "warn" : "ok"];
+  return [`${String(shoe.state || "starting")}: ${heard}`, "warn"];
+}
+
+function shoeTile(shoe, shoeSnap) {
+  if (!shoe) return tile("shoe", "Shoe", "off", [["shoe", "none configured (cards keyed in)"]]);
+  const [now, state] = shoeNow(shoe, shoeSnap.fault);
+  return tile("shoe", "Shoe", state, [
+    ["now", now],
+    ...errorLines(shoe),
+    ["port", shoe.url],
+    ["firmware", shoe.firmware],
+    ["cards dealt", shoeSnap.dealt],
+    ["door", shoeSnap.door_open ? "OPEN" : "closed"],
+    ["cut card", shoeSnap.cut_card_out ? "out" : "in"],
+    ["shuffling", shoe.shuffling ? "yes" : "no"],
+    ["reconnects", shoe.reconnects],
+  ]);
+}
+
+// The jackpot link from the controller's signed heartbeat and the last ack (issue 28 item 3):
+// down while the table refuses progressive wagers, or the heartbeat is older than the limit.
+function jackpotTile(status, link) {
+  const c = (link && link.controller) || {};
+  const limit = link && link.controller_timeout_s;
+  const heard = c.heard_age_s;
+  const silent = limit != null && (heard == null || heard >= limit);
+  const down = !status.jackpot_link || c.state === "offline" || (link && silent);
+  const late = !down && limit != null && heard != null && heard >= limit / 2; // a heartbeat or two missed
+  const why = status.jackpot_link_words ? `${status.jackpot_link_words}; ` : silent && link ? "no heartbeat from the jackpot controller; " : "";
+  return tile("jackpot", "Jackpot link", down ? "bad" : late ? "warn" : "ok", [
+    ["link", down ? `DOWN: ${why}progressive wagers refused` : "up: progressive wagers taken"],
+    ["controller", c.state ? `${c.state} (boot ${c.boot})` : "not heard yet"],
+    ["last heartbeat", heard == null ? "none yet" : `${duration(heard)} ago` + (limit != null ? ` (down after ${limit} s without one)` : "")],
+    ["last ack", !link || link.last_ack_age_s == null ? "none yet" : `${duration(link.last_ack_age_s)} ago (message ${link.last_ack})`],
+    ["waiting for an ack", link ? `${link.depth} message${link.depth === 1 ? "" : "s"}` : undefined],
+  ]);
 }
 
 export function renderTiles(status, snap, health, history) {
-  const tiles = [];
-  const shoe = health.shoe;
-  const shoeSnap = snap.shoe || {};
-  if (shoe) {
-    const bad = !shoe.connected || shoeSnap.fault;
-    tiles.push(
-      tile("shoe", "Shoe", bad ? "bad" : Object.keys(shoe.errors || {}).length ? "warn" : "ok", [
-        ["connected", shoe.connected ? "yes" : "no"],
-        ["state", shoe.state],
-        ["firmware", shoe.firmware],
-        ["errors", errorsText(shoe.errors)],
-        ["last message", shoe.last_message_age_ms === null ? "none yet" : `${(shoe.last_message_age_ms / 1000).toFixed(1)} s ago`],
-        ["cards dealt", shoeSnap.dealt],
-        ["fault", shoeSnap.fault || "none"],
-        ["door", shoeSnap.door_open ? "open" : "closed"],
-        ["cut card", shoeSnap.cut_card_out ? "out" : "in"],
-        ...extraLines(shoe, ["connected", "state", "firmware", "errors", "last_message_age_ms", "name"]),
-      ]),
-    );
-  } else {
-    tiles.push(tile("shoe", "Shoe", "off", [["shoe", "none configured (cards keyed in)"]]));
-  }
+  const tiles = [shoeTile(health.shoe, snap.shoe || {})];
   const gpio = health.gpio;
   if (gpio) {
     const bad = !gpio.connected || gpio.faulted;
     tiles.push(
-      tile("gpio", "GPIO", bad ? "bad" : Object.keys(gpio.errors || {}).length ? "warn" : "ok", [
-        ["connected", gpio.connected ? "yes" : "no"],
-        ["faulted", gpio.faulted || "no"],
-        ["errors", errorsText(gpio.errors)],
+      tile("gpio", "GPIO", bad ? "bad" : recentErrors(gpio) ? "warn" : "ok", [
+        ["now", gpio.connected ? (gpio.faulted ? `FAULT: ${gpio.faulted}` : "reading the pins") : "NOT CONNECTED"],
+        ...errorLines(gpio),
         ["inputs", Object.keys(gpio.inputs || {}).length],
         ["lights", Object.keys(gpio.lights || {}).length],
       ]),
@@ -98,24 +112,26 @@ export function renderTiles(status, snap, health, history) {
   const camera = health.camera;
   if (camera) {
     tiles.push(
-      tile("camera", "Camera", !camera.connected ? "bad" : Object.keys(camera.errors || {}).length ? "warn" : "ok", [
-        ["connected", camera.connected ? "yes" : "no"],
-        ["errors", errorsText(camera.errors)],
-        ["last message", camera.last_message_age_ms == null ? "none yet" : `${(camera.last_message_age_ms / 1000).toFixed(1)} s ago`],
-        ...extraLines(camera, ["connected", "errors", "last_message_age_ms", "name"]),
+      tile("camera", "Camera", !camera.connected ? "bad" : recentErrors(camera) ? "warn" : "ok", [
+        ["now", camera.connected ? "reading cards" : "NOT CONNECTED"],
+        ["last message", agoText(seconds(camera.last_message_age_ms))],
+        ...errorLines(camera),
+        ["source", camera.source],
+        ["frames read", camera.frames],
       ]),
     );
   } else {
     tiles.push(tile("camera", "Camera", "off", [["camera", "none configured"]]));
   }
   const link = health.link;
+  tiles.push(jackpotTile(status, link));
   if (link) {
     tiles.push(
       tile("link", "MQTT link", !link.connected ? "bad" : Object.keys(link.errors || {}).length ? "warn" : "ok", [
-        ["connected", link.connected ? "yes" : "no"],
-        ["errors", errorsText(link.errors)],
-        ["last ack", link.last_ack_age_s === null ? "none yet" : `${duration(link.last_ack_age_s)} ago`],
-        ["controller", controllerText(link.controller)],
+        ["broker", link.connected ? "connected" : "NOT CONNECTED"],
+        ["errors since start", errorsText(link.errors)],
+        ["last ack", agoText(link.last_ack_age_s)],
+        ["controller", c(link.controller)],
         ["stopped", link.stopped_at || undefined],
       ]),
     );
@@ -140,12 +156,6 @@ export function renderTiles(status, snap, health, history) {
       ["fault", status.journal_fault || "none"],
     ]),
   );
-  tiles.push(
-    tile("jackpot", "Jackpot link", status.jackpot_link ? "ok" : "bad", [
-      ["link", status.jackpot_link ? "up" : `DOWN: ${status.jackpot_link_words ? `${status.jackpot_link_words}; ` : ""}progressive wagers refused`],
-      ["controller", controllerText(health.link && health.link.controller)],
-    ]),
-  );
   if (history) {
     tiles.push(
       tile("history", "History", history.problem ? "warn" : "ok", [
@@ -157,4 +167,18 @@ export function renderTiles(status, snap, health, history) {
     );
   }
   $("tiles").replaceChildren(...tiles);
+}
+
+// The controller's last signed status in a few words.
+function c(controller) {
+  if (!controller || !controller.state) return "not heard yet";
+  const heard = controller.heard_age_s == null ? "no heartbeat yet" : `heartbeat ${duration(controller.heard_age_s)} ago`;
+  return `${controller.state} (boot ${controller.boot}), ${heard}`;
+}
+
+// The header's "Times in" and "Up": the zone every time on the page is in, and since when.
+export function renderZone(bundle) {
+  $("zone").textContent = page.zone ? `${page.zone}` : "UTC";
+  const since = bundle.started ? dateTime(bundle.started * 1000, page.zone) : "";
+  $("uptime").title = since ? `since ${since}` : "";
 }

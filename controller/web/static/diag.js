@@ -5,8 +5,9 @@
 
 import { duration } from "./format.js";
 import { $, changed } from "./dom.js";
-import { action, api, page, problem } from "./diag-api.js";
-import { renderTiles } from "./diag-tiles.js";
+import { action, api, page, problem, tickAges } from "./diag-api.js";
+import { renderSummary } from "./diag-summary.js";
+import { renderTiles, renderZone } from "./diag-tiles.js";
 import { renderFaults } from "./diag-faults.js";
 import { renderAwards } from "./diag-awards.js";
 import { renderAlarms } from "./diag-alarms.js";
@@ -26,21 +27,29 @@ let source = null;
 let connectedAt = 0;
 let lastUpdate = 0;
 let recallKey = null;
+let lastBundle = null;
 
 // -- the bundle -----------------------------------------------------------------------
 
 function render(bundle) {
   lastUpdate = Date.now();
+  lastBundle = bundle;
+  if (bundle.now_utc_ms) page.skewMs = bundle.now_utc_ms - Date.now();
+  page.zone = bundle.zone || null;
   setStale(false);
   const status = bundle.status || {};
   const snap = status.snapshot || {};
   const health = bundle.health || {};
   renderHeader(bundle);
-  page.zone = bundle.zone || null;
+  renderSummary(bundle, null);
+  if (changed("zone", [page.zone, bundle.started])) renderZone(bundle);
   if (changed("tiles", [status, health, bundle.history])) renderTiles(status, snap, health, bundle.history);
   if (changed("faults", [status.faults, status.journal_fault, (snap.shoe || {}).fault])) {
     renderFaults(status, snap);
   }
+  const faults = document.querySelectorAll('#faults [data-testid="fault"]').length;
+  $("nav-faults").textContent = String(faults);
+  $("nav-faults").classList.toggle("hot", faults > 0);
   if (changed("alarms", [snap.alarms || [], snap.alarms_dropped])) renderAlarms(snap);
   if (changed("awards", snap.awards || [])) renderAwards(snap.awards || []);
   if (changed("table", snap)) renderTable(snap);
@@ -78,6 +87,7 @@ function setStale(stale) {
   if (stale) {
     const age = lastUpdate ? Math.round((Date.now() - lastUpdate) / 1000) : null;
     $("stale").textContent = age === null ? "STALE: no data yet" : `STALE: no update for ${age} s`;
+    if (lastBundle) renderSummary(lastBundle, age);
   }
 }
 
@@ -167,6 +177,7 @@ async function start() {
   $("recall-search").addEventListener("submit", searchRecall);
   $("rotate-journal").addEventListener("click", () => action($("rotate-journal"), $("rotate-msg"), "/api/journal/rotate", {}, "New journal file started"));
   $("log-refresh").addEventListener("click", loadLog);
+  $("log-level").addEventListener("change", loadLog);
   $("audit-refresh").addEventListener("click", loadAudit);
 
   const first = await api("GET", "/api/status");
@@ -174,6 +185,7 @@ async function start() {
   else problem(first.data.error || `status failed (HTTP ${first.status})`);
   connect();
   setInterval(watchdog, 1000);
+  setInterval(tickAges, 1000);
   setInterval(loadLog, LOG_EVERY_MS);
   loadAudit();
   setInterval(loadAudit, LOG_EVERY_MS);

@@ -34,21 +34,67 @@ export function duration(seconds) {
   return `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
-// epoch seconds -> "HH:MM:SS.mmm" in the browser's zone
-export function clock(epochS) {
-  const d = new Date(epochS * 1000);
-  const pad = (n, w = 2) => String(n).padStart(w, "0");
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+// -- times of day: one format everywhere, in the table's zone, named -------------------
+//
+// "2026-11-26 13:09:36 EST": ISO-like, 24-hour, the zone's abbreviation as the browser
+// names it in English (US zones: EST/EDT...; others may read GMT+1). The zone is the
+// property's (the server sends it: the gaming day's, else the Pi's), never the browser's.
+
+const FORMATTERS = new Map();
+
+function formatter(zone) {
+  const key = zone || "";
+  if (!FORMATTERS.has(key)) {
+    const options = {
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "short",
+    };
+    let made;
+    try {
+      made = new Intl.DateTimeFormat("en-US", { ...options, timeZone: zone || "UTC" });
+    } catch (_) {
+      made = new Intl.DateTimeFormat("en-US", { ...options, timeZone: "UTC" }); // a zone this browser does not know
+    }
+    FORMATTERS.set(key, made);
+  }
+  return FORMATTERS.get(key);
 }
 
-// epoch seconds -> the date and time in `zone` (the chart's hover)
-export function localTime(epochS, zone) {
-  const d = new Date(epochS * 1000);
-  try {
-    return d.toLocaleString("en-GB", { timeZone: zone || undefined, hour12: false });
-  } catch (_) {
-    return d.toLocaleString("en-GB", { hour12: false });
-  }
+function parts(ms, zone) {
+  const out = {};
+  for (const part of formatter(zone).formatToParts(new Date(ms))) out[part.type] = part.value;
+  return out;
+}
+
+// UTC ms since the epoch -> "2026-11-26 13:09:36 EST" in `zone` (an IANA name); none -> ""
+export function dateTime(ms, zone) {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return "";
+  const p = parts(ms, zone);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName}`;
+}
+
+// the zone's name now: "America/New_York (EST)"
+export function zoneName(zone, ms = Date.now()) {
+  return `${zone || "UTC"} (${parts(ms, zone).timeZoneName})`;
+}
+
+// how long ago, from two UTC ms readings: "42 s ago", "3 min 5 s ago"
+export function ago(ms, nowMs) {
+  if (ms === null || ms === undefined) return "";
+  return `${duration(Math.max(0, (nowMs - ms) / 1000))} ago`;
+}
+
+// what a technician types for a time ("2026-11-26 13:09", "2026-11-26T13:09", seconds
+// optional) -> "2026-11-26 13:09[:SS]", or null when it is not a date and time
+export function typedDateTime(text) {
+  const m = String(text || "").trim().match(/^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2})?)$/);
+  return m ? `${m[1]} ${m[2]}` : null;
 }
 
 // "10H" -> "10♥" (text, for titles and summaries)
