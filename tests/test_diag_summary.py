@@ -155,7 +155,7 @@ def test_the_open_alarm_is_on_the_first_screen_and_the_cleared_ones_folded_below
     open_now = [a for a in alarms_of(given) if a["active"]]
     cleared = [a for a in alarms_of(given) if not a["active"]]
     [offline] = [a for a in open_now if a["code"] == "shoe_offline"]
-    assert len(cleared) >= 4 and offline["blocking"] and offline["utc_ms"]
+    assert len(cleared) >= 4
 
     first = page.get_by_test_id("alarms").get_by_test_id("alarm").first
     expect(first).to_have_attribute("data-alarm-id", str(offline["id"]))  # newest first
@@ -171,6 +171,7 @@ def test_the_open_alarm_is_on_the_first_screen_and_the_cleared_ones_folded_below
     expect(page.get_by_test_id("cleared-what")).to_contain_text(f"{len(cleared)} cleared alarms")
     expect(page.get_by_test_id("cleared-alarms")).to_be_hidden()  # folded
     expect(page.get_by_test_id("alarm-count")).to_have_text(str(len(open_now)))
+    assert offline["blocking"] and offline["utc_ms"]  # as the server gave it
     browser.SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # what the technician sees first
     page.screenshot(path=str(browser.SCREENSHOTS / f"diag-first-screen-{width}x{height}.png"))
     screenshot(page, f"1-first-screen-{width}x{height}")
@@ -194,20 +195,15 @@ def test_healthz_fails_while_the_shoe_is_offline_and_the_summary_says_what_is_wr
     context = contexts()
     page = diag(context, rig)
     assert wait_healthz(rig, 200) == {"ok": True, "problems": []}
-    summary = page.get_by_test_id("summary")
-    expect(summary).to_have_attribute("data-state", "ok")
-    expect(page.get_by_test_id("summary-head")).to_have_text(
-        "Healthy: every part answers, no fault, nothing stops play"
-    )
-    expect(page.get_by_test_id("tile-shoe")).to_have_attribute("data-state", "ok")
     screenshot(page, "1-healthy")
 
     silence_the_shoe(rig, 25_000)
-    answer = wait_healthz(rig, 503)
+    answer = wait_healthz(rig, 503)  # it answered 200 with the shoe offline (issue 30)
     assert not answer["ok"]
     assert any(p.startswith("The shoe is offline") for p in answer["problems"]), answer
     assert any("deal no card until it is back online" in p for p in answer["problems"]), answer
     # the page says the same, in words, with since when
+    summary = page.get_by_test_id("summary")
     expect(summary).to_have_attribute("data-state", "bad")
     given = context.request.get(rig.url + "/api/status").json()["summary"]
     assert not given["ok"] and given["problems"]
@@ -229,7 +225,8 @@ def test_healthz_fails_while_the_shoe_is_offline_and_the_summary_says_what_is_wr
 
     # it talks again: /healthz is 200, the tile is no longer down; the blip is this hour's
     assert wait_healthz(rig, 200, timeout=60) == {"ok": True, "problems": []}
-    expect(summary).not_to_have_attribute("data-state", "bad")
+    expect(summary).to_have_attribute("data-state", "warn")
+    expect(page.get_by_test_id("summary-head")).to_have_text("Healthy, but look at:")
     expect(tile).to_have_attribute("data-state", "warn")
     expect(tile).to_contain_text(re.compile(r"errors, last hour\s*heartbeat timeout 1"))
     expect(items).to_contain_text("Shoe: errors in the last hour: heartbeat timeout 1")
