@@ -196,18 +196,17 @@ def format_round(
     zone: str | None = None,
     file: str | None = None,
     suits: bool = False,
-    when: str | None = None,
 ) -> str:
-    """One round: number, when (local time in ``zone``, :func:`round_times`, or ``when``),
-    the journal ``file`` that holds it if given, the wall clock's steps, the dealer's cards
-    and every settled wager (by its rule-card name); with its ``layout``
-    (:func:`round_layout`) also every spot's cards and the actions in order.
-    ``suits``: cards with their suit symbols (``10\u2665``), as the web page shows them."""
+    """One round: number, when (local time in ``zone``, :func:`round_times`), the journal
+    ``file`` that holds it if given, the wall clock's steps, the dealer's cards and every
+    settled wager (by its rule-card name); with its ``layout`` (:func:`round_layout`) also
+    every spot's cards and the actions in order. ``suits``: cards with their suit symbols
+    (``10\u2665``), as the web page shows them."""
     from controller.rules.sidebets import pool_name
     from controller.table.view import bet_name
 
     result = record["result"]
-    head = f"Round {record['round']}  {when or round_times(record, zone)}"
+    head = f"Round {record['round']}  {round_times(record, zone)}"
     if record.get("void"):
         head += f"  VOID ({record['void']})"
     head_lines = [head]

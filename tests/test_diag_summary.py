@@ -287,6 +287,8 @@ def test_the_log_filter_keeps_warnings_apart_from_the_prompts(rig, contexts, scr
     expect(records.filter(has_text="prompt: ").first).to_be_visible()
     expect(records.filter(has_text="wrong password")).to_have_count(0)
     screenshot(page, "2-information")
+    answer = context.request.get(rig.url + "/api/log?level=loud")
+    assert answer.status == 400 and "level must be one of all, info" in answer.json()["error"]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)

@@ -632,10 +632,10 @@ class TableDaemon:
             return {"ok": False, "error": f"say who asks: by must be 1 to {BY_MAX} characters"}
         return self.runtime.rotate_journal(by)
 
-    def recent_log(self, level: str = "all") -> list[dict[str, Any]]:
-        """The log records kept (:class:`.logring.RecentLog`), oldest first; ``level``:
-        ``all``, ``info`` (below warnings), ``warning`` or ``error`` and above."""
-        return self.log_ring.records(level)
+    def recent_log(self) -> list[dict[str, Any]]:
+        """The log records kept (:class:`.logring.RecentLog`: warnings and errors apart from
+        the others), oldest first."""
+        return self.log_ring.records()
 
     def log_kept(self) -> dict[str, int]:
         return self.log_ring.kept()

@@ -9,6 +9,7 @@ kept beside it), and shows local times in the zone of the table's gaming day.
 
 from __future__ import annotations
 
+import logging
 import re
 from http import HTTPStatus
 from typing import Any
@@ -16,8 +17,13 @@ from typing import Any
 from controller.errors import JournalError
 from controller.journal.library import FoundRound, local_to_utc_ms
 
-LOG_LEVELS = ("all", "info", "warning", "error")
-"""What /api/log may pick (:data:`controller.runtime.logring.LEVELS`)."""
+LOG_LEVELS = {
+    "all": (0, 1000),
+    "info": (0, logging.WARNING),
+    "warning": (logging.WARNING, 1000),
+    "error": (logging.ERROR, 1000),
+}
+"""What /api/log may pick: ``level`` -> (lowest level, below this one)."""
 HISTORY_HOURS = (1, 72)
 """The hours /api/history may cover (the store keeps 72)."""
 
@@ -77,7 +83,11 @@ class RecallRoutes:
                 f"level must be one of {', '.join(LOG_LEVELS)}, e.g. level=warning",
             )
             return
-        records = source.recent_log() if level == "all" else source.recent_log(level)
+        low, below = LOG_LEVELS[level]
+        number = logging.getLevelNamesMapping()
+        records = [
+            r for r in source.recent_log() if low <= number.get(str(r.get("level")), 0) < below
+        ]
         kept = getattr(source, "log_kept", None)
         self._json(
             HTTPStatus.OK,
@@ -130,7 +140,7 @@ class RecallRoutes:
         text, its local time and the file it is in."""
         from controller.errors import TableControllerError
         from controller.games import load_game
-        from controller.recall import format_local, format_round, round_times
+        from controller.recall import format_round, round_times
         from controller.recall_steps import round_steps
 
         zone = self.web.zone
@@ -141,16 +151,14 @@ class RecallRoutes:
             game = record["game"]
             if game not in rules:
                 rules[game] = load_game(game)
-            ends = [record.get(k) for k in ("started_utc_ms", "settled_utc_ms")]
-            when = " to ".join(format_local(t, zone) for t in ends if t is not None) or None
             try:
                 layout, steps = round_steps(record, rules[game])
             except (TableControllerError, KeyError, TypeError) as exc:
                 layout, steps = None, []
-                text = format_round(record, zone=zone, file=name, suits=True, when=when)
+                text = format_round(record, zone=zone, file=name, suits=True)
                 text += f"\n  (hands not shown: the events do not replay: {exc})"
             else:
-                text = format_round(record, layout, zone=zone, file=name, suits=True, when=when)
+                text = format_round(record, layout, zone=zone, file=name, suits=True)
             out.append(
                 {
                     **record,

@@ -103,7 +103,12 @@ class TableSource(Protocol):
         """Return when the table's status changes next, or after ``timeout_s``."""
 
     # optional: ``history_series(hours) -> dict`` (the charts' lines, ``ok``/``error``);
-    # a source without it answers /api/history with 404
+    # a source without it answers /api/history with 404.
+    # optional (issue 30): ``problems() -> list[Problem]`` (controller.runtime.health: the
+    # summary line's items, whose texts are healthy()'s problems); ``times() -> {t, utc_ms,
+    # since_t}`` (the table's clock and the wall clock now: alarms' times of day);
+    # ``log_kept() -> {info, warning}`` (how many log records of each are kept). A source
+    # without them: the problems without since when, no times of day, no counts.
 
 
 class WebServer:

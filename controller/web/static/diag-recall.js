@@ -90,7 +90,7 @@ export async function loadRecall(search) {
       recallHands(record),
       recallSteps(record),
       el("ul", { class: "recall-settlements" }, ...bySpot(settlements).map((line) => el("li", { "data-testid": "recall-settlement", text: settlementText(line, split) }))),
-      el("details", { class: "round-full" }, el("summary", { text: "The whole record as text" }), el("pre", { class: "round-text", text: record.text })),
+      el("details", { class: "round-full" }, el("summary", { text: "The whole record as text, as the recall command prints it" }), el("pre", { class: "round-text", text: record.text })),
       link,
     );
     if (open.has(String(record.round))) details.open = true;

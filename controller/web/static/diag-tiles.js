@@ -131,7 +131,7 @@ export function renderTiles(status, snap, health, history) {
         ["broker", link.connected ? "connected" : "NOT CONNECTED"],
         ["errors since start", errorsText(link.errors)],
         ["last ack", agoText(link.last_ack_age_s)],
-        ["controller", c(link.controller)],
+        ["controller", controllerText(link.controller)],
         ["stopped", link.stopped_at || undefined],
       ]),
     );
@@ -170,7 +170,7 @@ export function renderTiles(status, snap, health, history) {
 }
 
 // The controller's last signed status in a few words.
-function c(controller) {
+function controllerText(controller) {
   if (!controller || !controller.state) return "not heard yet";
   const heard = controller.heard_age_s == null ? "no heartbeat yet" : `heartbeat ${duration(controller.heard_age_s)} ago`;
   return `${controller.state} (boot ${controller.boot}), ${heard}`;
