@@ -34,6 +34,7 @@ from controller import build
 from controller.errors import JournalError
 from controller.journal import JournaledTable, rotation
 from controller.journal.store import fsync_path
+from controller.runtime import health
 from controller.runtime.control import ControlServer
 from controller.runtime.logring import RecentLog
 from controller.runtime.loop import RuntimeClock, TableRuntime, effect_dict
@@ -153,6 +154,7 @@ class TableDaemon:
         self._power_loss = self._last_stop(table)  # before anything is journaled this run
         state = table.state
         self.clock = RuntimeClock(state.now)
+        self._started_t = self.clock()  # the table's times from here on are this process's
         self.gpio = None
         self.shoe = None
         self.camera = None
@@ -516,7 +518,9 @@ class TableDaemon:
             if before:
                 log.warning(
                     "the profile %s changed since the last run: sha256 %s, was %s",
-                    config.game, digest, before,
+                    config.game,
+                    digest,
+                    before,
                 )
             table.journal.set_meta("game_sha256", digest)
         floor = config.journal.describe_floor()
@@ -527,6 +531,10 @@ class TableDaemon:
 
     def health(self) -> dict[str, Any]:
         out: dict[str, Any] = {"link": self.publisher.health() if self.publisher else None}
+        if out["link"] is not None:  # the limits the link watch judges by (docs/config.md)
+            mqtt = self.config.mqtt
+            out["link"]["controller_timeout_s"] = mqtt.controller_timeout_s
+            out["link"]["ack_timeout_s"] = mqtt.ack_timeout_s
         for name in ("shoe", "camera", "gpio"):
             part = getattr(self, name)
             out[name] = part.health() if part is not None else None
@@ -565,26 +573,33 @@ class TableDaemon:
 
     def healthy(self) -> tuple[bool, list[str]]:
         """For ``/healthz``: the loop ticks, the journal is writable, the driver threads
-        live and no fault is present."""
-        problems: list[str] = []
+        live, the shoe is online, the jackpot link is up, no fault is present or latched
+        and no blocking alarm is active (:mod:`.health`)."""
+        problems = health.problem_texts(self.problems())
+        return not problems, problems
+
+    def problems(self) -> list[health.Problem]:
+        """What is wrong now (:func:`.health.table_problems`, and what only the daemon sees:
+        the loop's ticks, its threads, the clock), for ``/healthz`` and the page's summary."""
+        out: list[health.Problem] = []
         status = self.runtime.status()
         age = self.clock() - int(status.get("t") or 0)
         if age > self.STALE_LOOP_MS:
-            problems.append(f"the table loop has not ticked for {age / 1000:.1f} s")
-        if status.get("journal_fault"):
-            problems.append(f"journal not writable: {status['journal_fault']}")
+            stale = f"the table loop has not ticked for {age / 1000:.1f} s"
+            out.append(health.Problem(stale, "loop"))
         if not self._threads_alive():
-            problems.append("a driver or link thread has stopped")
+            out.append(health.Problem("a driver or link thread has stopped", "threads"))
         if self.clock_watch.problem:
-            problems.append(f"clock: {self.clock_watch.problem}")
-        if status.get("jackpot_link") is False:  # issue 28: a frozen controller answered 200
-            why = getattr(getattr(self, "link_watch", None), "why", None)
-            words = ev.LINK_WHY.get(why or "", "the jackpot link is down")
-            problems.append(f"jackpot link down: {words}; progressive wagers refused")
-        for kind, fault in (status.get("faults") or {}).items():
-            if fault["active"]:
-                problems.append(f"{kind} fault: {fault['detail'] or 'present'}")
-        return not problems, problems
+            out.append(health.Problem(f"clock: {self.clock_watch.problem}", "clock"))
+        watch = getattr(self, "link_watch", None)
+        why = getattr(watch, "why", None)
+        since = getattr(watch, "down_since", None)
+        return out + health.table_problems(status, why, since)
+
+    def times(self) -> dict[str, int]:
+        """The table's clock and the wall clock now (ms), and the table's clock when this
+        process started: the pages turn the table's times (alarms) into times of day."""
+        return {"t": self.clock(), "utc_ms": self.utc(), "since_t": self._started_t}
 
     def last_rounds(self, n: int) -> list[dict[str, Any]]:
         from controller.journal import Journal
@@ -620,7 +635,12 @@ class TableDaemon:
         return self.runtime.rotate_journal(by)
 
     def recent_log(self) -> list[dict[str, Any]]:
+        """The log records kept (:class:`.logring.RecentLog`: warnings and errors apart from
+        the others), oldest first."""
         return self.log_ring.records()
+
+    def log_kept(self) -> dict[str, int]:
+        return self.log_ring.kept()
 
     def wait_change(self, timeout_s: float) -> None:
         self.runtime.wait_change(timeout_s)
