@@ -391,7 +391,8 @@ def test_history_older_rounds_and_the_vendored_charts_are_served(web_rig):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         history = web.get_json("/api/history?hours=1")
-        if sum(v is not None for v in history["rounds_per_hour"]) >= 1:
+        # the point after the round (the start's point may already say 0 rounds an hour)
+        if max((v or 0 for v in history["rounds_per_hour"]), default=0) > 0:
             break
         time.sleep(0.5)
     assert history["ok"] and history["problem"] is None and len(history["t"]) >= 2

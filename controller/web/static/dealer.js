@@ -3,10 +3,14 @@
 // (controller/web/views.py dealer_view): the headline (a blocking alarm's instruction, or the
 // table's prompt), what the last event said, merged and aged alarm lines, the table picture
 // (`layout`: every spot in table order), the betting strip, the last round shown again.
-"use strict";
+// An ES module: the one shared formatting (format.js) and element building (dom.js) of both
+// pages; dealer_fit.js (classic, window.DealerFit) runs before it, as module scripts are
+// deferred in document order.
+
+import { money, SUITS } from "./format.js";
+import { el } from "./dom.js";
 
 (() => {
-  const { el, money, SUITS } = window.TableUI;
   const { fit, weight } = window.DealerFit;
   const STALE_MS = 5000;
   const RECONNECT_MS = 2000;
