@@ -44,7 +44,7 @@ class Http:
         headers: dict[str, str] | None = None,
         csrf: bool = True,
     ) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)  # a loaded machine
         hdrs = dict(headers or {})
         if self.cookie:
             hdrs.setdefault("Cookie", self.cookie)
