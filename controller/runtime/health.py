@@ -10,7 +10,7 @@ whatever its code; an open alarm that only asks the dealer to do something and p
 (return a late bet, check a card) is not one either, and the page lists it apart.
 
 :func:`table_problems` is pure (the runtime status in, problems out); the daemon adds what
-only it can see (:meth:`~controller.runtime.daemon.TableDaemon.problems`).
+only it can see (:meth:`~controller.runtime.readside.TableReads.problems`, the daemon's).
 """
 
 from __future__ import annotations
