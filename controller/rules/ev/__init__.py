@@ -47,7 +47,7 @@ def dealer_distribution(game: Game) -> dict[str, dict[str, float]]:
     """The dealer's final hand per up card from a full shoe (blackjack included)."""
     table = {}
     for up in range(10):
-        shoe = shoe_counts(game.decks)
+        shoe = shoe_counts(game)
         shoe[up] -= 1
         row = dealer_outcomes(
             tuple(shoe),
@@ -70,7 +70,7 @@ def _strategy(ev: float, by_up: list[float], game: Game) -> dict:
         "ev": ev,
         "house_edge": -ev,
         "by_up_card": {UP_NAMES[up]: value for up, value in enumerate(by_up)},
-        "up_card_weights": dict(zip(UP_NAMES, up_card_weights(game.decks), strict=True)),
+        "up_card_weights": dict(zip(UP_NAMES, up_card_weights(game), strict=True)),
     }
 
 

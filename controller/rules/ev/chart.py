@@ -39,6 +39,7 @@ from controller.rules.ev.engine import (
     UpCard,
     _base_codes,
     digits,
+    shoe_counts,
 )
 from controller.rules.ev.game import Game
 
@@ -111,13 +112,13 @@ class ChartPolicy:
 
 
 def _hands_by_total(
-    decks: int, up: int
+    game: Game, up: int
 ) -> dict[tuple[bool, int], list[tuple[int, int, int, bool]]]:
     """Every hand of two or more cards, by (soft, total): (code, cards, hard, ace)."""
-    shoe = [4 * decks] * 9 + [16 * decks]
+    shoe = shoe_counts(game)
     shoe[up] -= 1
     found: dict[tuple[bool, int], list[tuple[int, int, int, bool]]] = {}
-    for code in _base_codes(decks):
+    for code in _base_codes(game):
         counts = digits(code)
         cards = sum(counts)
         if cards < 2 or any(n > s for n, s in zip(counts, shoe, strict=True)):
@@ -149,6 +150,8 @@ def build_chart(game: Game) -> Chart:
     chart = Chart()
     policy = ChartPolicy(chart)
     for up in range(10):
+        if not shoe_counts(game)[up]:
+            continue
         solver = UpCard(game, up, policy)
         _choose_up_card(chart, solver, up)
     return chart
@@ -156,7 +159,7 @@ def build_chart(game: Game) -> Chart:
 
 def _choose_up_card(chart: Chart, solver: UpCard, up: int) -> None:
     shoe, left = solver.shoe, solver.left
-    hands = _hands_by_total(solver.game.decks, up)
+    hands = _hands_by_total(solver.game, up)
     order = [(False, t) for t in range(21, 10, -1)] + [(True, t) for t in range(21, 11, -1)]
     order += [(False, t) for t in range(10, 3, -1)]  # a hard 10 or less may draw a soft total
     for soft, total in order:

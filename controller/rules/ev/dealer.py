@@ -67,7 +67,7 @@ def dealer_outcomes(
     }
     drawn = 0
     while level:
-        inverse = 1.0 / (left - drawn)
+        inverse = 1.0 / np.maximum(left - drawn, 1.0)  # a row this deep has no weight left
         following: dict[tuple[int, ...], tuple[np.ndarray, int, bool]] = {}
         for key, (prob, hard, ace) in level.items():
             status = _status(hard, ace, drawn + 1, hit_soft_17, stop_on_16)

@@ -63,14 +63,16 @@ def digits(code: int) -> tuple[int, ...]:
     return tuple((code // POW[v]) % B for v in range(10))
 
 
-def shoe_counts(decks: int) -> list[int]:
-    """Cards of each value, ace first, in a full shoe."""
-    return [4 * decks] * 9 + [16 * decks]
+def shoe_counts(game: Game) -> list[int]:
+    """Cards of each value, ace first, in a full shoe (``game.shoe`` when set, for tests)."""
+    if game.shoe is not None:
+        return list(game.shoe)
+    return [4 * game.decks] * 9 + [16 * game.decks]
 
 
-def _base_codes(decks: int) -> list[int]:
+def _base_codes(game: Game) -> list[int]:
     """Codes of every hand (any number of cards) whose points, aces as 1, are at most 21."""
-    avail = shoe_counts(decks)
+    avail = shoe_counts(game)
     found: list[int] = []
 
     def walk(value: int, left: int, code: int) -> None:
@@ -88,7 +90,7 @@ def _base_codes(decks: int) -> list[int]:
 def removal_codes(game: Game) -> np.ndarray:
     """Every set of cards a hand can stand with: the hand's cards, and for a split hand the
     pair cards of the other hands (as many as the game allows)."""
-    base = _base_codes(game.decks)
+    base = _base_codes(game)
     codes = list(base)
     for pair in range(10):
         limit = game.split_limit_aces if pair == 0 else game.max_hands
@@ -143,7 +145,7 @@ def _tables(game: Game, up: int) -> tuple[dict[int, int], np.ndarray, array]:
     if key not in _CACHE:
         if _CACHE and next(iter(_CACHE))[0] != game:
             _CACHE.clear()
-        shoe = shoe_counts(game.decks)
+        shoe = shoe_counts(game)
         shoe[up] -= 1
         codes = removal_codes(game)
         rows = _rows(codes)
@@ -168,7 +170,7 @@ class UpCard:
 
     def __init__(self, game: Game, up: int, policy: Policy | None = None):
         self.game, self.up, self.policy = game, up, policy
-        shoe = shoe_counts(game.decks)
+        shoe = shoe_counts(game)
         shoe[up] -= 1
         self.shoe, self.left = shoe, sum(shoe)
         self.conditioned = game.peek or game.original_bets_only
@@ -452,15 +454,15 @@ class UpCard:
         return total
 
 
-def up_card_weights(decks: int) -> list[float]:
+def up_card_weights(game: Game) -> list[float]:
     """The chance of each up card from a full shoe."""
-    shoe = shoe_counts(decks)
+    shoe = shoe_counts(game)
     return [n / sum(shoe) for n in shoe]
 
 
 def expected_value(game: Game, policy: Policy | None = None) -> tuple[float, list[float]]:
     """The expected value of a round per initial wager, and per up card; ``policy`` plays
     (None: every decision the best for the cards)."""
-    weights = up_card_weights(game.decks)
-    by_up = [UpCard(game, up, policy).round_value() for up in range(10)]
+    weights = up_card_weights(game)
+    by_up = [UpCard(game, up, policy).round_value() if weights[up] else 0.0 for up in range(10)]
     return sum(w * v for w, v in zip(weights, by_up, strict=True)), by_up

@@ -85,6 +85,8 @@ class Game:
     double_up: bool = False
     double_up_after_split: bool = True
     double_up_after_split_aces: bool = False
+    shoe: tuple[int, ...] | None = None
+    """Counts of each value, ace first, instead of ``decks`` full decks (tests: tiny shoes)."""
 
     @property
     def split_limit_aces(self) -> int:
