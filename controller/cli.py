@@ -34,6 +34,9 @@ Subcommands so far:
 - ``backup --config FILE [--to DIR] [--keep N]``: a checked copy of the running table's
   journal; ``restore --config FILE BACKUP``: put one back under a stopped table
   (``docs/journal.md``, "Backups");
+- ``report day --config FILE --day YYYY-MM-DD [--format csv|json]``: a gaming day's rounds,
+  hands, rounds per hour, and per main game and side bet the wagers, stakes, house net and
+  hold against par, from the journal (``controller/report.py``);
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
@@ -83,6 +86,12 @@ def _cmd_par_sheet(args: argparse.Namespace) -> int:
             text = f"{head}\n\n{format_main_game(main_game)}\n{rest}"
         print(text, end="")
     return 0
+
+
+def _cmd_report_day(args: argparse.Namespace) -> int:
+    from controller.cli_report import report_day
+
+    return report_day(args)
 
 
 def _cmd_profile_keys(_args: argparse.Namespace) -> int:
@@ -591,6 +600,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--game", help="game profile (default: the script header's game)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(run=_cmd_replay)
+
+    report = commands.add_parser("report", help="reports computed from the journal")
+    kinds = report.add_subparsers(dest="report", required=True, metavar="REPORT")
+    day_parser = kinds.add_parser(
+        "day",
+        help="one gaming day: rounds, hands, rounds per hour, initial wagers, net and hold of "
+        "the main game and of each side bet, against par",
+    )
+    day_parser.add_argument("--config", required=True, help="the table's config file")
+    day_parser.add_argument("--day", required=True, help="the gaming day, YYYY-MM-DD")
+    day_parser.add_argument("--format", choices=("csv", "json"), default="csv")
+    day_parser.set_defaults(run=_cmd_report_day)
 
     recall = commands.add_parser(
         "recall",
