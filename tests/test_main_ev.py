@@ -266,6 +266,11 @@ def test_par_sheet_json_has_the_main_game(capsys):
     dealer = figures["dealer"]["6"]
     assert sum(dealer.values()) == pytest.approx(1)
     assert figures["strategy_chart"]["pairs"]["8"] == ["P"] * 10
+    shares = figures["basic"]["outcomes"]
+    assert shares["win"] + shares["push"] + shares["loss"] == pytest.approx(1)
+    assert 0.41 < shares["win"] < 0.44 and 0.08 < shares["push"] < 0.09  # the known shares
+    assert 1.0 < shares["hands_per_round"] < 1.05
+    assert shares["blackjack"] == pytest.approx(2 * 8 * 32 / (104 * 103))
 
 
 def test_par_sheet_strategy_prints_the_chart(capsys):

@@ -27,7 +27,7 @@ import numpy as np
 
 from controller.rules.ev.chart import Chart, ChartPolicy, build_chart, format_chart
 from controller.rules.ev.dealer import OUTCOME_NAMES, dealer_outcomes
-from controller.rules.ev.engine import expected_value, shoe_counts, up_card_weights
+from controller.rules.ev.engine import MEASURES, expected_value, shoe_counts, up_card_weights
 from controller.rules.ev.game import Game, assumptions, game_of
 from controller.rules.profile import HouseRules
 
@@ -79,7 +79,8 @@ def analyse(rules: HouseRules, *, chart_only: bool = False) -> dict:
     under ``"chart"`` (a :class:`Chart`, removed before writing JSON)."""
     game = game_of(rules)
     chart = build_chart(game)
-    basic_ev, basic_by_up = expected_value(game, ChartPolicy(chart))
+    policy = ChartPolicy(chart)
+    basic_ev, basic_by_up = expected_value(game, policy)
     result: dict = {
         "decks": game.decks,
         "basic": _strategy(basic_ev, basic_by_up, game),
@@ -89,6 +90,17 @@ def analyse(rules: HouseRules, *, chart_only: bool = False) -> dict:
     }
     if chart_only:
         return result
+    counted = {m: expected_value(game, policy, m)[0] for m in MEASURES}
+    hands = sum(counted.values())
+    shoe = shoe_counts(game)
+    total = sum(shoe)
+    result["basic"]["outcomes"] = {
+        **{m: counted[m] / hands for m in MEASURES},
+        "hands_per_round": hands,
+        "blackjack": 2 * shoe[0] * shoe[9] / (total * (total - 1)),
+        "counted": "per hand played (each split hand counts), by its main wager: a "
+        "surrender is a loss, a natural a win; blackjack: a player natural per round",
+    }
     optimal_ev, optimal_by_up = expected_value(game)
     result["optimal"] = _strategy(optimal_ev, optimal_by_up, game)
     result["dealer"] = dealer_distribution(game)

@@ -107,8 +107,21 @@ def _rows(codes: np.ndarray) -> np.ndarray:
     return (codes[:, None] // np.array(POW, dtype=np.int64)[None, :]) % B
 
 
-def payoff_matrix(game: Game) -> np.ndarray:
-    """Outcome x column: what standing (and Double Up) wins per initial wager."""
+MEASURES = ("win", "push", "loss")
+"""Instead of money, count the hands whose main wager wins, pushes or loses."""
+
+
+def payoff_matrix(game: Game, measure: str | None = None) -> np.ndarray:
+    """Outcome x column: what standing (and Double Up) wins per initial wager; with a
+    ``measure``, 1 where the hand's main wager ends that way (a surrender is a loss)."""
+    if measure is not None:
+        money = payoff_matrix(game)
+        main = np.sign(np.concatenate([money[:, :DU], money[:, :DU]], axis=1))
+        main[:, DU_TWO_21] = main[:, TWO_21]
+        if not (game.peek or game.original_bets_only):
+            main[BJ, :] = -1.0
+        wanted = {"win": 1.0, "push": 0.0, "loss": -1.0}[measure]
+        return (main == wanted).astype(float)
     m = np.zeros((OUTCOMES, COLUMNS))
     enhc_loss = 0.0 if (game.peek or game.original_bets_only) else -1.0
     for total in range(22):
@@ -134,17 +147,39 @@ def payoff_matrix(game: Game) -> np.ndarray:
     return m
 
 
-_CACHE: dict[tuple[Game, int], tuple[dict[int, int], np.ndarray, array]] = {}
+_CACHE: dict[tuple[object, int], tuple[np.ndarray, np.ndarray]] = {}
+_FLAT: dict[tuple[object, int, str | None], tuple[dict[int, int], array]] = {}
 
 
-def _tables(game: Game, up: int) -> tuple[dict[int, int], np.ndarray, array]:
+def _table_key(game: Game) -> tuple[object, ...]:
+    """What the dealer tables depend on (two games that differ elsewhere share them)."""
+    return (
+        game.decks,
+        game.shoe,
+        game.hit_soft_17,
+        game.ends_on_16,
+        game.peek,
+        game.original_bets_only,
+        game.max_hands,
+        game.split_limit_aces,
+        game.aces_one_card,
+        game.two_card_21_wins,
+    )
+
+
+def _tables(
+    game: Game, up: int, measure: str | None = None
+) -> tuple[dict[int, int], np.ndarray, array]:
     """For up card ``up``: each removal code's offset in the flat value table, the dealer's
     outcome probabilities (rows in code order) and the flat table of standing values (one
-    row of :data:`COLUMNS` per code). Kept for the last game (both strategies share it)."""
-    key = (game, up)
+    row of :data:`COLUMNS` per code). Kept for the last game's dealer rules (both strategies
+    share them; about 70 MB at 8 decks), the counting tables of a ``measure`` are not."""
+    table_key = _table_key(game)
+    key = (table_key, up)
     if key not in _CACHE:
-        if _CACHE and next(iter(_CACHE))[0] != game:
+        if _CACHE and next(iter(_CACHE))[0] != table_key:
             _CACHE.clear()
+            _FLAT.clear()
         shoe = shoe_counts(game)
         shoe[up] -= 1
         codes = removal_codes(game)
@@ -159,24 +194,37 @@ def _tables(game: Game, up: int) -> tuple[dict[int, int], np.ndarray, array]:
             stop_on_16=game.ends_on_16,
             peek=game.peek,
         )
-        flat = array("d", (outcomes @ payoff_matrix(game)).tobytes())
+        _CACHE[key] = (codes, outcomes)
+    codes, outcomes = _CACHE[key]
+    flat_key = (table_key, up, measure)
+    if flat_key not in _FLAT:
+        flat = array("d", (outcomes @ payoff_matrix(game, measure)).tobytes())
         index = dict(zip(codes.tolist(), range(0, len(codes) * COLUMNS, COLUMNS), strict=True))
-        _CACHE[key] = (index, outcomes, flat)
-    return _CACHE[key]
+        if measure is not None:  # counted once: not kept (a table is ~6 MB at 8 decks)
+            return index, outcomes, flat
+        _FLAT[flat_key] = (index, flat)
+    index, flat = _FLAT[flat_key]
+    return index, outcomes, flat
 
 
 class UpCard:
     """The player's expected values against up card ``up`` (0 ace .. 9 ten-value)."""
 
-    def __init__(self, game: Game, up: int, policy: Policy | None = None):
-        self.game, self.up, self.policy = game, up, policy
+    def __init__(
+        self, game: Game, up: int, policy: Policy | None = None, measure: str | None = None
+    ):
+        if measure is not None and policy is None:
+            raise ValueError("a measure counts the hands of a given strategy (a policy)")
+        self.game, self.up, self.policy, self.measure = game, up, policy, measure
         shoe = shoe_counts(game)
         shoe[up] -= 1
         self.shoe, self.left = shoe, sum(shoe)
         self.conditioned = game.peek or game.original_bets_only
         self.checked = game.peek or up not in (0, 9)  # surrender: the dealer has no blackjack
         self.memo: dict[int, float] = {}
-        tables = _tables(game, up)
+        tables = _tables(game, up, measure)
+        varies = self.conditioned and up in (0, 9) and measure in (None, "loss")
+        self.bust_value = None if varies else self.busted(0, 0)  # the same for every hand
         self.index, self.outcomes, self.flat = tables
 
     # -- probabilities ---------------------------------------------------------------------------
@@ -191,6 +239,10 @@ class UpCard:
 
     def busted(self, code: int, cards: int) -> float:
         """A busted hand's value per wager (on the no-blackjack branch with a peek)."""
+        if self.measure is not None:
+            if self.measure != "loss":
+                return 0.0
+            return self.no_blackjack(code, cards) if self.conditioned else 1.0
         return -self.no_blackjack(code, cards) if self.conditioned else -1.0
 
     # -- three or more cards: hit or stand -------------------------------------------------------
@@ -216,22 +268,24 @@ class UpCard:
 
     def hit(self, code: int, cards: int, hard: int, ace: bool) -> float:
         """Take one card, then play on."""
-        shoe = self.shoe
+        shoe, bust_value = self.shoe, self.bust_value
         inverse = 1.0 / (self.left - cards)
         total = 0.0
         for value in range(10):
             count = shoe[value] - (code // POW[value]) % B
             if count <= 0:
                 continue
-            child = code + POW[value]
             new_hard = hard + value + 1
             if new_hard > 21:
-                total += count * inverse * self.busted(child, cards + 1)
+                if bust_value is None:
+                    total += count * inverse * self.busted(code + POW[value], cards + 1)
+                else:
+                    total += count * inverse * bust_value
             else:
                 total += (
                     count
                     * inverse
-                    * self.hit_or_stand(child, cards + 1, new_hard, ace or value == 0)
+                    * self.hit_or_stand(code + POW[value], cards + 1, new_hard, ace or value == 0)
                 )
         return total
 
@@ -252,7 +306,7 @@ class UpCard:
                 soft = (ace or value == 0) and new_hard <= 11
                 stand = self.flat[self.index[child] + (new_hard + 10 if soft else new_hard)]
                 total += count * inverse * stand
-        return 2.0 * total
+        return total if self.measure is not None else 2.0 * total
 
     # -- two cards -------------------------------------------------------------------------------
 
@@ -290,7 +344,10 @@ class UpCard:
         if move == DOUBLE:
             return self.double(code, cards, hard, ace)
         if move == SURRENDER:
-            return -0.5 * (self.no_blackjack(code, cards) if self.conditioned else 1.0)
+            unconditioned = self.no_blackjack(code, cards) if self.conditioned else 1.0
+            if self.measure is not None:
+                return unconditioned if self.measure == "loss" else 0.0
+            return -0.5 * unconditioned
         if move == DOUBLE_UP:
             return self.flat[self.index[code] + (DU_TWO_21 if total == 21 else DU + total)]
         raise ValueError(f"no such move {move!r}")
@@ -439,9 +496,16 @@ class UpCard:
                 code = POW[first] + POW[second]
                 no_bj = self.no_blackjack(code, 2)
                 if {first, second} == {0, 9}:
-                    total += weight * float(game.blackjack_pays) * no_bj
+                    if self.measure is None:
+                        total += weight * float(game.blackjack_pays) * no_bj
+                    else:  # a natural wins, or pushes a dealer blackjack
+                        total += (
+                            weight * {"win": no_bj, "push": 1.0 - no_bj, "loss": 0.0}[self.measure]
+                        )
                     continue
                 base = -(1.0 - no_bj) if self.conditioned else 0.0
+                if self.measure is not None:
+                    base = -base if self.measure == "loss" else 0.0
                 if first == second == 9 and game.split_by_rank:
                     share = self.same_rank_share()
                     value = (
@@ -460,9 +524,14 @@ def up_card_weights(game: Game) -> list[float]:
     return [n / sum(shoe) for n in shoe]
 
 
-def expected_value(game: Game, policy: Policy | None = None) -> tuple[float, list[float]]:
+def expected_value(
+    game: Game, policy: Policy | None = None, measure: str | None = None
+) -> tuple[float, list[float]]:
     """The expected value of a round per initial wager, and per up card; ``policy`` plays
-    (None: every decision the best for the cards)."""
+    (None: every decision the best for the cards). With a ``measure`` (:data:`MEASURES`,
+    a policy needed): the expected number of hands whose main wager wins, pushes or loses."""
     weights = up_card_weights(game)
-    by_up = [UpCard(game, up, policy).round_value() if weights[up] else 0.0 for up in range(10)]
+    by_up = [
+        UpCard(game, up, policy, measure).round_value() if weights[up] else 0.0 for up in range(10)
+    ]
     return sum(w * v for w, v in zip(weights, by_up, strict=True)), by_up

@@ -71,6 +71,8 @@ class Game:
     ends_on_16: bool = False
     peek: bool = True
     original_bets_only: bool = False
+    """Without a peek, a dealer blackjack takes the original wager only, every other wager
+    returned (the published "OBO" model; a profile cannot ask for it, see :func:`game_of`)."""
     blackjack_pays: Fraction = Fraction(3, 2)
     double_totals: frozenset[int] | None = None
     double_on_21: bool = False
@@ -113,6 +115,16 @@ def game_of(rules: HouseRules) -> Game:
     """The :class:`Game` of a profile (its deck count as set, e.g. by ``with_decks``)."""
     check_keys(rules, rules.name)
     dealer, double, split = rules.dealer, rules.double, rules.split
+    if dealer.peek == "none" and dealer.blackjack_takes == "original_wager":
+        raise ProfileError(
+            rules.name,
+            "dealer",
+            "blackjack_takes",
+            "'original_wager' without a peek is not analysed: the table settles a busted "
+            "hand (doubled or split) before the dealer's blackjack, so its extra wagers are "
+            "lost, which the analysis's original-bets-only model (extra wagers returned) "
+            "does not count; use 'all_wagers' or a peek",
+        )
     totals = {"any_two": None, "9_10_11": frozenset({9, 10, 11}), "10_11": frozenset({10, 11})}
     peek = dealer.peek == "electronic"
     return Game(
