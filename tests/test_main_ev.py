@@ -305,3 +305,35 @@ def test_double_up_profile_reads_double_up_on_split_aces_literally():
 def test_basic_strategy_edge_is_the_par_sheets_basic_figure():
     rules = load_game("pa-standard").with_decks(2)
     assert basic_strategy_edge(rules) == pytest.approx(analyse(rules)["basic"]["house_edge"])
+
+
+def _profile_file(tmp_path, *replacements):
+    from conftest import profile_text
+
+    text = profile_text("online-6deck")
+    for old, new in replacements:
+        assert old in text
+        text = text.replace(old, new, 1)
+    path = tmp_path / "house.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_no_peek_original_wager_only_is_refused_by_name(tmp_path, capsys):
+    path = _profile_file(
+        tmp_path,
+        ('peek = "electronic"', 'peek = "none"\nblackjack_takes = "original_wager"'),
+    )
+    assert main(["par-sheet", "--game", path, "--strategy"]) == 2
+    assert "[dealer] key 'blackjack_takes'" in capsys.readouterr().err
+
+
+def test_no_peek_every_wager_lost_is_analysed_and_costs_the_player(tmp_path, capsys):
+    path = _profile_file(tmp_path, ('peek = "electronic"', 'peek = "none"'))
+    assert main(["par-sheet", "--game", path, "--decks", "2", "--json"]) == 0
+    enhc = json.loads(capsys.readouterr().out)["main"]
+    assert main(["par-sheet", "--game", "online-6deck", "--decks", "2", "--json"]) == 0
+    peek = json.loads(capsys.readouterr().out)["main"]
+    for name in ("basic", "optimal"):
+        assert enhc[name]["house_edge"] > peek[name]["house_edge"] + 0.0005
+    assert any("no peek" in text for text in enhc["assumptions"])
