@@ -181,6 +181,11 @@ def assumptions(game: Game) -> list[str]:
         "(as in the usual combinatorial analysers, e.g. MGP's CA); a pair is resplit whenever "
         "it may be once split",
     ]
+    notes.append(
+        "basic strategy: one action per hard or soft total, pair and up card, chosen by the "
+        "summed value of the hands of that total (docs/par-sheet.md); the optimal strategy: "
+        "each decision best for the cards of the hand and the up card"
+    )
     if game.split_by_rank:
         notes.append(
             "split by rank: ten-value cards pair only with the same rank; resplitting tens "
