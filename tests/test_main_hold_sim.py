@@ -9,7 +9,7 @@ fall inside its confidence interval (three standard errors, from the per-round n
 the computed basic-strategy edge, and around the exact edge of the autopilot's own strategy
 (computed by the same engine with the autopilot's decisions).
 
-The CI size (20,000 rounds, 140,000 hands) is about 45 s on this machine;
+The CI size (16,000 rounds, 112,000 hands) is 35-45 s on this shared machine;
 ``MAIN_HOLD_SIM_ROUNDS=200000`` (and ``MAIN_HOLD_SIM_GAMES=pa-standard,online-6deck,double-up``)
 runs a longer one. The
 simulation deals through the whole shoe (cut card at the profile's penetration), so it
@@ -49,7 +49,7 @@ from controller.table.state import Phase
 
 SPOTS = 7
 WAGER = 1000
-ROUNDS = int(os.environ.get("MAIN_HOLD_SIM_ROUNDS", "20000"))
+ROUNDS = int(os.environ.get("MAIN_HOLD_SIM_ROUNDS", "16000"))
 GAMES = os.environ.get("MAIN_HOLD_SIM_GAMES", "pa-standard").split(",")
 HAND_WAGERS = {"main", "double_down", "double_up"}
 
