@@ -23,8 +23,12 @@ from typing import Any
 
 MAIN_WAGERS = frozenset({"main", "double_down", "double_up"})
 MAIN_HOLD_SD = 1.15
-"""Standard deviation of a round's net per initial wager in blackjack (about 1.15; used
-for the main game's band only, a reference)."""
+"""Standard deviation of a hand's net per initial wager in blackjack under basic strategy:
+about 1.15 (Wizard of Odds, "Variance in blackjack", wizardofodds.com/games/blackjack/
+appendix/4/: variance 1.27-1.35 per hand over its rule sets, sd 1.13-1.16). Used for the
+main game's band only (a reference line); hands dealt together against one dealer hand are
+correlated (covariance about 0.48 there), which this band, counting initial wagers as
+independent, leaves out: with several spots playing the true spread is wider."""
 
 COLUMNS = (
     "gaming_day",
@@ -47,6 +51,29 @@ def _band(par: float | None, sd: float | None, n: float) -> tuple[float | None, 
         return None, None
     half = 1.96 * sd / math.sqrt(n)
     return par - half, par + half
+
+
+def main_game_of(record: Mapping[str, Any]) -> tuple[int, dict[Any, int], int]:
+    """A settled round's main game from its record: the hands played (main wagers settled,
+    split hands included), the initial main wager of each spot (spot -> cents: the stake
+    of its first hand), and the players' net over the main game's wagers (main, double
+    down and Double Up; cents, paid + returned - staked; the house's net is its negative).
+    A voided round has none. Shared by the day's report and the history's charts."""
+    if record.get("void"):
+        return 0, {}, 0
+    hands = net = 0
+    initial: dict[Any, int] = {}
+    for line in (record.get("result") or {}).get("settlements") or []:
+        wager = str(line.get("wager"))
+        if wager not in MAIN_WAGERS:
+            continue
+        stake = int(line.get("stake") or 0)
+        net += int(line.get("paid") or 0) + int(line.get("returned") or 0) - stake
+        if wager == "main":
+            hands += 1
+            if not line.get("hand"):  # the spot's first hand: the initial wager
+                initial[line.get("spot")] = stake
+    return hands, initial, net
 
 
 def day_report(
@@ -74,19 +101,14 @@ def day_report(
             if moment is not None:
                 first = moment if first is None else min(first, moment)
                 last = moment if last is None else max(last, moment)
-        initial: dict[Any, int] = {}
-        round_net = 0
+        round_hands, initial, round_net = main_game_of(record)
+        hands += round_hands
         for line in (record.get("result") or {}).get("settlements") or []:
             wager = str(line.get("wager"))
+            if wager in MAIN_WAGERS:
+                continue
             stake = int(line.get("stake") or 0)
             net = int(line.get("paid") or 0) + int(line.get("returned") or 0) - stake
-            if wager in MAIN_WAGERS:
-                round_net += net
-                if wager == "main":
-                    hands += 1
-                    if not line.get("hand"):  # the spot's first hand: the initial wager
-                        initial[line.get("spot")] = stake
-                continue
             name = wager.split(".", 1)[0] if wager != "insurance" else "insurance"
             tally = lines.setdefault(name, {"wagers": 0, "staked": 0, "net": 0, "s2": 0})
             tally["wagers"] += 1
