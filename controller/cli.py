@@ -2,8 +2,10 @@
 
 Subcommands so far:
 
-- ``par-sheet --game PROFILE [--decks N] [--json]``: the exact game-math
-  document for a profile's card-determined side bets;
+- ``par-sheet --game PROFILE [--decks N] [--json] [--strategy] [--no-main]``: the exact
+  game-math document: the main game's expected value under basic and optimal strategy
+  (``controller.rules.ev``) and every card-determined side bet; ``--strategy`` prints the
+  basic strategy chart;
 - ``profile-keys``: the reference of every house-rule profile key (Markdown),
   as kept in ``docs/profiles.md``;
 - ``games``: the profiles found and where;
@@ -32,6 +34,9 @@ Subcommands so far:
 - ``backup --config FILE [--to DIR] [--keep N]``: a checked copy of the running table's
   journal; ``restore --config FILE BACKUP``: put one back under a stopped table
   (``docs/journal.md``, "Backups");
+- ``report day --config FILE --day YYYY-MM-DD [--format csv|json]``: a gaming day's rounds,
+  hands, rounds per hour, and per main game and side bet the wagers, stakes, house net and
+  hold against par, from the journal (``controller/report.py``);
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
 Errors the user can fix print one line naming what was wrong and exit 2.
@@ -51,16 +56,42 @@ from controller.errors import TableControllerError
 def _cmd_par_sheet(args: argparse.Namespace) -> int:
     from controller.games import load_game
     from controller.parsheet import compute_par_sheet, format_par_sheet
+    from controller.parsheet_main import (
+        format_main_game,
+        format_strategy,
+        main_game_sheet,
+        strategy_sheet,
+    )
 
     rules = load_game(args.game)
     if args.decks is not None:
         rules = rules.with_decks(args.decks)
+    if args.strategy:
+        data, text = strategy_sheet(rules)
+        if args.json:
+            print(json.dumps({"game": rules.name, "decks": rules.shoe.decks, **data}, indent=2))
+        else:
+            print(format_strategy(text, rules), end="")
+        return 0
+    main_game = None if args.no_main else main_game_sheet(rules)
     sheet = compute_par_sheet(rules)
+    if main_game is not None:
+        sheet["main"] = main_game
     if args.json:
         print(json.dumps(sheet, indent=2))
     else:
-        print(format_par_sheet(sheet), end="")
+        text = format_par_sheet(sheet)
+        if main_game is not None:
+            head, _, rest = text.partition("\n\n")
+            text = f"{head}\n\n{format_main_game(main_game)}\n{rest}"
+        print(text, end="")
     return 0
+
+
+def _cmd_report_day(args: argparse.Namespace) -> int:
+    from controller.cli_report import report_day
+
+    return report_day(args)
 
 
 def _cmd_profile_keys(_args: argparse.Namespace) -> int:
@@ -532,7 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     par = commands.add_parser(
-        "par-sheet", help="exact house edge and hit frequencies of a game's side bets"
+        "par-sheet",
+        help="exact house edge of the main game (basic and optimal strategy) and of every "
+        "card-determined side bet",
     )
     par.add_argument(
         "--game",
@@ -542,6 +575,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     par.add_argument("--decks", type=int, help="override the profile's number of decks (1-8)")
     par.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    par.add_argument(
+        "--strategy",
+        action="store_true",
+        help="print the main game's total-dependent basic strategy chart only",
+    )
+    par.add_argument(
+        "--no-main",
+        action="store_true",
+        help="side bets only: leave out the main game's expected value (a few seconds)",
+    )
     par.set_defaults(run=_cmd_par_sheet)
 
     keys = commands.add_parser("profile-keys", help="print the reference of every profile key")
@@ -557,6 +600,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--game", help="game profile (default: the script header's game)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(run=_cmd_replay)
+
+    report = commands.add_parser("report", help="reports computed from the journal")
+    kinds = report.add_subparsers(dest="report", required=True, metavar="REPORT")
+    day_parser = kinds.add_parser(
+        "day",
+        help="one gaming day: rounds, hands, rounds per hour, initial wagers, net and hold of "
+        "the main game and of each side bet, against par",
+    )
+    day_parser.add_argument("--config", required=True, help="the table's config file")
+    day_parser.add_argument("--day", required=True, help="the gaming day, YYYY-MM-DD")
+    day_parser.add_argument("--format", choices=("csv", "json"), default="csv")
+    day_parser.set_defaults(run=_cmd_report_day)
 
     recall = commands.add_parser(
         "recall",

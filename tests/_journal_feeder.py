@@ -209,7 +209,8 @@ def _player_acts(d: _Dealer) -> None:
     if tried is not None and tried.accepted:
         return
     stand_on = 18 if count.soft else (12 if 2 <= up <= 6 else 17)
-    if count.total < stand_on:
+    # a split ace takes one card, then stands or makes its Double Up (issue 31): no hit
+    if count.total < stand_on and d.table._takes_card(hand):
         d.card()
     else:
         d.feed(ev.Next)

@@ -287,14 +287,24 @@ def test_double_up_allowed(double_up, cards, kwargs):
         ("10H,8D", {}, 500, "the Double Up wager must equal the original wager, $10.00", RULE_4),
         ("10H,8D", {}, 2000, "must equal the original wager", RULE_4),
         ("10H,8D", {}, 0, "must be more than $0", RULE_4),
-        ("AS,7D", {"from_split": True, "split_aces": True}, 1000,
-         "split aces take no further action", "15. Cannot hit or double down after split aces."),
     ],
 )
 def test_double_up_refused(double_up, cards, kwargs, amount, fragment, rule):
     with pytest.raises(RuleViolation) as info:
         check_double_up(hand(cards, **kwargs), amount, double_up)
     assert fragment in str(info.value), rule
+
+
+def test_double_up_on_split_aces_read_literally(double_up):
+    """4. "on any 2-card hand, including split hands, except for a natural blackjack"; 15.
+    "Cannot hit or double down after split aces." forbids hitting and doubling only (issue 31)."""
+    check_double_up(hand("AS,7D", from_split=True, split_aces=True), 1000, double_up)
+
+
+def test_no_double_up_on_split_aces_where_the_casino_decides_so():
+    rules = edit_profile("double-up", ("after_split_aces = true", "after_split_aces = false"))
+    with pytest.raises(RuleViolation, match="split aces take no further action"):
+        check_double_up(hand("AS,7D", from_split=True, split_aces=True), 1000, rules)
 
 
 def test_double_up_for_less_where_the_licensee_allows_it():

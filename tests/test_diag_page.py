@@ -247,6 +247,60 @@ def test_every_chart_draws_from_the_history_the_daemon_kept(page, demo):
     shot(page, "history", "#history-panel")
 
 
+def test_the_main_games_hold_is_drawn_beside_the_basic_strategy_edge_as_a_reference(page, demo):
+    """Issue 31 item 4: the main game's hold seen (house net over initial wagers, from the
+    journal) beside the basic-strategy edge of the demo's own profile, with its band,
+    labelled as a reference and never coloured as a problem; until the daemon has computed
+    the edge (off the request path) the page says it is being computed."""
+    from controller.config import load_table_config
+    from controller.rules.ev import basic_strategy_edge
+
+    edge = basic_strategy_edge(load_table_config(demo.work / "run" / "table.toml").rules)
+    words = (
+        f"Main game hold seen, basic-strategy edge {edge * 100:.2f}% "
+        "(a reference, not an alarm: players do not all play basic strategy)"
+    )
+
+    # while the daemon computes it: the page says so, with what was seen drawn meanwhile
+    def computing(route):
+        answer = route.fetch()
+        data = answer.json()
+        empty = [None] * len(data["t"])
+        data["main"].update(edge=None, edge_state="computing", hold_lo=empty, hold_hi=empty)
+        data["main"]["band"] = None
+        route.fulfill(response=answer, json=data)
+
+    page.route("**/api/history*", computing)
+    page.goto(demo.url + "/diag")
+    figure = page.get_by_test_id("chart-hold-main")
+    expect(figure.locator("figcaption")).to_contain_text(
+        "basic-strategy edge: reference being computed"
+    )
+    expect(page.get_by_test_id("bet-row-main")).to_contain_text("reference being computed")
+    page.unroute("**/api/history*")
+
+    deadline = time.monotonic() + 180
+    while demo.get("/api/history?hours=1")["main"]["edge_state"] == "computing":
+        assert time.monotonic() < deadline, "the basic-strategy edge was never computed"
+        time.sleep(1.0)
+    history = open_diag(page, demo, hold_history=True)
+    main = history["main"]
+    assert main["edge_state"] == "ready" and main["edge"] == pytest.approx(edge, rel=1e-12)
+    assert main["wagers"] > 0 and main["stakes"] > 0 and shown(main["hold"]) > 0
+    assert shown(main["hold_lo"]) and shown(main["hold_hi"])  # the band
+    expect(figure.locator("canvas")).to_have_count(1)  # uPlot drew it
+    expect(figure).to_have_attribute("data-points", str(shown(main["hold"])))
+    assert float(figure.get_attribute("data-reference")) == pytest.approx(edge, rel=1e-12)
+    expect(figure.locator("figcaption")).to_contain_text(words)
+    expect(figure.locator(".u-legend")).to_contain_text("basic-strategy edge")
+    row = page.get_by_test_id("bet-row-main")
+    expect(row).to_contain_text(f"basic-strategy edge {edge * 100:.2f}%")
+    expect(row).to_contain_text("a reference, not an alarm: players do not all play basic strategy")
+    assert float(row.get_attribute("data-reference")) == pytest.approx(edge, rel=1e-12)
+    expect(row.locator(".bad, .ok, .warn")).to_have_count(0)  # never coloured as a problem
+    shot(page, "main-hold", "#chart-hold-main")
+
+
 def test_the_gpio_picture_has_every_pin_live_on_the_table_and_console(page, demo):
     open_diag(page, demo)
     gpio = demo.get("/api/status")["health"]["gpio"]

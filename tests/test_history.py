@@ -577,3 +577,164 @@ def test_the_par_sheet_is_given_without_a_running_recorder(tmp_path):
         assert recorder.want_par(0) and recorder.par is not None
     finally:
         store.close()
+
+
+# -- the main game's hold against its basic-strategy edge (issue 31 item 4) ------------------
+
+
+def main_settled(spot: int, wager: str, stake: int, paid: int, returned: int, hand: int = 0):
+    return {**settled(spot, wager, stake, "", paid, returned), "hand": hand}
+
+
+def test_a_round_counts_the_main_games_initial_wagers_and_net_as_the_days_report_does():
+    from controller.report import day_report
+
+    records = [
+        record(
+            1,
+            [
+                main_settled(1, "main", 1000, 1000, 1000, hand=0),  # a split: one hand wins
+                main_settled(1, "main", 1000, 0, 0, hand=1),  # the other loses
+                main_settled(2, "main", 2500, 2500, 2500),  # doubled and won
+                main_settled(2, "double_down", 2500, 2500, 2500),
+                main_settled(3, "main", 500, 750, 500),  # a blackjack, 3 to 2
+                settled(3, "lucky_ladies", 500, "lose", 0, 0),  # not the main game
+            ],
+        ),
+        record(2, [main_settled(1, "main", 1000, 0, 0)], void="misdeal"),  # not counted
+        record(3, [main_settled(1, "main", 1000, 0, 500)]),  # surrendered
+    ]
+    totals = new_totals()
+    for r in records:
+        count_round(totals, r)
+    # initial wagers: 1000 + 2500 + 500 and 1000; the players' net 0 + 5000 + 750 - 500
+    assert totals["main"] == {
+        "n": 4,
+        "stake": 5000,
+        "net": 5250,
+        "s2": 1000**2 + 2500**2 + 500**2 + 1000**2,
+    }
+    report = day_report("2026-11-28", records, main_par=0.005)
+    main = report["lines"][0]
+    assert (main["wagers"], main["staked_cents"], main["house_net_cents"]) == (4, 5000, -5250)
+    # a store written before the main game was counted carries on counting it
+    old = new_totals()
+    del old["main"]
+    count_round(old, records[2])
+    assert old["main"] == {"n": 1, "stake": 1000, "net": -500, "s2": 1_000_000}
+
+
+def main_rows(tallies: list[tuple[int, int, int, int]]) -> list:
+    """Samples a minute apart with the main game's cumulative (wagers, stake, net, s2)."""
+    return [
+        (
+            T0 + i * 60_000,
+            {**new_totals(i), "main": {"n": n, "stake": stake, "net": net, "s2": s2}},
+        )
+        for i, (n, stake, net, s2) in enumerate(tallies)
+    ]
+
+
+def test_the_main_games_hold_is_drawn_against_the_basic_strategy_edge_with_a_band():
+    from controller.report import MAIN_HOLD_SD
+
+    rows = main_rows(
+        [
+            (0, 0, 0, 0),
+            (10, 10_000, -500, 10 * 1000**2),  # the house won $5 of $100
+            (40, 40_000, 2000, 40 * 1000**2),  # the players are $20 up
+            # unequal wagers: the effective n is stake^2 / s2 = 100^2 / (40 + 4 * 15^2)
+            (44, 100_000, 1000, 40 * 1000**2 + 4 * 15_000**2),
+        ]
+    )
+    main = series(rows, None, main_edge=0.005)["main"]
+    assert main["hold"] == [None, 0.05, -0.05, -0.01]  # the house's net / initial wagers
+    assert main["edge"] == 0.005 and main["edge_state"] == "ready"
+    assert main["hold_sd"] == MAIN_HOLD_SD == 1.15
+    assert main["hold_lo"][0] is None and main["hold_hi"][0] is None  # no wager yet
+    lo, hi = par_band(0.005, 1.15, 10)
+    assert (main["hold_lo"][1], main["hold_hi"][1]) == (pytest.approx(lo), pytest.approx(hi))
+    lo, hi = par_band(0.005, 1.15, 100**2 / (40 + 4 * 15**2))
+    assert (main["hold_lo"][-1], main["hold_hi"][-1]) == (pytest.approx(lo), pytest.approx(hi))
+    assert main["band"] == [main["hold_lo"][-1], main["hold_hi"][-1]]
+    assert (main["wagers"], main["stakes"], main["house_net"]) == (44, 100_000, -1000)
+    assert main["seen_hold"] == -0.01
+    assert "reference, not an alarm" in main["note"] and "basic strategy" in main["note"]
+    # a reference, never a verdict: nothing to colour the row with
+    assert not {k for k in main if "in_band" in k or "alarm" in k}
+    # far outside the band is still only a line on a chart
+    far = series(main_rows([(1000, 1_000_000, 500_000, 1000 * 1000**2)]), None, main_edge=0.005)
+    assert far["main"]["hold"] == [-0.5] and not {k for k in far["main"] if "in_band" in k}
+
+
+def test_the_main_games_reference_is_said_to_be_computing_until_it_is_there():
+    rows = main_rows([(0, 0, 0, 0), (10, 10_000, -500, 10 * 1000**2)])
+    computing = series(rows, None)["main"]
+    assert computing["edge"] is None and computing["edge_state"] == "computing"
+    assert computing["hold"] == [None, 0.05]  # what was seen is drawn meanwhile
+    assert computing["hold_lo"] == [None, None] and computing["band"] is None
+    failed = series(rows, None, main_problem="basic-strategy edge not computed: boom")["main"]
+    assert failed["edge_state"] == "failed" and "boom" in failed["edge_problem"]
+    # samples written before the main game was counted: no line, no error
+    old = [(T0, {k: v for k, v in new_totals().items() if k != "main"})]
+    assert series(old, None, main_edge=0.005)["main"]["hold"] == [None]
+
+
+def test_the_basic_strategy_edge_is_computed_off_the_request_path_once_and_kept(
+    tmp_path, monkeypatch
+):
+    """The charts are answered at once; the edge (seconds of CPU) comes on another thread,
+    is kept in the store beside the side bets' par, and is not computed again at a
+    restart."""
+    import threading
+
+    import controller.rules.ev
+
+    rules = load_game("pa-standard")
+    release = threading.Event()
+    calls = []
+
+    def slow_edge(given):
+        calls.append(given)
+        release.wait(30)
+        return 0.0042
+
+    monkeypatch.setattr(controller.rules.ev, "basic_strategy_edge", slow_edge)
+    store = HistoryStore(tmp_path / "history.sqlite")
+    try:
+        recorder = HistoryRecorder(store, Library(), dict, rules=rules)
+        recorder.par, recorder._par_done = {}, threading.Event()
+        recorder._par_done.set()  # the side bets' par: known (not what this test is about)
+        started = time.monotonic()
+        assert recorder.want_par(5)  # no recorder thread: the edge on a thread of its own
+        assert time.monotonic() - started < 2 and recorder.main_edge is None
+        assert not recorder.wait_main_edge(0.2)
+        release.set()
+        assert recorder.wait_main_edge(10) and recorder.main_edge == 0.0042
+        assert calls == [rules]
+        store.keep_par("abc", {"lucky_ladies": {}})  # the par sheet kept: the edge stays
+        assert store.par("main:" + _rules_key(rules)) == {"edge": 0.0042}
+    finally:
+        store.close()
+
+    def not_again(_rules):
+        raise AssertionError("the edge was computed again")
+
+    monkeypatch.setattr(controller.rules.ev, "basic_strategy_edge", not_again)
+    store = HistoryStore(tmp_path / "history.sqlite")  # a restart
+    try:
+        again = HistoryRecorder(store, Library(), dict, rules=rules)
+        again._compute_main_edge()
+        assert again.main_edge == 0.0042 and again.main_edge_problem is None
+        other = HistoryRecorder(store, Library(), dict, rules=rules.with_decks(2))
+        other._compute_main_edge()  # other rules: computed (here it cannot be): said
+        assert other.main_edge is None and "computed again" in other.main_edge_problem
+        assert "computed again" in other.state()["main_edge_problem"]
+    finally:
+        store.close()
+
+
+def _rules_key(rules) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(rules).encode()).hexdigest()

@@ -398,6 +398,7 @@ def test_history_older_rounds_and_the_vendored_charts_are_served(web_rig):
     assert history["ok"] and history["problem"] is None and len(history["t"]) >= 2
     assert history["link_up"][-1] == 1
     assert history["bets"]["blazing_7s"]["wagers"] == 1  # spot 1's Blazing 7's
+    assert history["main"]["wagers"] >= 1 and history["main"]["stakes"] > 0  # issue 31
     assert (web_rig.tmp / "data" / "history.sqlite").is_file()
     for bad in ("0", "73", "six", "nan"):
         status, _h, body = web.request("GET", f"/api/history?hours={bad}")

@@ -188,8 +188,9 @@ class DoubleUpRules:
     )
     after_split: bool = key(True, "split hands may Double Up (rule 4: 'including split hands')")
     after_split_aces: bool = key(
-        False,
-        "split aces may Double Up; rule 15 closes split aces to further action, so off",
+        True,
+        "split aces may Double Up (rule 4: 'any 2-card hand, including split hands'; rule 15 "
+        "forbids only hitting and doubling down after split aces); false closes them",
     )
 
 

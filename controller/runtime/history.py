@@ -242,9 +242,18 @@ class HistoryStore:
         return json.loads(row[0]) if row else None
 
     def keep_par(self, key: str, figures: dict[str, Any]) -> None:
-        """Keep the par figures of a game (computing them takes seconds of CPU on a Pi)."""
+        """Keep the par figures of a game (computing them takes seconds of CPU on a Pi),
+        replacing those of another game: one kept per kind, a key ``kind:...`` (the main
+        game's edge: ``main:``) replacing only keys of its kind, a key without one (the
+        side bets' par sheet) only keys without one."""
+        kind, colon, _rest = key.partition(":")
         with self._lock:
-            self.db.execute("DELETE FROM par")
+            if colon:
+                self.db.execute(
+                    "DELETE FROM par WHERE substr(key, 1, ?) = ?", (len(kind) + 1, kind + ":")
+                )
+            else:
+                self.db.execute("DELETE FROM par WHERE instr(key, ':') = 0")
             self.db.execute("INSERT INTO par VALUES (?, ?)", (key, json.dumps(figures)))
 
     def count(self) -> int:
@@ -272,7 +281,15 @@ def new_totals(last_round: int = 0) -> dict[str, Any]:
         "shoe_reconnects": 0,
         "bets": {},
         "pools": {},
+        "main": new_main_tally(),
     }
+
+
+def new_main_tally() -> dict[str, int]:
+    """The main game's running tally: ``n`` initial wagers, their ``stake`` (cents), the
+    players' ``net`` over the main game's wagers (cents) and ``s2``, the sum of the squared
+    initial stakes (for the band's effective number of wagers)."""
+    return {"n": 0, "stake": 0, "net": 0, "s2": 0}
 
 
 def side_bet_of(wager: str) -> str | None:
@@ -284,12 +301,22 @@ def side_bet_of(wager: str) -> str | None:
 
 def count_round(totals: dict[str, Any], record: dict[str, Any]) -> None:
     """Add a settled round's record (the journal's) to ``totals``, in place: the round,
-    its cards, each side bet's wagers (hits: won; stakes; the players' net; squared
-    stakes) and the stakes each progressive pool was fed (the round's contributions)."""
+    its cards, the main game's initial wagers and net (:func:`controller.report.main_game_of`,
+    as the day's report counts them), each side bet's wagers (hits: won; stakes; the
+    players' net; squared stakes) and the stakes each progressive pool was fed (the
+    round's contributions)."""
+    from controller.report import main_game_of
+
     totals["round"] = max(int(totals.get("round") or 0), int(record["round"]))
     if record.get("void"):
         return
     totals["rounds"] += 1
+    _hands, initial, net = main_game_of(record)
+    main = totals.setdefault("main", new_main_tally())  # a store from before it was counted
+    main["n"] += len(initial)
+    main["stake"] += sum(initial.values())
+    main["net"] += net
+    main["s2"] += sum(stake * stake for stake in initial.values())
     events = record.get("events") or []
     totals["cards"] += sum(1 for e in events if isinstance(e, dict) and e.get("type") == "card")
     bets = totals["bets"]
@@ -348,6 +375,10 @@ class HistoryRecorder:
         self._clock = clock
         self.par: dict[str, dict[str, Any]] | None = None
         self.par_problem: str | None = None
+        self.main_edge: float | None = None
+        self.main_edge_problem: str | None = None
+        self._main_done = threading.Event()  # the main game's edge computed, read or failed
+        self._main_thread: threading.Thread | None = None  # when no recorder thread runs
         self._par_wanted = threading.Event()  # a page asked for the charts
         self._par_done = threading.Event()  # computed, read from the store, or failed
         self.problem: str | None = None
@@ -382,9 +413,21 @@ class HistoryRecorder:
         """Ask for the par figures (the charts need them) and wait up to ``timeout`` s for
         them; True once they are known (or known to be missing: ``par_problem``)."""
         self._par_wanted.set()
-        if not self._par_done.is_set() and not self._thread.is_alive():
-            self._compute_par()  # no thread to do it (stopped, or never started): here
+        if not self._thread.is_alive():
+            if not self._main_done.is_set() and self._main_thread is None:
+                # the main game's edge never on the asker's path: a thread of its own
+                self._main_thread = threading.Thread(
+                    target=self._compute_main_edge, name="history-main-edge", daemon=True
+                )
+                self._main_thread.start()
+            if not self._par_done.is_set():
+                self._compute_par()  # no thread to do it (stopped, or never started): here
         return self._par_done.wait(timeout)
+
+    def wait_main_edge(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the main game's basic-strategy edge (tests and
+        tools; a page never waits: it says the reference is being computed)."""
+        return self._main_done.wait(timeout)
 
     def _run(self) -> None:
         started = self._clock()
@@ -396,7 +439,11 @@ class HistoryRecorder:
                 self._par_wanted.is_set() or self._clock() - started >= PAR_AFTER_S
             ):
                 self._compute_par()
-            asked = self._par_wanted.is_set() and not self._par_done.is_set()
+            # then the main game's basic-strategy edge (2-5 s of CPU here), on this thread:
+            # the page asking for the charts gets them at once, the reference line later
+            elif self._par_done.is_set() and not self._main_done.is_set():
+                self._compute_main_edge()
+            asked = self._par_wanted.is_set() and not self._main_done.is_set()
             self._stop.wait(0.05 if asked else 0.5)
         self.sample()  # what the last minute saw
 
@@ -422,6 +469,30 @@ class HistoryRecorder:
             log.exception("history: the par sheet could not be computed")
         finally:
             self._par_done.set()
+
+    def _compute_main_edge(self) -> None:
+        """The main game's basic-strategy house edge (:func:`controller.rules.ev.
+        basic_strategy_edge`): the reference line of its hold, kept in the store for the
+        rules it was computed for, so a restart does not compute it again."""
+        if self._rules is None:
+            self._main_done.set()
+            return
+        try:
+            import hashlib
+
+            from controller.rules.ev import basic_strategy_edge
+
+            key = "main:" + hashlib.sha256(repr(self._rules).encode()).hexdigest()
+            kept = self.store.par(key)
+            if kept is None:
+                kept = {"edge": float(basic_strategy_edge(self._rules))}
+                self.store.keep_par(key, kept)
+            self.main_edge = float(kept["edge"])
+        except Exception as exc:  # the chart then shows the hold seen, without a reference
+            self.main_edge_problem = f"basic-strategy edge not computed: {exc}"
+            log.exception("history: the main game's basic-strategy edge could not be computed")
+        finally:
+            self._main_done.set()
 
     def poll(self) -> bool:
         """Take a sample if one is due (a minute since the last, or a round settled and
@@ -497,6 +568,7 @@ class HistoryRecorder:
             "samples_written": self.samples_written,
             "problem": self.problem,
             "par_problem": self.par_problem,
+            "main_edge_problem": self.main_edge_problem,
         }
 
 
@@ -607,6 +679,56 @@ def _bet_lines(
     }
 
 
+MAIN_NOTE = "a reference, not an alarm: players do not all play basic strategy"
+"""What the main game's reference line is, said beside it wherever it is shown."""
+
+
+def main_lines(
+    points: list[dict[str, Any]], edge: float | None, problem: str | None = None
+) -> dict[str, Any]:
+    """The main game's lines: at each point the hold seen since the store began (the
+    house's net over the initial main wagers, :func:`controller.report.main_game_of`; None
+    before the first wager), the basic-strategy ``edge`` as the reference line (None while
+    it is being computed, or when it could not be: ``problem``) and the 95% band around it
+    for that many initial wagers (``edge +- 1.96 * 1.15 / sqrt(n)``, ``n`` the effective
+    number of equal wagers as for the side bets; 1.15 is blackjack's standard deviation
+    per initial wager, :data:`controller.report.MAIN_HOLD_SD`, with its source). The day's
+    report draws the same band. A reference, never an alarm: no verdict is given, since
+    players do not all play basic strategy (:data:`MAIN_NOTE`)."""
+    from controller.report import MAIN_HOLD_SD
+
+    hold: list[float | None] = []
+    hold_lo: list[float | None] = []
+    hold_hi: list[float | None] = []
+    for point in points:
+        tally = point.get("main") or {}
+        stake, s2 = int(tally.get("stake") or 0), int(tally.get("s2") or 0)
+        hold.append(-int(tally.get("net") or 0) / stake if stake else None)
+        effective = stake * stake / s2 if s2 else 0
+        band = par_band(edge, MAIN_HOLD_SD, effective) if edge is not None and effective else None
+        hold_lo.append(None if band is None else band[0])
+        hold_hi.append(None if band is None else band[1])
+    last = (points[-1].get("main") or {}) if points else {}
+    stake, net = int(last.get("stake") or 0), int(last.get("net") or 0)
+    state = "ready" if edge is not None else ("failed" if problem else "computing")
+    return {
+        "title": "Main game",
+        "note": MAIN_NOTE,
+        "edge": edge,
+        "edge_state": state,
+        "edge_problem": problem,
+        "hold_sd": MAIN_HOLD_SD,
+        "hold": hold,
+        "hold_lo": hold_lo,
+        "hold_hi": hold_hi,
+        "wagers": int(last.get("n") or 0),
+        "stakes": stake,
+        "house_net": -net,
+        "seen_hold": -net / stake if stake else None,
+        "band": None if not hold_lo or hold_lo[-1] is None else [hold_lo[-1], hold_hi[-1]],
+    }
+
+
 def _inside(value: float | None, lo: list[float | None], hi: list[float | None]) -> bool | None:
     if value is None or not lo or lo[-1] is None or hi[-1] is None:
         return None
@@ -624,14 +746,17 @@ def series(
     par: dict[str, dict[str, Any]] | None = None,
     *,
     max_points: int = MAX_POINTS,
+    main_edge: float | None = None,
+    main_problem: str | None = None,
 ) -> dict[str, Any]:
     """The lines a page draws from ``rows`` (:meth:`HistoryStore.samples`), thinned to
     ``max_points``: ``t`` (UTC seconds), ``link_up`` (1 up, 0 down), ``connected``,
     ``outbox`` (messages waiting), ``shoe_errors`` and ``shoe_reconnects`` (since the point
     before), ``cards_per_hour``, ``rounds_per_hour``, ``meters`` and ``pools`` (pool ->
     line: the meter as the table last knew it; the stakes this table fed the pool, since
-    the store began), and ``bets`` (bet -> :func:`_bet_lines`). A line's first point of a
-    difference is None (nothing before it)."""
+    the store began), ``bets`` (bet -> :func:`_bet_lines`) and ``main`` (the main game's
+    hold against its basic-strategy edge ``main_edge``, :func:`main_lines`). A line's first
+    point of a difference is None (nothing before it)."""
     from controller.rules.sidebets import pool_name
 
     points = _thin(rows, max(2, max_points))
@@ -662,4 +787,5 @@ def series(
             for pool in pools
         },
         "bets": {bet: _bet_lines(points, bet, (par or {}).get(bet)) for bet in bets},
+        "main": main_lines(points, main_edge, main_problem),
     }

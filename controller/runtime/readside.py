@@ -163,7 +163,13 @@ class TableReads:
             "hours": hours,
             **recorder.state(),
             "par_ready": recorder.par is not None,
-            **series(rows, recorder.par),
+            # the main game's reference line once computed (never waited for here)
+            **series(
+                rows,
+                recorder.par,
+                main_edge=recorder.main_edge,
+                main_problem=recorder.main_edge_problem,
+            ),
         }
 
     def _threads_alive(self) -> bool:

@@ -69,12 +69,14 @@ function timeValues(u, splits) {
 }
 
 // One chart: `lines` = [{label, values, colour, scale, stepped, dash, fmt}];
-// options.axes = [{scale, label (with its unit), side, fmt, range, splits}], bands = [[hi, lo]]
+// options.axes = [{scale, label (with its unit), side, fmt, range, splits}], bands = [[hi, lo]],
+// reference = the value of the chart's reference line, as the server sent it (data-reference)
 function chart(id, title, t, lines, options = {}) {
   const box = el("figure", { class: "chart", "data-testid": `chart-${id}`, id: `chart-${id}` }, el("figcaption", { text: title }));
   const points = lines.length ? lines[0].values.filter((v) => v !== null && v !== undefined).length : 0;
   box.dataset.points = String(points);
   box.dataset.series = String(lines.length);
+  if (options.reference !== undefined) box.dataset.reference = options.reference === null ? "" : String(options.reference);
   $("charts").append(box);
   if (!t.length) {
     box.append(el("p", { class: "none", text: "No history yet." }));
@@ -160,6 +162,7 @@ export function drawHistory(data) {
   chart("pools", "Progressive pools: stakes this table fed each one, cumulative (dollars)", t, pools.map(([, p], i) => ({ label: p.title, values: p.cents, colour: POOL_COLOURS[i % POOL_COLOURS.length], fmt: dollars })), {
     axes: [{ scale: "y", label: "stakes fed ($)", fmt: dollars }],
   });
+  if (data.main) mainChart(data.main, t);
   for (const [bet, line] of Object.entries(data.bets || {})) {
     if (!line.wagers && line.par_hit === null) continue; // offered, never played, no par: nothing to draw
     const par = (v) => t.map(() => v);
@@ -181,6 +184,44 @@ export function drawHistory(data) {
   }
 }
 
+// The main game's words for its reference line: "basic-strategy edge 0.52%", or why there is
+// none yet. Never a verdict: players do not all play basic strategy.
+function edgeWords(main) {
+  if (main.edge !== null && main.edge !== undefined) return `basic-strategy edge ${pct(main.edge, 2)}`;
+  if (main.edge_state === "failed") return `basic-strategy edge not computed (${main.edge_problem || "unknown reason"})`;
+  return "basic-strategy edge: reference being computed";
+}
+
+// The main game's hold seen (house net over initial wagers, since the history began) beside
+// the basic-strategy edge and its 95% band: a reference line in neutral colours, not an alarm.
+function mainChart(main, t) {
+  const clip = (values) => values.map((v) => (v === null || v === undefined ? null : Math.max(-2, Math.min(1, v))));
+  const edge = main.edge ?? null;
+  chart("hold-main", `Main game hold seen, ${edgeWords(main)} (${main.note}), 95% band`, t, [
+    { label: "seen", values: main.hold || [], colour: COLOURS.accent, fmt: (v) => pct(v, 1) },
+    { label: "basic-strategy edge", values: t.map(() => edge), colour: COLOURS.muted, dash: [6, 4], width: 1.5, fmt: (v) => pct(v, 2) },
+    { label: "band high", values: clip(main.hold_hi || []), colour: "rgba(101,113,126,0.4)", width: 1, fmt: (v) => pct(v, 1) },
+    { label: "band low", values: clip(main.hold_lo || []), colour: "rgba(101,113,126,0.4)", width: 1, fmt: (v) => pct(v, 1) },
+  ], { axes: [{ scale: "y", label: "house keeps (%)", fmt: (v) => pct(v, 0) }], bands: [[3, 4]], height: 190, reference: edge });
+}
+
+function mainRow(main) {
+  const band = main.band ? ` (95% band ${pct(main.band[0], 1)} to ${pct(main.band[1], 1)})` : "";
+  return el(
+    "tr",
+    { "data-testid": "bet-row-main", "data-reference": main.edge === null || main.edge === undefined ? "" : String(main.edge) },
+    el("th", { text: "Main game (initial wagers)" }),
+    el("td", { text: main.wagers }),
+    el("td", { text: "–" }),
+    el("td", { text: "–" }),
+    el("td", { text: "–" }),
+    el("td", { text: "" }),
+    el("td", { text: main.stakes ? `${pct(main.seen_hold)} of ${money(main.stakes)}` : "no wager yet" }),
+    el("td", { text: edgeWords(main) }),
+    el("td", { class: "note", text: `${main.note}${band}` }),
+  );
+}
+
 function verdict(inBand) {
   if (inBand === null || inBand === undefined) return ["–", ""];
   return inBand ? ["within the band", "ok"] : ["OUTSIDE the band: look at it", "bad"];
@@ -190,7 +231,7 @@ function renderBetsTable(data) {
   const head = el(
     "tr",
     {},
-    ...["Side bet", "Wagers", "Hits", "Hit frequency seen (95% interval)", "Par", "", "Hold seen", "Par hold", ""].map((h) => el("th", { text: h })),
+    ...["Bet", "Wagers", "Hits", "Hit frequency seen (95% interval)", "Par", "", "Hold seen", "Par hold", ""].map((h) => el("th", { text: h })),
   );
   const rows = Object.entries(data.bets || {}).map(([bet, b]) => {
     const interval = b.seen_hit_interval ? ` (${pct(b.seen_hit_interval[0])}–${pct(b.seen_hit_interval[1])})` : "";
@@ -211,6 +252,7 @@ function renderBetsTable(data) {
     );
   });
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "none", text: "This game has no side bet." })));
+  if (data.main) rows.unshift(mainRow(data.main));
   $("bets-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
 }
 
