@@ -1,5 +1,6 @@
 """The table's history (controller/runtime/history.py): the store on disk, the counting of
-rounds, the confidence bands, the lines a page draws, and the recorder's cadence.
+rounds, the confidence bands, the lines a page draws (controller/runtime/history_series.py),
+and the recorder's cadence.
 
 The store is a real SQLite file with the production settings in ``tmp_path``; the recorder
 runs on the test's thread (``poll`` and ``sample`` called directly) with a clock the test

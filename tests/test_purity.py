@@ -33,6 +33,7 @@ PURE_MODULES = [
     RULES.parent / "web" / "felt.py",  # the dealer display's table picture and recalled round
     RULES.parent / "web" / "stops.py",  # which alarm stops the game, in which words
     RULES.parent / "runtime" / "recall.py",  # the recall_last button's memory: status in, out
+    RULES.parent / "runtime" / "history_series.py",  # the charts' lines: samples in, lines out
 ]
 
 FORBIDDEN = {
