@@ -121,15 +121,8 @@ def _since(alarms: list[dict[str, Any]], now: int | None) -> str | None:
     timed = [a for a in alarms if a.get("t") is not None]
     if not timed or now is None:
         return None
-    return max((aged_text(a.get("text") or "", a["t"], now)[1] or "" for a in timed), key=_ms)
-
-
-def _ms(words: str) -> int:
-    """``for 1 min 15 s`` -> 75000 (to compare ages)."""
-    total = 0
-    for amount, unit in re.findall(r"(\d+) (h|min|s)\b", words):
-        total += int(amount) * {"h": 3_600_000, "min": 60_000, "s": 1000}[unit]
-    return total
+    lasted = max(now - a["t"] + frozen(a.get("text") or "")[1] for a in timed)
+    return f"for {duration_words(lasted)}"
 
 
 def _spots_words(names: list[str]) -> str:
