@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FEEDER = Path(__file__).resolve().parent / "_journal_feeder.py"
 SOAK = bool(os.environ.get("ROTATION_KILL_SOAK"))
 ROUNDS = 60 if SOAK else 24  # one gaming day each
-KILLS = 300 if SOAK else 60
+KILLS = 300 if SOAK else 40  # CI's size; each step of a rotation still killed 4-5 times
 PACE_MS = 1
 PAUSE_MS = 12  # at each step of a rotation
 STEPS = ("backup", "archive", "prune", "commit", "retain")
@@ -383,8 +383,8 @@ def test_killed_inside_rotations_and_checkpoints_the_files_and_the_link_stay_exa
     print(f"{kills} kills in {time.monotonic() - began:.1f} s: {dict(tally.where)}; "
           f"{strays} killed rotations left an archive to write again; "
           f"{jackpot.resends} resends dropped")  # fmt: skip
-    assert kills >= 50, f"only {kills} kills before the session ended"
-    assert tally.inside_rotations() >= 25, tally.where
+    assert kills >= KILLS * 5 // 6, f"only {kills} kills before the session ended"
+    assert tally.inside_rotations() >= KILLS * 5 // 12, tally.where
     assert all(tally.where[f"rotation {s}"] >= 3 for s in STEPS), tally.where
     assert tally.where["event"] >= 10, tally.where
     assert strays >= 1, "no kill landed between a rotation's archive and its commit"
