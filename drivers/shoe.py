@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -123,6 +124,9 @@ class ShoeReader:
         self._reconnects = 0
         self._last_alive = clock()
         self._closed = False
+        self.read_ns = 0
+        """``time.monotonic_ns()`` when the last read returned bytes (benchmarks' trace: the
+        sink runs on this thread, so it reads the read that made its event)."""
         self._health.set(url=url, state="starting", firmware=None, shuffling=False)
         self._open(first=True)
         self._thread = threading.Thread(target=self._run, name=f"{name}-reader", daemon=True)
@@ -175,6 +179,8 @@ class ShoeReader:
                 continue
             try:
                 data = self._port.read(1)  # waits up to READ_TIMEOUT_S for a first byte
+                if data:
+                    self.read_ns = time.monotonic_ns()
                 waiting = self._port.in_waiting if data else 0
                 if waiting:  # then the rest of what arrived, parsed at once
                     data += self._port.read(waiting)

@@ -22,7 +22,8 @@ user_version`` (4: ``docs/journal.md`` lists what each version added). Tables:
   the boot counter, incremented each time a writer opens the journal;
 - ``checkpoints`` (added by a writer that keeps them; older software ignores it): the
   table's whole state after an event (:mod:`controller.table.checkpoint`), written in that
-  event's transaction at each round's end and every ``checkpoint_every`` events; the last
+  event's transaction with the first event after each round's end and every
+  ``checkpoint_every`` events; the last
   :data:`CHECKPOINTS_KEPT` are kept. Recovery starts from the newest one before the last
   event and replays only the events after it, so its time does not grow with history.
 
@@ -197,6 +198,7 @@ class Journal:
         self._lock_fd: int | None = None
         self.writer = game is not None
         self.version = 0  # of the file's schema, once opened
+        self.encoded_ns = self.commit_ns = 0  # the last append's stages (monotonic ns; trace)
         try:
             if self.writer:
                 self._lock()
@@ -598,6 +600,7 @@ class Journal:
             ]
             chains = {row[0]: row[4] for row in rows}
             publishes = [chain.stamp(publish, chains) for publish in publishes]
+            self.encoded_ns = time.monotonic_ns()
             db.execute("BEGIN IMMEDIATE")
             db.execute(
                 "INSERT INTO events (seq, round, event, accepted, utc_ms, chain)"
@@ -628,6 +631,7 @@ class Journal:
                     "DELETE FROM checkpoints WHERE seq NOT IN "
                     f"(SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT {CHECKPOINTS_KEPT})"
                 )
+            self.commit_ns = time.monotonic_ns()
             db.execute("COMMIT")
         except (sqlite3.Error, OSError, TypeError, ValueError, KeyError) as exc:
             rollback(db)
