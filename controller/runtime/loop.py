@@ -36,6 +36,7 @@ from typing import Any
 
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
+from controller.journal.file import WAL_CHECKPOINT_EVENTS
 from controller.runtime.lighttest import (
     LIGHT_TEST_OFF_MS,
     LIGHT_TEST_ON_MS,
@@ -324,6 +325,12 @@ class TableRuntime:
             by, self._light_test_pending = self._light_test_pending, None
             _started, message = self._start_light_test(by)
             log.info("queued light test at the round break: %s", message)
+        if (
+            self.journal_fault is None
+            and self.table.journal.wal_events >= WAL_CHECKPOINT_EVENTS
+            and not self.table.round_in_progress
+        ):
+            self._checkpoint_wal()
         if self._rotator is not None and self.journal_fault is None:
             before = self._rotator.error
             self._rotator.tick(now)
@@ -331,6 +338,18 @@ class TableRuntime:
         self._publish_status()
         if self._on_tick is not None:
             self._on_tick(self.is_healthy())
+
+    def _checkpoint_wal(self) -> None:
+        """The journal's WAL into its file, between rounds (:meth:`Journal.checkpoint_wal`).
+        A failure is logged, not latched: every event is on disk in the WAL already, and
+        SQLite checkpoints by itself once the WAL is long."""
+        try:
+            log_pages, copied = self.table.journal.checkpoint_wal()
+        except JournalError as exc:
+            self.table.journal.wal_events = 0  # tried again after as many events
+            log.warning("%s (the events are on disk in the WAL; the table plays on)", exc)
+            return
+        log.debug("journal WAL checkpoint: %d of %d pages copied", copied, log_pages)
 
     def is_healthy(self) -> bool:
         """Whether the watchdog may be pinged: the journal is writable and ``healthy()``."""
