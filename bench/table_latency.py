@@ -433,7 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         rig = Rig(Path(tmp_name), args.tick_ms, args.profile and args.profile.absolute())
         try:
             rig.start()
+            hz = os.sysconf("SC_CLK_TCK")
+            c_play = cpu_ticks(rig.table.pid)
             sent, late = play(rig, rounds, args.pace_ms)
+            play_cpu_ms = (cpu_ticks(rig.table.pid) - c_play) / hz * 1000
             rig.trace.read()
             refused = rig.status()["status"]["events_refused"]
             time.sleep(0.5)  # the last round's link traffic settles; the table is idle
@@ -500,6 +503,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         if values:
             print(line(f"  {name}", values))
+    cpu = sorted(r["loop_cpu_ns"] / 1e6 for r in records if r["prompts"] and "loop_cpu_ns" in r)
+    if cpu:
+        print(line("loop thread CPU, picked -> effects done", cpu))
+    print(
+        f"daemon CPU (all threads, /proc utime+stime) while dealing: {play_cpu_ms:.0f} ms, "
+        f"{play_cpu_ms / max(1, traced_events):.3f} ms a journaled event"
+    )
     print(f"idle {t1 - t0:.1f} s (heartbeat every {HEARTBEAT_S:g} s): "
           f"{idle_cpu:.2f}% of one core, VmRSS {rss:.1f} MB")  # fmt: skip
     print(

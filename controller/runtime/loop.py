@@ -118,8 +118,10 @@ class TableRuntime:
     ``healthy()`` says whether the watchdog may be pinged; ``on_tick(healthy)`` is called at
     the end of each tick; ``trace(record)`` (benchmarks) hears, for each journaled event,
     ``time.monotonic_ns()`` when its journal commit returned and when its effects were
-    carried out (``bench/table_latency.py``); ``rotator`` rotates the journal between rounds
-    (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the status' ``journal``).
+    carried out, with the stages before (``bench/table_latency.py``) and the loop thread's
+    CPU time from picking the event up to its effects; ``rotator`` rotates the journal
+    between rounds (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the
+    status' ``journal``).
     ``recall_ms``: how long the console's ``recall_last`` shows the last settled round on
     the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
     not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
@@ -357,6 +359,7 @@ class TableRuntime:
 
     def _handle(self, item: _Item) -> None:
         picked_ns = time.monotonic_ns()
+        cpu_ns = time.thread_time_ns() if self._trace is not None else 0
         if item.call is not None:
             try:
                 result = item.call()
@@ -413,6 +416,7 @@ class TableRuntime:
                     **self.table.stamps,
                     "committed_ns": committed_ns,
                     "carried_out_ns": time.monotonic_ns(),
+                    "loop_cpu_ns": time.thread_time_ns() - cpu_ns,
                     "prompts": sum(isinstance(e, Prompt) for e in step.effects),
                 }
             )
