@@ -212,7 +212,7 @@ class Trace:
 class Rig:
     """The processes: broker, jackpot controller, table daemon; and the ways to drive them."""
 
-    def __init__(self, tmp: Path, tick_ms: int) -> None:
+    def __init__(self, tmp: Path, tick_ms: int, profile: Path | None = None) -> None:
         self.tmp = tmp
         self.procs: list[subprocess.Popen] = []
         self.logs: list = []
@@ -222,6 +222,7 @@ class Rig:
         self.shoe: Shoe | None = None
         self.trace = Trace(tmp / "trace.jsonl")
         self.tick_ms = tick_ms
+        self.profile = profile
 
     def _start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
@@ -261,7 +262,11 @@ class Rig:
         env = {**os.environ, "TABLE_CONTROLLER_TRACE": str(self.trace.path)}
         self.table = self._start(
             "table",
-            [sys.executable, "-m", "controller.cli", "run", "--config", str(config)],
+            [
+                sys.executable,
+                *(["-m", "cProfile", "-o", str(self.profile)] if self.profile else []),
+                *("-m", "controller.cli", "run", "--config", str(config)),
+            ],
             env=env,
         )
         deadline = time.monotonic() + 20
@@ -413,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--tick-ms", type=int, default=100, help="the table's tick_ms (default 100, as shipped)"
     )
+    p.add_argument(
+        "--profile", type=Path, help="run the daemon under cProfile (its loop's thread) into FILE"
+    )
     args = p.parse_args(argv)
     rounds = args.rounds or (6 if args.quick else 30)
     idle_s = args.idle_s or (3.0 if args.quick else 10.0)
@@ -422,10 +430,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     with tempfile.TemporaryDirectory(prefix="table-latency-") as tmp_name:
-        rig = Rig(Path(tmp_name), args.tick_ms)
+        rig = Rig(Path(tmp_name), args.tick_ms, args.profile and args.profile.absolute())
         try:
             rig.start()
+            hz = os.sysconf("SC_CLK_TCK")
+            c_play = cpu_ticks(rig.table.pid)
             sent, late = play(rig, rounds, args.pace_ms)
+            play_cpu_ms = (cpu_ticks(rig.table.pid) - c_play) / hz * 1000
             rig.trace.read()
             refused = rig.status()["status"]["events_refused"]
             time.sleep(0.5)  # the last round's link traffic settles; the table is idle
@@ -473,6 +484,32 @@ def main(argv: list[str] | None = None) -> int:
     print(line("frame -> effects done", carried))
     print(line("frame -> dealer prompt", prompt))
     print(line("  of which commit -> done", spent))
+    print("stages of the prompt cards (each from the one before; the daemon's trace points):")
+    stages = (
+        ("frame written -> read", "sent", "read_ns"),
+        ("read -> queued", "read_ns", "queued_ns"),
+        ("queued -> loop picked up", "queued_ns", "picked_ns"),
+        ("picked -> table handled", "picked_ns", "handled_ns"),
+        ("handled -> rows encoded", "handled_ns", "encoded_ns"),
+        ("encoded -> rows written", "encoded_ns", "commit_ns"),
+        ("COMMIT (fsync)", "commit_ns", "committed_ns"),
+        ("committed -> effects done", "committed_ns", "carried_out_ns"),
+    )
+    for name, start, end in stages:
+        values = sorted(
+            ((r[end] - (t if start == "sent" else r[start])) / 1e6)
+            for r, t in zip(records, sent, strict=True)
+            if r["prompts"] and r.get(end) and (start == "sent" or r.get(start))
+        )
+        if values:
+            print(line(f"  {name}", values))
+    cpu = sorted(r["loop_cpu_ns"] / 1e6 for r in records if r["prompts"] and "loop_cpu_ns" in r)
+    if cpu:
+        print(line("loop thread CPU, picked -> effects done", cpu))
+    print(
+        f"daemon CPU (all threads, /proc utime+stime) while dealing: {play_cpu_ms:.0f} ms, "
+        f"{play_cpu_ms / max(1, traced_events):.3f} ms a journaled event"
+    )
     print(f"idle {t1 - t0:.1f} s (heartbeat every {HEARTBEAT_S:g} s): "
           f"{idle_cpu:.2f}% of one core, VmRSS {rss:.1f} MB")  # fmt: skip
     print(

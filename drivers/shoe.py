@@ -27,12 +27,20 @@ What the reader guarantees (``hardware/shoe-protocol.md`` has the wire side):
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import select
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import serial
+
+try:
+    from serial.serialposix import Serial as _PosixSerial
+except ImportError:  # pragma: no cover - not a POSIX system: pyserial's read everywhere
+    _PosixSerial = None
 
 from controller.backoff import jittered_backoff
 from controller.errors import TableControllerError
@@ -42,6 +50,8 @@ from drivers.shoe_protocol import Discard, Frame, FrameParser, ShoeDecoder
 
 BAUDRATE = 115200
 READ_TIMEOUT_S = 0.05
+READ_CHUNK = 4096
+"""Most bytes taken from the port in one read (a frame is about 16)."""
 """How long one read waits: the longest the reader goes without checking the heartbeat."""
 
 Problem = dict[str, Any]
@@ -123,6 +133,9 @@ class ShoeReader:
         self._reconnects = 0
         self._last_alive = clock()
         self._closed = False
+        self.read_ns = 0
+        """``time.monotonic_ns()`` when the last read returned bytes (benchmarks' trace: the
+        sink runs on this thread, so it reads the read that made its event)."""
         self._health.set(url=url, state="starting", firmware=None, shuffling=False)
         self._open(first=True)
         self._thread = threading.Thread(target=self._run, name=f"{name}-reader", daemon=True)
@@ -174,10 +187,7 @@ class ShoeReader:
                 self._open(first=False)
                 continue
             try:
-                data = self._port.read(1)  # waits up to READ_TIMEOUT_S for a first byte
-                waiting = self._port.in_waiting if data else 0
-                if waiting:  # then the rest of what arrived, parsed at once
-                    data += self._port.read(waiting)
+                data = self._read(self._port)
             except (serial.SerialException, OSError) as exc:
                 if self._stop.is_set():
                     break
@@ -186,6 +196,39 @@ class ShoeReader:
             if data:
                 self._feed(data)
             self._check_heartbeat()
+
+    def _read(self, port: Any) -> bytes:
+        """What arrived, waiting up to READ_TIMEOUT_S for a first byte. A local serial port
+        (or pty) is read in one ``os.read`` of everything there, once ``select`` says it is
+        readable: two system calls where pyserial's read (one byte, then how many wait, then
+        those) makes five, each a GIL hand-off on the prompt's path. Other transports
+        (``socket://``, ``spy://``, ``loop://``) go through pyserial's read."""
+        if type(port) is not _PosixSerial:  # spy:// is a subclass: its read writes the dump
+            data = port.read(1)
+            if data:
+                self.read_ns = time.monotonic_ns()
+                waiting = port.in_waiting
+                if waiting:  # then the rest of what arrived, parsed at once
+                    data += port.read(waiting)
+            return data
+        fd, abort = port.fd, port.pipe_abort_read_r
+        ready, _, _ = select.select([fd, abort], [], [], READ_TIMEOUT_S)
+        if abort in ready:  # close() cancelled the read
+            os.read(abort, 1000)
+            return b""
+        if not ready:
+            return b""
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return b""
+        if not data:  # readable and empty: the device is gone
+            raise serial.SerialException(
+                "device reports readiness to read but returned no data "
+                "(device disconnected or multiple access on port?)"
+            )
+        self.read_ns = time.monotonic_ns()
+        return data
 
     def _open(self, *, first: bool) -> None:
         try:

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 from _journal_feeder import SETTINGS, session_events
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from journal_versions import back_to_version_5
 
 from controller.errors import JournalError
 from controller.games import load_game
-from controller.journal import Journal, JournaledTable
+from controller.journal import Journal, JournaledTable, chain
 from controller.journal.library import JournalLibrary
 from controller.journal.rotation import archives, rotate, set_aside
 
@@ -165,3 +167,26 @@ def test_each_round_result_carries_its_records_link_and_a_replay_makes_the_same(
     with JournaledTable(path, rules, SETTINGS) as table:
         results = [p for p in table.recovery.publishes if p.topic == "round_result"]
         assert {p.payload["round"]: p.payload["chain"] for p in results} == links
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prev=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+    seq=st.integers(min_value=0, max_value=2**53),
+    number=st.integers(min_value=0, max_value=2**31),
+    text=st.text(st.characters(exclude_categories=("Cs",))),
+    accepted=st.booleans(),
+    utc_ms=st.none() | st.integers(min_value=-(2**62), max_value=2**62),
+)
+def test_the_links_written_by_hand_are_the_links_of_the_json_encoder(
+    prev, seq, number, text, accepted, utc_ms
+):
+    """Issue 32: event_link and round_link write their hashed JSON themselves (the prompt's
+    path, the check on open); every link must stay what json.dumps made, or every journal
+    written before would stop verifying."""
+    assert chain.event_link(prev, seq, number, text, accepted, utc_ms) == chain._link(
+        prev, ["event", seq, number, text, int(accepted), utc_ms]
+    )
+    assert chain.round_link(prev, number, seq, text, utc_ms) == chain._link(
+        prev, ["round", number, seq, text, utc_ms]
+    )

@@ -100,6 +100,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_events(tmp_path):
 def test_the_outbox_after_a_checkpoint_is_still_checked_against_the_replay(tmp_path):
     rules = load_game("pa-standard")
     path = tmp_path / "t.journal"
+
     def made_after_checkpoint() -> bool:
         db = sqlite3.connect(path)
         try:
@@ -132,3 +133,27 @@ def test_the_outbox_after_a_checkpoint_is_still_checked_against_the_replay(tmp_p
         db.close()
     with pytest.raises(JournalError, match="is not what event"):
         JournaledTable(path, rules, SETTINGS)
+
+
+def test_a_rounds_checkpoint_goes_with_the_event_after_the_one_that_settles_it(tmp_path):
+    """Issue 32: the settling event's commit (a card: the dealer's prompt waits for it)
+    carries no checkpoint; the next journaled event's does, one per round."""
+    rules = load_game("pa-standard")
+    path = tmp_path / "t.journal"
+    settled_at, with_checkpoint = [], []
+    with JournaledTable(path, rules, SETTINGS, checkpoint_every=1000) as table:
+        for event in session_events("pa-standard", 3, 8):
+            rounds = table.journal.round_count()[0]
+            before = set(checkpoint_rows(path))
+            step = table.handle(event)
+            if not step.journal:
+                continue
+            seq = table.journal.events_written
+            if table.journal.round_count()[0] > rounds:
+                settled_at.append(seq)
+            if set(checkpoint_rows(path)) - before:
+                with_checkpoint.append(seq)
+        last = table.journal.events_written
+    assert len(settled_at) >= 8 and last < 1000  # no checkpoint for the count of events
+    # each round's checkpoint is the first journaled event after its settlement, none other
+    assert with_checkpoint == [seq + 1 for seq in settled_at if seq < last]

@@ -8,6 +8,7 @@ is full"), as a full SD card does; raising it again is the disk freed.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from concurrent.futures import Future
@@ -18,6 +19,8 @@ from gpiozero.pins.mock import MockFactory
 
 from controller.games import load_game
 from controller.journal import JournaledTable
+from controller.rules.cards import parse_card
+from controller.runtime import loop as loop_module
 from controller.runtime.loop import RuntimeClock, TableRuntime
 from controller.table import events as ev
 from controller.table.machine import table_circles
@@ -158,3 +161,51 @@ def test_clock_continues_above_the_journal_after_a_restart():
     assert clock() == 1_003
     plain = RuntimeClock(not_before_ms=1, source=lambda: 50)
     assert plain() == 50
+
+
+def events_in_main_file(path: Path, tmp: Path) -> int:
+    """The events the journal's main file holds without its WAL (what a checkpoint copied)."""
+    copy = tmp / "main-file-only.sqlite"
+    copy.write_bytes(path.read_bytes())
+    db = sqlite3.connect(copy)
+    try:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
+            return 0  # the schema itself is still in the WAL
+        return db.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_the_wal_is_copied_into_the_journal_between_rounds_never_during_one(
+    rig, tmp_path, monkeypatch
+):
+    """Issue 32: SQLite's own WAL checkpoint lands in whichever commit crosses 1000 pages,
+    a dealer's prompt among them; the loop copies the WAL between rounds instead."""
+    runtime, _gpio, _factory, table = rig
+    monkeypatch.setattr(loop_module, "WAL_CHECKPOINT_EVENTS", 5)
+    journal = table.journal
+    path = journal.path
+    cards = [parse_card(c) for c in ("10H", "9C", "6D", "7S", "8H", "10C", "9S")]
+    round_start = [
+        ev.BetSensor(1, "main", True),
+        ev.WagerAmount(1, "main", 2500),
+        ev.BetSensor(1, "blazing_7s", True),
+        ev.BetSensor(2, "main", True),
+        ev.Lockout(),
+        *(ev.CardDrawn(card) for card in cards[:6]),
+    ]
+    for event in round_start:
+        runtime.submit(event)
+    pump(runtime, lambda: journal.events_written >= len(round_start))
+    assert runtime.refused == 0 and table.round_in_progress
+    ticks = runtime.clock() + 5 * runtime.tick_ms  # several ticks with the round in play
+    pump(runtime, lambda: runtime.clock() > ticks)
+    assert journal.wal_events >= 5 and journal.wal_checkpoints == 0
+    assert events_in_main_file(path, tmp_path) < journal.events_written  # still in the WAL
+
+    for event in (ev.Next(), ev.Next(), ev.Next(), ev.CardDrawn(cards[6]), ev.EndRound()):
+        runtime.submit(event)
+    pump(runtime, lambda: journal.wal_checkpoints == 1)
+    assert runtime.refused == 0 and not table.round_in_progress
+    assert journal.wal_events == 0
+    assert events_in_main_file(path, tmp_path) == journal.events_written

@@ -6,8 +6,11 @@ One layer per module, each importing only the ones above it:
   and the constants of its format;
 - :mod:`~controller.journal.outbox`: the messages for the jackpot controller, written in the
   transaction of the event that made them, until it acknowledges them;
-- :mod:`~controller.journal.file`: :class:`Journal`, one journal file: its schema, events,
-  round records, checkpoints and runs;
+- :mod:`~controller.journal.schema` and :mod:`~controller.journal.reads`: a journal file's
+  tables (creating and migrating them, the runs of its writers) and reading it (events,
+  recall's round records, event scripts);
+- :mod:`~controller.journal.file`: :class:`Journal`, one journal file: opening it, its
+  meta, origin and checkpoints, and appending an event (the prompt's hot path);
 - :mod:`~controller.journal.recovery`: :class:`JournaledTable`, the table behind its journal,
   and crash recovery from the newest checkpoint.
 
@@ -17,12 +20,11 @@ One layer per module, each importing only the ones above it:
 from controller.journal.file import (
     CHECKPOINTS_KEPT,
     CLOCK_STEP_MS,
-    RECALL_KEYS,
     Checkpoint,
     Journal,
-    JournalEntry,
     Origin,
 )
+from controller.journal.reads import RECALL_KEYS, JournalEntry
 from controller.journal.recovery import (
     GAME_EFFECTS,
     JournaledTable,

@@ -102,8 +102,10 @@ class JournaledTable:
 
     Opening an existing journal replays it (crash recovery; :attr:`recovery`), from its
     newest checkpoint if it has one. The journal must have been written for ``rules.name``
-    and ``settings``. ``checkpoint_every``: write a checkpoint at each round's end and at
-    least every this many events (None: write none; recovery still uses those it finds).
+    and ``settings``. ``checkpoint_every``: write a checkpoint with the first event journaled
+    after each round's end (the end round, usually: the settling card's commit, which the
+    dealer's prompt waits for, carries none) and at least every this many events (None: write
+    none; recovery still uses those it finds).
     ``wall_clock()``: UTC milliseconds since the epoch, stored beside each event (default
     the system clock); a step of it against the table's clock is recorded, never obeyed.
     """
@@ -125,6 +127,7 @@ class JournaledTable:
         self.journal = Journal(path, game=rules.name, settings=self.settings)
         self._table: Table | None = None
         self.recovery = Recovery()
+        self.handled_ns = 0  # time.monotonic_ns() when the table's step was made (the trace)
         try:
             self._check_chain()
             self._rebuild()
@@ -151,6 +154,7 @@ class JournaledTable:
         except BaseException:
             self._rebuild()  # the machine failed half-way: back to what is on disk
             raise
+        self.handled_ns = time.monotonic_ns()
         if not step.journal:
             return step
         entry = event.to_dict()
@@ -160,7 +164,7 @@ class JournaledTable:
         seq = self.journal.events_written + 1
         state = None
         every = self.checkpoint_every
-        if every is not None and (records or seq - self._checkpointed >= every):
+        if every is not None and (self._round_ended or seq - self._checkpointed >= every):
             state = checkpoints.encode(table.state)
         try:
             self.journal.append(
@@ -194,8 +198,23 @@ class JournaledTable:
             ) from exc
         if state is not None:
             self._checkpointed = seq
+            self._round_ended = False
+        if records:  # the round's checkpoint goes with the next event, not this one (its
+            self._round_ended = True  # prompt waits for this commit)
         self._clock_offset = offset
         return step
+
+    @property
+    def stamps(self) -> dict[str, int]:
+        """``time.monotonic_ns()`` at the stages of the last journaled event (benchmarks'
+        trace): ``handled_ns`` the table's step made, ``encoded_ns`` its rows encoded (the
+        transaction begins), ``commit_ns`` the rows written (COMMIT, with its fsync, begins)."""
+        journal = self.journal
+        return {
+            "handled_ns": self.handled_ns,
+            "encoded_ns": journal.encoded_ns,
+            "commit_ns": journal.commit_ns,
+        }
 
     def _wall_time(self, t: int | None) -> tuple[int, tuple[int, int] | None, int | None]:
         """The wall-clock time of an event stamped ``t`` (table clock, ms), the clock step
@@ -230,6 +249,7 @@ class JournaledTable:
         self._table = None
         self._table, self.recovery = self._replay()
         self._checkpointed = self.journal.events_written  # the next one is due from here
+        self._round_ended = False
         # as on disk: a write that reported an error may still have committed its links
         try:
             self.journal.chain_head = chain.stored_head(self.journal.db)

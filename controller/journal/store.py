@@ -31,9 +31,14 @@ WHAT_TO_DO = (
 )
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def dumps(data: Any) -> str:
-    """Compact JSON, as every row of the journal stores it."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON, as every row of the journal stores it: ``json.dumps(data, separators=
+    (",", ":"), ensure_ascii=False)``, through one encoder made once (``json.dumps`` with
+    these options makes a new one each call, a third of its cost for an event)."""
+    return _ENCODE(data)
 
 
 def connect(path: Path, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:

@@ -246,7 +246,7 @@ def open_parts(daemon: Any, password: str) -> None:
 
         daemon.shoe = ShoeReader(
             cfg.shoe.url,
-            daemon._sink,
+            daemon._shoe_sink,
             clock=daemon.clock,
             heartbeat_timeout_ms=cfg.shoe.heartbeat_timeout_ms,
             reconnect_min_ms=cfg.shoe.reconnect_min_ms,

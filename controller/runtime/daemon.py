@@ -122,12 +122,17 @@ class TableDaemon(TableReads):
             self.close()
             raise
 
-    def _sink(self, event: ev.Event) -> None:
+    def _sink(self, event: ev.Event, read_ns: int = 0) -> None:
         runtime = self._runtime
         if runtime is None:
             self._pending.append(event)  # a driver spoke before the runtime existed
         else:
-            runtime.submit(event)
+            runtime.submit(event, read_ns=read_ns)
+
+    def _shoe_sink(self, event: ev.Event) -> None:
+        """The shoe's sink (on its reader's thread): the event with the read that made it."""
+        shoe = self.shoe
+        self._sink(event, shoe.read_ns if shoe is not None else 0)
 
     # -- what the pages and the control socket ask of the table -------------------------
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
+from controller.journal.file import WAL_CHECKPOINT_EVENTS
 from controller.runtime.lighttest import (
     LIGHT_TEST_OFF_MS,
     LIGHT_TEST_ON_MS,
@@ -83,11 +84,29 @@ class _Item:
     event: ev.Event | None
     reply: Future[Any] | None = None
     call: Callable[[], Any] | None = None
+    read_ns: int = 0  # the driver's read that made it (0: not known), for the trace
+    queued_ns: int = 0
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_PLAIN = (str, int, float, bool, type(None))
 
 
 def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
-    """An effect as the dealer feed shows it: its kind, fields and the event time."""
-    return {"kind": type(effect).__name__.lower(), "t": t, **dataclasses.asdict(effect)}
+    """An effect as the dealer feed shows it: its kind, fields and the event time (the
+    fields as ``dataclasses.asdict`` gives them; read one by one when they are plain
+    values, as every feed effect's are: ``asdict`` copies deeply, at ten times the cost)."""
+    kind = type(effect)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(effect))
+    out: dict[str, Any] = {"kind": kind.__name__.lower(), "t": t}
+    for name in names:
+        value = getattr(effect, name)
+        if type(value) not in _PLAIN:
+            return {"kind": kind.__name__.lower(), "t": t, **dataclasses.asdict(effect)}
+        out[name] = value
+    return out
 
 
 class TableRuntime:
@@ -99,8 +118,10 @@ class TableRuntime:
     ``healthy()`` says whether the watchdog may be pinged; ``on_tick(healthy)`` is called at
     the end of each tick; ``trace(record)`` (benchmarks) hears, for each journaled event,
     ``time.monotonic_ns()`` when its journal commit returned and when its effects were
-    carried out (``bench/table_latency.py``); ``rotator`` rotates the journal between rounds
-    (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the status' ``journal``).
+    carried out, with the stages before (``bench/table_latency.py``) and the loop thread's
+    CPU time from picking the event up to its effects; ``rotator`` rotates the journal
+    between rounds (its :meth:`~controller.runtime.rotator.JournalRotator.status` is the
+    status' ``journal``).
     ``recall_ms``: how long the console's ``recall_last`` shows the last settled round on
     the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
     not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
@@ -156,9 +177,12 @@ class TableRuntime:
 
     # -- any thread ------------------------------------------------------------------
 
-    def submit(self, event: ev.Event, reply: Future[Step] | None = None) -> None:
-        """Hand the loop an event (thread-safe; never blocks). ``reply`` gets its step."""
-        self._queue.put(_Item(event, reply))
+    def submit(
+        self, event: ev.Event, reply: Future[Step] | None = None, *, read_ns: int = 0
+    ) -> None:
+        """Hand the loop an event (thread-safe; never blocks). ``reply`` gets its step;
+        ``read_ns``: ``time.monotonic_ns()`` of the driver's read that made it (the trace)."""
+        self._queue.put(_Item(event, reply, None, read_ns, time.monotonic_ns()))
 
     def call(self, fn: Callable[[], Any], timeout_s: float = 5.0) -> Any:
         """Run ``fn`` on the loop's thread, between two events, and return its result
@@ -303,6 +327,12 @@ class TableRuntime:
             by, self._light_test_pending = self._light_test_pending, None
             _started, message = self._start_light_test(by)
             log.info("queued light test at the round break: %s", message)
+        if (
+            self.journal_fault is None
+            and self.table.journal.wal_events >= WAL_CHECKPOINT_EVENTS
+            and not self.table.round_in_progress
+        ):
+            self._checkpoint_wal()
         if self._rotator is not None and self.journal_fault is None:
             before = self._rotator.error
             self._rotator.tick(now)
@@ -311,11 +341,25 @@ class TableRuntime:
         if self._on_tick is not None:
             self._on_tick(self.is_healthy())
 
+    def _checkpoint_wal(self) -> None:
+        """The journal's WAL into its file, between rounds (:meth:`Journal.checkpoint_wal`).
+        A failure is logged, not latched: every event is on disk in the WAL already, and
+        SQLite checkpoints by itself once the WAL is long."""
+        try:
+            log_pages, copied = self.table.journal.checkpoint_wal()
+        except JournalError as exc:
+            self.table.journal.wal_events = 0  # tried again after as many events
+            log.warning("%s (the events are on disk in the WAL; the table plays on)", exc)
+            return
+        log.debug("journal WAL checkpoint: %d of %d pages copied", copied, log_pages)
+
     def is_healthy(self) -> bool:
         """Whether the watchdog may be pinged: the journal is writable and ``healthy()``."""
         return self.journal_fault is None and (self._healthy is None or self._healthy())
 
     def _handle(self, item: _Item) -> None:
+        picked_ns = time.monotonic_ns()
+        cpu_ns = time.thread_time_ns() if self._trace is not None else 0
         if item.call is not None:
             try:
                 result = item.call()
@@ -359,21 +403,43 @@ class TableRuntime:
             self.events_handled += 1
         if isinstance(event, ev.EndRound) and step.accepted:
             self.settled_round.ended(event.t or self.clock())
-        self._carry_out(event, step)
+        lines: list[tuple[int, str, tuple[Any, ...]]] = []
+        self._carry_out(event, step, lines)
         if self._trace is not None and step.journal:
             self._trace(
                 {
                     "event": event.TYPE,
                     "seq": self.table.journal.events_written,
+                    "read_ns": item.read_ns,
+                    "queued_ns": item.queued_ns,
+                    "picked_ns": picked_ns,
+                    **self.table.stamps,
                     "committed_ns": committed_ns,
                     "carried_out_ns": time.monotonic_ns(),
+                    "loop_cpu_ns": time.thread_time_ns() - cpu_ns,
                     "prompts": sum(isinstance(e, Prompt) for e in step.effects),
                 }
             )
         if item.reply is not None:
             item.reply.set_result(step)
+        for level, message, args in lines:  # the dealer's display and who asked come first
+            log.log(level, message, *args)
 
-    def _carry_out(self, event: ev.Event, step: Step) -> None:
+    def _carry_out(
+        self,
+        event: ev.Event,
+        step: Step,
+        lines: list[tuple[int, str, tuple[Any, ...]]] | None = None,
+    ) -> None:
+        """Carry out ``step``'s effects. Its log lines go to ``lines`` when given, for the
+        caller to write once the prompt is out (a log record costs about as much as the
+        rest of the effects), else to the log at once."""
+        if lines is None:
+            lines = []
+            self._carry_out(event, step, lines)
+            for level, message, args in lines:
+                log.log(level, message, *args)
+            return
         if not step.accepted:
             self.refused += 1
         for effect in step.effects:
@@ -381,12 +447,12 @@ class TableRuntime:
                 if self._lights is not None:
                     self._lights(effect)
             elif isinstance(effect, AlarmCleared):
-                log.info(
-                    "alarm %d cleared by itself (%s): %s: %s",
-                    effect.alarm,
-                    effect.code,
-                    effect.reason,
-                    effect.text,
+                lines.append(
+                    (
+                        logging.INFO,
+                        "alarm %d cleared by itself (%s): %s: %s",
+                        (effect.alarm, effect.code, effect.reason, effect.text),
+                    )
                 )
             elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
                 item = effect_dict(effect, event.t)
@@ -399,11 +465,17 @@ class TableRuntime:
                             self._settlements = []
                         self._settlements.append(item)
                 if isinstance(effect, Alarm):
-                    log.warning("alarm %s: %s; %s", effect.code, effect.text, effect.action)
+                    lines.append(
+                        (
+                            logging.WARNING,
+                            "alarm %s: %s; %s",
+                            (effect.code, effect.text, effect.action),
+                        )
+                    )
                 elif isinstance(effect, Refused):
-                    log.warning("refused %s: %s", effect.event, effect.reason)
+                    lines.append((logging.WARNING, "refused %s: %s", (effect.event, effect.reason)))
                 elif isinstance(effect, Prompt):
-                    log.info("prompt: %s", effect.text)
+                    lines.append((logging.INFO, "prompt: %s", (effect.text,)))
         if step.effects:
             self._update_safe_state()
         if not isinstance(event, ev.Tick) and (step.effects or step.accepted):
