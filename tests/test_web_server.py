@@ -107,21 +107,26 @@ def web_rig(tmp_path, broker):  # noqa: F811
     rig.http_port = port
     try:
         rig.start_table()
-        wait_http(port)
+        wait_http(port, rig=rig)
         yield rig
     finally:
         rig.stop()
 
 
-def wait_http(port: int, timeout: float = 60.0) -> None:
+def wait_http(port: int, timeout: float = 180.0, rig: Rig | None = None) -> None:
+    """Until the web server answers; a daemon that exited (or never answers: a machine loaded
+    past its cores starts it late) fails with its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if rig is not None and rig.table is not None and rig.table.poll() is not None:
+            raise AssertionError(f"table-controller run exited:\n{rig.log('table')}")
         try:
             Http(port).request("GET", "/healthz")
             return
         except OSError:
             time.sleep(0.05)
-    raise AssertionError(f"the web server on port {port} never answered")
+    log = rig.log("table") if rig is not None else ""
+    raise AssertionError(f"the web server on port {port} never answered in {timeout:g} s\n{log}")
 
 
 def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
