@@ -39,7 +39,18 @@ from controller.rules.profile import PROGRESSIVE_WAGERS, HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
 from controller.table import significant
-from controller.table.effects import Alarm, AlarmCleared, Effect, Publish, Record, Refused, Step
+from controller.table.effects import (
+    Alarm,
+    AlarmCleared,
+    Effect,
+    Light,
+    Prompt,
+    Publish,
+    Record,
+    Refused,
+    Settled,
+    Step,
+)
 from controller.table.events import (
     Assign,
     BetSensor,
@@ -120,6 +131,25 @@ _NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm, ev.PowerLoss, ev.Journal
 _NOT_RECALLED = (Record, AlarmCleared)
 
 
+_PLAIN_EFFECTS = frozenset({Light, Prompt, Settled, Refused})
+"""Effects that neither enter the alarm register nor make a claim, and are recalled."""
+
+_TRAITS: dict[type, tuple[bool, bool, bool, bool]] = {}
+"""Per event class, looked up once (see :func:`_traits`)."""
+
+
+def _traits(kind: type) -> tuple[bool, bool, bool, bool]:
+    """What :meth:`Table.handle` must know of an event class: whether a pending card blocks
+    it, whether it may make a significant event, whether it enters the round's recall log,
+    and whether it is a tick."""
+    return (
+        issubclass(kind, _BLOCKED_BY_PENDING),
+        issubclass(kind, significant.WATCHED),
+        not issubclass(kind, _NOT_IN_ROUND_LOG),
+        issubclass(kind, Tick),
+    )
+
+
 class RefusedWithAlarm(ProcedureError):
     """A refusal a technician must see: the event is refused (journaled as refused, nothing
     else changes) and ``alarm`` enters the alarm register."""
@@ -196,22 +226,29 @@ class Table(Procedure):
 
     def handle(self, event: ev.Event) -> Step:
         """Apply one event; return whether it was accepted and its effects."""
-        handler = self._handlers.get(type(event))
+        kind = type(event)
+        handler = self._handlers.get(kind)
         if handler is None:
             raise EventError(f"not a table event: {event!r}")
+        traits = _TRAITS.get(kind)
+        if traits is None:
+            traits = _TRAITS[kind] = _traits(kind)
+        blocked, watched, for_recall, is_tick = traits
         state = self.state
         round_number = state.round_number
-        if event.t is not None and (state.now is None or event.t > state.now):
-            state.now = event.t
-        self._out = []
+        t = event.t
+        if t is not None and (state.now is None or t > state.now):
+            state.now = t
+        out: list[Effect] = []
+        self._out = out
         self._event = event
         try:
-            if state.pending and isinstance(event, _BLOCKED_BY_PENDING):
+            if blocked and state.pending:
                 raise ProcedureError(
                     f"{event.TYPE.replace('_', ' ')} refused: {self._pending_text()} waits for a "
                     "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
-            before = significant.watch(state) if isinstance(event, significant.WATCHED) else None
+            before = significant.watch(state) if watched else None
             handler(event)
             if before is not None:
                 self._significant(event, before)
@@ -222,27 +259,39 @@ class Table(Procedure):
                 self._register_alarms(step.effects, round_number)
             else:
                 step = Step(False, (refused,))
+            accepted = False
         else:
             if state.alarms:
                 self._clear_alarms_whose_cause_is_over()
-            self._alarm_light()
-            effects = tuple(self._out)
-            step = Step(True, effects, journal=bool(effects) or not isinstance(event, Tick))
-            self._register_alarms(effects, round_number)
-            self._remember_claims(effects)
+            alarm = (
+                "blink"
+                if state.pending or state.shoe_fault or state.faults
+                or (state.door_open and state.phase in IN_PROGRESS)
+                else "off"
+            )
+            if state.lights.get("alarm", "off") != alarm:
+                self._light("alarm", alarm)
+            effects = tuple(out)
+            step = Step(True, effects, bool(effects) or not is_tick)
+            accepted = True
+            for effect in effects:
+                if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
+                    continue
+                if isinstance(effect, Alarm):
+                    self._register_alarms((effect,), round_number)
+                elif isinstance(effect, Publish):
+                    self._remember_claims((effect,))
         self._event = None
         self._out = []
-        for_recall = not isinstance(event, _NOT_IN_ROUND_LOG) and not (
-            isinstance(event, EndRound) and step.accepted
-        )
-        if step.journal and for_recall:
+        if step.journal and for_recall and not (accepted and kind is EndRound):
             state.log.append(event)
-            state.round_effects.extend(
-                e
-                for e in step.effects
-                if not isinstance(e, _NOT_RECALLED)
-                and not (isinstance(e, Publish) and e.topic == significant.KIND)
-            )
+            recall = state.round_effects
+            for effect in step.effects:
+                if type(effect) in _PLAIN_EFFECTS or not (
+                    isinstance(effect, _NOT_RECALLED)
+                    or (isinstance(effect, Publish) and effect.topic == significant.KIND)
+                ):
+                    recall.append(effect)
         return step
 
     def run(self, events: Iterable[ev.Event]) -> list[Step]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import ProcedureError, RuleViolation, WagerError
+from controller.errors import ProcedureError, WagerError
 from controller.rules import actions
 from controller.rules.actions import HandState
 from controller.rules.cards import Card
@@ -57,6 +57,10 @@ from controller.table.state import (
     TableState,
 )
 from controller.table.view import bet_name, pool_name, settlement_prompt
+
+_UNRECALLED = (Record, AlarmCleared)
+"""Effects a round's recall record leaves out: the journal's own records, and alarms clearing
+by themselves."""
 
 
 def _settled_words(rnd: RoundState) -> str:
@@ -343,11 +347,7 @@ class Procedure:
 
     def _double_up_open(self, hand: HandInPlay) -> bool:
         """Whether ``hand`` may still make its Double Up wager (of its own wager's size)."""
-        try:
-            actions.check_double_up(self._hand_state(hand), hand.wager, self.rules)
-        except (RuleViolation, WagerError):
-            return False
-        return True
+        return actions.double_up_refusal(self._hand_state(hand), hand.wager, self.rules) is None
 
     def _advance(self) -> None:
         """Put the first unfinished hand in action, or start the dealer's turn. It runs after
@@ -355,8 +355,20 @@ class Procedure:
         time with its total as it is now and only the choices the rules allow now."""
         rnd = self._round
         previous = rnd.in_action
+        # Hands before the one in action are done, and stay done (cards go only to the hand
+        # in action; a split starts the search afresh): the search starts at it.
+        start_spot, start_index = previous if previous is not None else (None, 0)
         for spot in rnd.spots.values():
-            for index, hand in enumerate(spot.hands):
+            if start_spot is not None:
+                if spot.number != start_spot:
+                    continue
+                start_spot = None
+                first = start_index
+            else:
+                first = 0
+            hands = spot.hands
+            for index in range(first, len(hands)):
+                hand = hands[index]
                 if self._hand_done(hand):
                     continue
                 rnd.in_action = (spot.number, index)
@@ -457,37 +469,30 @@ class Procedure:
         )
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
-        rules, state = self.rules, self._hand_state(hand)
-        checks = (
-            ("hit", lambda: actions.check_hit(state, rules)),
-            ("double", lambda: actions.check_double(state, hand.wager, rules)),
-            ("split", lambda: actions.check_split(state, len(spot.hands), rules)),
-            (
-                "surrender",
-                lambda: actions.check_surrender(
-                    state, rules, dealer_checked=self._round.dealer_checked
-                ),
-            ),
-            ("Double Up", lambda: actions.check_double_up(state, hand.wager, rules)),
-        )
+        """The decisions the rules allow ``hand`` now, in the console's order (stand after
+        hit): asked without raising, as every prompt of the players' turn lists them."""
+        rules, state, wager = self.rules, self._hand_state(hand), hand.wager
         out = []
-        for name, check in checks:
-            try:
-                check()
-            except (RuleViolation, WagerError):
-                continue
-            out.append(name)
+        if actions.hit_refusal(state, rules) is None:
+            out.append("hit")
+        if actions.double_refusal(state, wager, rules) is None:
+            out.append("double")
+        if actions.split_refusal(state, len(spot.hands), rules) is None:
+            out.append("split")
+        if (
+            actions.surrender_refusal(state, rules, dealer_checked=self._round.dealer_checked)
+            is None
+        ):
+            out.append("surrender")
+        if actions.double_up_refusal(state, wager, rules) is None:
+            out.append("Double Up")
         out.insert(1 if out and out[0] == "hit" else 0, "stand")
         return out
 
     def _takes_card(self, hand: HandInPlay) -> bool:
         if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
             return True
-        try:
-            actions.check_hit(self._hand_state(hand), self.rules)
-        except RuleViolation:
-            return False
-        return True
+        return actions.hit_refusal(self._hand_state(hand), self.rules) is None
 
     def _give(self, spot_no: int, index: int, card: Card) -> None:
         """A card to a player's hand in action (second card of a split hand, hit or double)."""
@@ -760,8 +765,12 @@ class Procedure:
         state.phase = Phase.SETTLED
         rnd.in_action = None
         rnd.settled_t = state.now
-        effects = [*state.round_effects, *self._out]
-        lines = [e.to_dict() for e in effects if isinstance(e, Settled)]
+        recalled = [
+            e for e in (*state.round_effects, *self._out) if not isinstance(e, _UNRECALLED)
+        ]
+        written = [e.to_dict() for e in recalled]  # once each: the lines and the record share
+        lines = [d for e, d in zip(recalled, written, strict=True) if isinstance(e, Settled)]
+        so_far = len(self._out)
         result = {
             "round": rnd.number,
             "game": self.rules.name,
@@ -799,11 +808,8 @@ class Procedure:
             "void": rnd.void or None,
             "dealer": result["dealer"],
             "events": [e.to_dict() for e in events],
-            "effects": [
-                e.to_dict()
-                for e in (*state.round_effects, *self._out)
-                if not isinstance(e, (Record, AlarmCleared))
-            ],
+            "effects": written
+            + [e.to_dict() for e in self._out[so_far:] if not isinstance(e, _UNRECALLED)],
             "result": result,
         }
         self._out.append(Record("round", record))
