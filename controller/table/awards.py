@@ -11,7 +11,6 @@ from controller.rules.pays import MeterShare, format_cents, parse_pay
 from controller.table import events as ev
 from controller.table.effects import (
     Alarm,
-    Effect,
     Publish,
 )
 from controller.table.part import RefusedWithAlarm, TablePart
@@ -20,15 +19,6 @@ from controller.table.state import (
 )
 from controller.table.view import pool_name
 
-MAX_CLAIMS = 1000
-"""The table remembers at most this many unanswered hit claims, and as many Mystery-eligible
-contributions, for the awards that answer them; beyond it the oldest is forgotten (an award
-for it is then refused). Nothing is added while the link is down (no progressive wager is
-taken), so a claim waiting in the outbox is not pushed out by newer ones; at 7 spots a
-contribution is remembered for at least 142 rounds."""
-
-MYSTERY_LINE = "100% of meter"
-"""The line of every Must-Hit-By Mystery award: the whole trigger the meter reached."""
 
 class Awards(TablePart):
     """Claims remembered, awards proven, hand pays confirmed."""
@@ -164,28 +154,6 @@ class Awards(TablePart):
                 "may be forged)",
             ),
         )
-
-    def _remember_claims(self, effects: tuple[Effect, ...]) -> None:
-        """Remember each hit claim and Mystery-eligible contribution an accepted step
-        publishes: the messages a jackpot award may answer (wherever the procedure emits
-        them)."""
-        state = self.state
-        for effect in effects:
-            if not isinstance(effect, Publish):
-                continue
-            p = effect.payload
-            if effect.topic == "hit_claim":
-                memory = state.claims
-                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], p["meter"])
-            elif effect.topic == "contribution" and p.get("mystery"):
-                memory = state.mystery_claims
-                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], MYSTERY_LINE, True)
-            else:
-                continue
-            memory.pop(effect.key, None)
-            memory[effect.key] = claim
-            if len(memory) > MAX_CLAIMS:
-                del memory[next(iter(memory))]
 
     def _forget_claim(self, key: str | None) -> None:
         if key is not None:

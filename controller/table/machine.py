@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller.errors import EventError, ProcedureError, RuleViolation, WagerError
+from controller.rules.actions import HandState
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
 from controller.table import significant
 from controller.table.alarm_register import MAX_OPEN_ALARMS, AlarmRegister
-from controller.table.awards import MAX_CLAIMS, MYSTERY_LINE, Awards
+from controller.table.awards import Awards
 from controller.table.betting import Betting
 from controller.table.card_flow import CardFlow
 from controller.table.console import Console
@@ -76,6 +77,7 @@ from controller.table.settings import TableSettings
 from controller.table.shoe import ShoeReports
 from controller.table.state import (
     IN_PROGRESS,
+    Claim,
     TableState,
 )
 from controller.table.view import snapshot
@@ -98,6 +100,16 @@ _NOT_IN_ROUND_LOG = (ev.AcknowledgeAlarm, ev.LinkAlarm, ev.PowerLoss, ev.Journal
 # by themselves (they act on the register, like an acknowledgement).
 _NOT_RECALLED = (Record, AlarmCleared)
 
+
+MAX_CLAIMS = 1000
+"""The table remembers at most this many unanswered hit claims, and as many Mystery-eligible
+contributions, for the awards that answer them; beyond it the oldest is forgotten (an award
+for it is then refused). Nothing is added while the link is down (no progressive wager is
+taken), so a claim waiting in the outbox is not pushed out by newer ones; at 7 spots a
+contribution is remembered for at least 142 rounds."""
+
+MYSTERY_LINE = "100% of meter"
+"""The line of every Must-Hit-By Mystery award: the whole trigger the meter reached."""
 
 _PLAIN_EFFECTS = frozenset({Light, Prompt, Settled, Refused})
 """Effects that neither enter the alarm register nor make a claim, and are recalled."""
@@ -164,6 +176,7 @@ class Table(
         self.circles = table_circles(rules)
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
+        self._choices_said: dict[tuple[HandState, int, bool], str] = {}  # prompts.py
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,
@@ -236,7 +249,7 @@ class Table(
                 self._register_alarms(step.effects, round_number)
             else:
                 step = Step(False, (refused,))
-            accepted = False
+            accepted = plain = False
         else:
             if state.alarms:
                 self._clear_alarms_whose_cause_is_over()
@@ -251,9 +264,11 @@ class Table(
             effects = tuple(out)
             step = Step(True, effects, bool(effects) or not is_tick)
             accepted = True
+            plain = True
             for effect in effects:
                 if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
                     continue
+                plain = False
                 if isinstance(effect, Alarm):
                     self._register_alarms((effect,), round_number)
                 elif isinstance(effect, Publish):
@@ -262,14 +277,38 @@ class Table(
         self._out = []
         if step.journal and for_recall and not (accepted and kind is EndRound):
             state.log.append(event)
-            recall = state.round_effects
-            for effect in step.effects:
-                if type(effect) in _PLAIN_EFFECTS or not (
-                    isinstance(effect, _NOT_RECALLED)
-                    or (isinstance(effect, Publish) and effect.topic == significant.KIND)
-                ):
-                    recall.append(effect)
+            if plain:  # accepted, and no effect a round's recall leaves out
+                state.round_effects.extend(step.effects)
+            else:
+                state.round_effects.extend(
+                    e
+                    for e in step.effects
+                    if not isinstance(e, _NOT_RECALLED)
+                    and not (isinstance(e, Publish) and e.topic == significant.KIND)
+                )
         return step
+
+    def _remember_claims(self, effects: tuple[Effect, ...]) -> None:
+        """Remember each hit claim and Mystery-eligible contribution an accepted step
+        publishes: the messages a jackpot award may answer (wherever the procedure emits
+        them)."""
+        state = self.state
+        for effect in effects:
+            if not isinstance(effect, Publish):
+                continue
+            p = effect.payload
+            if effect.topic == "hit_claim":
+                memory = state.claims
+                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], p["meter"])
+            elif effect.topic == "contribution" and p.get("mystery"):
+                memory = state.mystery_claims
+                claim = Claim(effect.key, p["round"], p["spot"], p["pool"], MYSTERY_LINE, True)
+            else:
+                continue
+            memory.pop(effect.key, None)
+            memory[effect.key] = claim
+            if len(memory) > MAX_CLAIMS:
+                del memory[next(iter(memory))]
 
     def run(self, events: Iterable[ev.Event]) -> list[Step]:
         """Apply events in order (a replay); return every step."""

@@ -9,12 +9,10 @@ from typing import Any
 from controller.errors import ProcedureError
 from controller.rules.actions import HandState
 from controller.rules.profile import HouseRules
-from controller.rules.settlement import Settlement
 from controller.table import events as ev
-from controller.table.effects import Alarm, Effect, Light, Prompt, Settled
+from controller.table.effects import Alarm, Effect, Light, Prompt
 from controller.table.settings import TableSettings
 from controller.table.state import HandInPlay, RoundState, TableState
-from controller.table.view import settlement_prompt
 
 
 class RefusedWithAlarm(ProcedureError):
@@ -37,6 +35,7 @@ class TablePart:
     _out: list[Effect]
     _event: ev.Event | None
     _handlers: dict[type, Any]
+    _choices_said: dict[tuple[HandState, int, bool], str]
 
     @property
     def _round(self) -> RoundState:
@@ -73,23 +72,3 @@ class TablePart:
             hand.double_down,
             hand.double_up,
         )
-
-    def _settle(
-        self, spot: int, line: Settlement, hand: int | None = None, wager: str = ""
-    ) -> None:
-        """Emit one settled wager and the dealer's instruction for it."""
-        settled = Settled(
-            spot,
-            wager or line.wager,
-            line.stake,
-            line.outcome.value,
-            line.paid,
-            line.returned,
-            line.reason,
-            hand,
-            str(line.pays) if line.pays is not None else None,
-            str(line.meter) if line.meter is not None else None,
-            line.meter_pool,
-        )
-        self._out.append(settled)
-        self._prompt("pay", settlement_prompt(settled), spot)

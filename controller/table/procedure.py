@@ -16,6 +16,7 @@ from controller.rules.hand import is_blackjack
 from controller.rules.pays import format_cents
 from controller.rules.settlement import (
     PlayerHand,
+    Settlement,
     check_insurance,
     insurance_limit,
     settle_even_money,
@@ -30,17 +31,38 @@ from controller.rules.sidebets import (
     xtreme,
 )
 from controller.table import events as ev
+from controller.table.effects import Settled
 from controller.table.part import TablePart
 from controller.table.state import (
     DEALER,
     Phase,
     SpotInPlay,
 )
-from controller.table.view import bet_name
+from controller.table.view import bet_name, settlement_prompt
 
 
 class Procedure(TablePart):
     """The initial deal and the windows that follow it."""
+
+    def _settle(
+        self, spot: int, line: Settlement, hand: int | None = None, wager: str = ""
+    ) -> None:
+        """Emit one settled wager and the dealer's instruction for it."""
+        settled = Settled(
+            spot,
+            wager or line.wager,
+            line.stake,
+            line.outcome.value,
+            line.paid,
+            line.returned,
+            line.reason,
+            hand,
+            str(line.pays) if line.pays is not None else None,
+            str(line.meter) if line.meter is not None else None,
+            line.meter_pool,
+        )
+        self._out.append(settled)
+        self._prompt("pay", settlement_prompt(settled), spot)
 
     def _deal_to(self, recipient: int, card: Card) -> None:
         rnd = self._round

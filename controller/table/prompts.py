@@ -5,8 +5,10 @@ headline). A part of :class:`controller.table.machine.Table`."""
 from __future__ import annotations
 
 from controller.rules import actions
+from controller.rules.actions import HandState
 from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.pays import format_cents
+from controller.rules.profile import HouseRules
 from controller.table.effects import (
     Prompt,
 )
@@ -33,6 +35,32 @@ def hand_words(spot: int, hand: int, spot_hands: int) -> str:
     return f"spot {spot}" + (f" hand {hand + 1}" if spot_hands > 1 else "")
 
 
+CHOICES_REMEMBERED = 4096
+"""How many hands' choices a table remembers before it forgets them all and starts again."""
+
+
+def allowed_choices(
+    rules: HouseRules, hand: HandState, hands_at_spot: int, dealer_checked: bool
+) -> list[str]:
+    """The decisions the rules allow ``hand`` (its own wager for a double or Double Up), in
+    the console's order: hit, stand, double, split, surrender, Double Up. Asked without
+    raising (:mod:`controller.rules.actions`, ``*_refusal``)."""
+    wager = hand.wager
+    out = []
+    if actions.hit_refusal(hand, rules) is None:
+        out.append("hit")
+    if actions.double_refusal(hand, wager, rules) is None:
+        out.append("double")
+    if actions.split_refusal(hand, hands_at_spot, rules) is None:
+        out.append("split")
+    if actions.surrender_refusal(hand, rules, dealer_checked=dealer_checked) is None:
+        out.append("surrender")
+    if actions.double_up_refusal(hand, wager, rules) is None:
+        out.append("Double Up")
+    out.insert(1 if out and out[0] == "hit" else 0, "stand")
+    return out
+
+
 class Prompts(TablePart):
     """What the dealer must do, from the state."""
 
@@ -45,7 +73,7 @@ class Prompts(TablePart):
             return Prompt("deal_card", f"Deal {where} its second card", spot.number)
         if hand.double_down:
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
-        choices = ", ".join(self._choices(spot, hand))
+        choices = self._choices(spot, hand)
         total = hand_total(hand.cards)
         count = f"soft {total.total}" if total.soft else str(total.total)
         return Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
@@ -122,23 +150,16 @@ class Prompts(TablePart):
             award.spot,
         )
 
-    def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> list[str]:
+    def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> str:
         """The decisions the rules allow ``hand`` now, in the console's order (stand after
-        hit): asked without raising, as every prompt of the players' turn lists them."""
-        rules, state, wager = self.rules, self._hand_state(hand), hand.wager
-        out = []
-        if actions.hit_refusal(state, rules) is None:
-            out.append("hit")
-        if actions.double_refusal(state, wager, rules) is None:
-            out.append("double")
-        if actions.split_refusal(state, len(spot.hands), rules) is None:
-            out.append("split")
-        if (
-            actions.surrender_refusal(state, rules, dealer_checked=self._round.dealer_checked)
-            is None
-        ):
-            out.append("surrender")
-        if actions.double_up_refusal(state, wager, rules) is None:
-            out.append("Double Up")
-        out.insert(1 if out and out[0] == "hit" else 0, "stand")
-        return out
+        hit), as the prompt lists them. A pure function of the hand, its spot's number of
+        hands and the peek, remembered per table (:data:`CHOICES_REMEMBERED` of them): the
+        players' turn prompts the same few hands over and over."""
+        state = self._hand_state(hand)
+        key = (state, len(spot.hands), self._round.dealer_checked)
+        said = self._choices_said.get(key)
+        if said is None:
+            if len(self._choices_said) >= CHOICES_REMEMBERED:
+                self._choices_said.clear()
+            said = self._choices_said[key] = ", ".join(allowed_choices(self.rules, *key))
+        return said
