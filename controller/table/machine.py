@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller.errors import EventError, ProcedureError, RuleViolation, WagerError
-from controller.rules.actions import HandState
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import blackjack_tie
 from controller.table import events as ev
@@ -176,7 +175,6 @@ class Table(
         self.circles = table_circles(rules)
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
-        self._choices_said: dict[tuple[HandState, int, bool], str] = {}  # prompts.py
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,

@@ -35,7 +35,6 @@ class TablePart:
     _out: list[Effect]
     _event: ev.Event | None
     _handlers: dict[type, Any]
-    _choices_said: dict[tuple[HandState, int, bool], str]
 
     @property
     def _round(self) -> RoundState:

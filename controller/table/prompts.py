@@ -35,10 +35,6 @@ def hand_words(spot: int, hand: int, spot_hands: int) -> str:
     return f"spot {spot}" + (f" hand {hand + 1}" if spot_hands > 1 else "")
 
 
-CHOICES_REMEMBERED = 4096
-"""How many hands' choices a table remembers before it forgets them all and starts again."""
-
-
 def allowed_choices(
     rules: HouseRules, hand: HandState, hands_at_spot: int, dealer_checked: bool
 ) -> list[str]:
@@ -151,15 +147,8 @@ class Prompts(TablePart):
         )
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> str:
-        """The decisions the rules allow ``hand`` now, in the console's order (stand after
-        hit), as the prompt lists them. A pure function of the hand, its spot's number of
-        hands and the peek, remembered per table (:data:`CHOICES_REMEMBERED` of them): the
-        players' turn prompts the same few hands over and over."""
-        state = self._hand_state(hand)
-        key = (state, len(spot.hands), self._round.dealer_checked)
-        said = self._choices_said.get(key)
-        if said is None:
-            if len(self._choices_said) >= CHOICES_REMEMBERED:
-                self._choices_said.clear()
-            said = self._choices_said[key] = ", ".join(allowed_choices(self.rules, *key))
-        return said
+        """The decisions the rules allow ``hand`` now, as the prompt lists them."""
+        choices = allowed_choices(
+            self.rules, self._hand_state(hand), len(spot.hands), self._round.dealer_checked
+        )
+        return ", ".join(choices)
