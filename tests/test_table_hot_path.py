@@ -19,7 +19,7 @@ from controller.games import available_games, load_game
 from controller.rules import actions
 from controller.rules.actions import HandState
 from controller.rules.cards import ALL_CARDS, Card, Rank, Suit
-from controller.rules.hand import hand_total
+from controller.rules.hand import hand_total, is_blackjack
 from controller.table import Table, TableSettings
 from controller.table import events as ev
 from controller.table.effects import Effect, Light, Prompt, Record, Settled
@@ -182,3 +182,10 @@ def test_enums_hashed_by_identity_still_find_themselves():
     seen = {card: 1 for card in ALL_CARDS}
     assert all(seen[Card(c.rank, Suit(c.suit.value))] == 1 for c in ALL_CARDS)
     assert len(seen) == 52
+
+
+def test_blackjack_is_an_ace_and_a_ten_value_card_in_either_order():
+    for first, second in itertools.product(ALL_CARDS, repeat=2):
+        expected = {first.value, second.value} == {1, 10}  # the definition, with sets
+        assert is_blackjack((first, second)) is expected
+        assert is_blackjack((first, second), from_split=True) is False
