@@ -8,16 +8,9 @@ from dataclasses import replace
 
 from controller.errors import ProcedureError
 from controller.table import events as ev
-from controller.table.effects import (
-    Alarm,
-    AlarmCleared,
-    Effect,
-)
+from controller.table.effects import Alarm, AlarmCleared, Effect
 from controller.table.part import TablePart
-from controller.table.state import (
-    IN_PROGRESS,
-    OpenAlarm,
-)
+from controller.table.state import IN_PROGRESS, OpenAlarm
 from controller.table.view import link_alarm_words
 
 _CARD_ALARMS = ("unexpected_card", "foreign_card", "held_card")

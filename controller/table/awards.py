@@ -9,14 +9,9 @@ from fractions import Fraction
 from controller.errors import ProcedureError
 from controller.rules.pays import MeterShare, format_cents, parse_pay
 from controller.table import events as ev
-from controller.table.effects import (
-    Alarm,
-    Publish,
-)
+from controller.table.effects import Alarm, Publish
 from controller.table.part import RefusedWithAlarm, TablePart
-from controller.table.state import (
-    Claim,
-)
+from controller.table.state import Claim
 from controller.table.view import pool_name
 
 

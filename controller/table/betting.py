@@ -6,26 +6,11 @@ from __future__ import annotations
 from controller.errors import ProcedureError, WagerError
 from controller.rules.pays import format_cents
 from controller.rules.profile import PROGRESSIVE_WAGERS
-from controller.rules.sidebets import (
-    blackjack_tie,
-)
-from controller.table.effects import (
-    Publish,
-)
-from controller.table.events import (
-    BetSensor,
-    Lockout,
-    WagerAmount,
-)
+from controller.rules.sidebets import blackjack_tie
+from controller.table.effects import Publish
+from controller.table.events import BetSensor, Lockout, WagerAmount
 from controller.table.part import TablePart
-from controller.table.state import (
-    DEALER,
-    IN_PROGRESS,
-    HandInPlay,
-    Phase,
-    RoundState,
-    SpotInPlay,
-)
+from controller.table.state import DEALER, IN_PROGRESS, HandInPlay, Phase, RoundState, SpotInPlay
 from controller.table.view import bet_name
 
 

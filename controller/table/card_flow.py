@@ -7,16 +7,9 @@ from __future__ import annotations
 from controller.errors import ProcedureError
 from controller.rules.cards import Card
 from controller.table import events as ev
-from controller.table.events import (
-    Assign,
-    Burn,
-    CardDrawn,
-)
+from controller.table.events import Assign, Burn, CardDrawn
 from controller.table.part import TablePart
-from controller.table.state import (
-    DEALER,
-    Phase,
-)
+from controller.table.state import DEALER, Phase
 
 _UNEXPECTED_WHEN = {
     Phase.BETTING: "while bets are placed",

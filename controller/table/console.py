@@ -8,9 +8,7 @@ from controller.errors import ProcedureError
 from controller.rules.pays import format_cents
 from controller.table import events as ev
 from controller.table import significant
-from controller.table.effects import (
-    Settled,
-)
+from controller.table.effects import Settled
 from controller.table.events import (
     BetSensor,
     EndRound,
@@ -21,10 +19,7 @@ from controller.table.events import (
     WagerAmount,
 )
 from controller.table.part import TablePart
-from controller.table.state import (
-    IN_PROGRESS,
-    Phase,
-)
+from controller.table.state import IN_PROGRESS, Phase
 from controller.table.view import pool_name, settlement_prompt
 
 

@@ -9,27 +9,12 @@ from typing import Any
 from controller.errors import WagerError
 from controller.rules.cards import Card
 from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
-from controller.rules.settlement import (
-    settle_hand,
-    settle_offered_side_bet,
-)
-from controller.rules.sidebets import (
-    blackjack_tie,
-    bonus_16,
-    ez_bust,
-    lucky_ladies,
-)
-from controller.table.effects import (
-    AlarmCleared,
-    Publish,
-    Record,
-    Settled,
-)
+from controller.rules.settlement import settle_hand, settle_offered_side_bet
+from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
+from controller.table.effects import AlarmCleared, Publish, Record, Settled
 from controller.table.part import TablePart
 from controller.table.prompts import settled_words
-from controller.table.state import (
-    Phase,
-)
+from controller.table.state import Phase
 
 _UNRECALLED = (Record, AlarmCleared)
 """Effects a round's recall record leaves out: the journal's own records, and alarms clearing

@@ -74,11 +74,7 @@ from controller.table.procedure import Procedure
 from controller.table.prompts import Prompts
 from controller.table.settings import TableSettings
 from controller.table.shoe import ShoeReports
-from controller.table.state import (
-    IN_PROGRESS,
-    Claim,
-    TableState,
-)
+from controller.table.state import IN_PROGRESS, Claim, TableState
 from controller.table.view import snapshot
 
 REFUSALS = (ProcedureError, RuleViolation, WagerError)

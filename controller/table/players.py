@@ -8,19 +8,11 @@ from controller.rules import actions
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
-from controller.rules.settlement import (
-    PlayerHand,
-    settle_hand,
-)
+from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
 from controller.table.part import TablePart
 from controller.table.prompts import hand_words
-from controller.table.state import (
-    IN_ACTION,
-    HandInPlay,
-    Phase,
-    SpotInPlay,
-)
+from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
 
 class PlayersTurn(TablePart):

@@ -24,20 +24,11 @@ from controller.rules.settlement import (
     settle_insurance,
     settle_offered_side_bet,
 )
-from controller.rules.sidebets import (
-    blazing_7s,
-    ez_bust,
-    lucky_ladies,
-    xtreme,
-)
+from controller.rules.sidebets import blazing_7s, ez_bust, lucky_ladies, xtreme
 from controller.table import events as ev
 from controller.table.effects import Settled
 from controller.table.part import TablePart
-from controller.table.state import (
-    DEALER,
-    Phase,
-    SpotInPlay,
-)
+from controller.table.state import DEALER, Phase, SpotInPlay
 from controller.table.view import bet_name, settlement_prompt
 
 

@@ -9,17 +9,9 @@ from controller.rules.actions import HandState
 from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.pays import format_cents
 from controller.rules.profile import HouseRules
-from controller.table.effects import (
-    Prompt,
-)
+from controller.table.effects import Prompt
 from controller.table.part import TablePart
-from controller.table.state import (
-    DEALER,
-    HandInPlay,
-    Phase,
-    RoundState,
-    SpotInPlay,
-)
+from controller.table.state import DEALER, HandInPlay, Phase, RoundState, SpotInPlay
 from controller.table.view import pool_name
 
 

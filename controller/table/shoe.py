@@ -3,14 +3,9 @@ offline. A part of :class:`controller.table.machine.Table`."""
 
 from __future__ import annotations
 
-from controller.table.events import (
-    ShoeEvent,
-)
+from controller.table.events import ShoeEvent
 from controller.table.part import TablePart
-from controller.table.state import (
-    IN_PROGRESS,
-    Phase,
-)
+from controller.table.state import IN_PROGRESS, Phase
 
 
 class ShoeReports(TablePart):
