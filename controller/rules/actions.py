@@ -1,7 +1,9 @@
 """Player actions checked against the house rules.
 
 Each ``check_*`` returns ``None`` when the action is allowed and raises
-:class:`~controller.errors.RuleViolation` naming the rule when it is not.
+:class:`~controller.errors.RuleViolation` naming the rule when it is not. Each ``*_refusal``
+returns that rule's words instead (None: allowed), without raising: the table asks them for
+every prompt of the players' turn, which lists the choices the rules allow now.
 Amounts are in cents. The table state machine calls these; they know nothing
 of the round's timing beyond what they are told.
 """
@@ -34,82 +36,126 @@ class HandState:
         return len(self.cards) == 2
 
 
-def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> None:
+def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> str | None:
     if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-        raise RuleViolation(f"the {kind} wager must be more than $0, in whole cents: {amount!r}")
+        return f"the {kind} wager must be more than $0, in whole cents: {amount!r}"
     if rule == "equal" and amount != wager:
-        raise RuleViolation(
+        return (
             f"the {kind} wager must equal the original wager, {format_cents(wager)}, "
             f"not {format_cents(amount)}"
         )
     if amount > wager:
-        raise RuleViolation(
+        return (
             f"the {kind} wager may not exceed the original wager: at most {format_cents(wager)}, "
             f"not {format_cents(amount)}"
         )
+    return None
 
 
-def _check_open(hand: HandState, action: str) -> None:
-    """Refuse any further action on a hand that is closed by a Double Up or a double down."""
+def _closed(hand: HandState, action: str) -> str | None:
+    """Why no further action is open on a hand closed by a Double Up or a double down."""
     if hand.double_up:
-        raise RuleViolation(
-            f"no {action}: after a Double Up wager the hand must stand (Double Up rule 5)"
-        )
+        return f"no {action}: after a Double Up wager the hand must stand (Double Up rule 5)"
     if hand.double_down:
-        raise RuleViolation(f"no {action}: a doubled hand receives one card only")
+        return f"no {action}: a doubled hand receives one card only"
+    return None
+
+
+def _raise(refusal: str | None) -> None:
+    if refusal is not None:
+        raise RuleViolation(refusal)
+
+
+def hit_refusal(hand: HandState, rules: HouseRules) -> str | None:
+    """Why :func:`check_hit` refuses, or None."""
+    if hand.split_aces and rules.split.split_aces_one_card:
+        return "split aces receive one card each: no hit"
+    closed = _closed(hand, "hit")
+    if closed is not None:
+        return closed
+    total = hand_total(hand.cards).total
+    if total >= 21:
+        return f"the hand counts {total}: no hit"
+    return None
 
 
 def check_hit(hand: HandState, rules: HouseRules) -> None:
     """Hit: one more card to a hand that is still open."""
+    _raise(hit_refusal(hand, rules))
+
+
+_DOUBLE_ON = {"9_10_11": frozenset({9, 10, 11}), "10_11": frozenset({10, 11})}
+
+
+def double_refusal(hand: HandState, amount: int, rules: HouseRules) -> str | None:
+    """Why :func:`check_double` refuses, or None."""
+    closed = _closed(hand, "double down")
+    if closed is not None:
+        return closed
+    if not hand.two_cards:
+        return "double down only on the first two cards of a hand"
     if hand.split_aces and rules.split.split_aces_one_card:
-        raise RuleViolation("split aces receive one card each: no hit")
-    _check_open(hand, "hit")
-    if hand_total(hand.cards).total >= 21:
-        raise RuleViolation(f"the hand counts {hand_total(hand.cards).total}: no hit")
+        return "split aces receive one card each: no double down"
+    if hand.from_split and not rules.double.after_split:
+        return "this game allows no double down after a split"
+    if is_blackjack(hand.cards, from_split=hand.from_split):
+        return "a blackjack cannot double down"
+    count = hand_total(hand.cards)
+    if count.total == 21 and not rules.double.on_two_card_21:
+        return "no double down on a count of 21 in two cards"
+    allowed = _DOUBLE_ON.get(rules.double.allowed_on)
+    if allowed is not None and (count.soft or count.total not in allowed):
+        return f"double down only on a hard {' or '.join(map(str, sorted(allowed)))}"
+    return _extra_wager("double down", amount, hand.wager, rules.double.amount)
 
 
 def check_double(hand: HandState, amount: int, rules: HouseRules) -> None:
     """Double down: one more card for an additional wager."""
-    _check_open(hand, "double down")
-    if not hand.two_cards:
-        raise RuleViolation("double down only on the first two cards of a hand")
-    if hand.split_aces and rules.split.split_aces_one_card:
-        raise RuleViolation("split aces receive one card each: no double down")
-    if hand.from_split and not rules.double.after_split:
-        raise RuleViolation("this game allows no double down after a split")
-    if is_blackjack(hand.cards, from_split=hand.from_split):
-        raise RuleViolation("a blackjack cannot double down")
-    count = hand_total(hand.cards)
-    if count.total == 21 and not rules.double.on_two_card_21:
-        raise RuleViolation("no double down on a count of 21 in two cards")
-    allowed = {"9_10_11": {9, 10, 11}, "10_11": {10, 11}}.get(rules.double.allowed_on)
-    if allowed is not None and (count.soft or count.total not in allowed):
-        raise RuleViolation(f"double down only on a hard {' or '.join(map(str, sorted(allowed)))}")
-    _extra_wager("double down", amount, hand.wager, rules.double.amount)
+    _raise(double_refusal(hand, amount, rules))
 
 
-def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
-    """Split a pair into two hands; ``hands_at_spot`` counts the spot's hands now."""
-    _check_open(hand, "split")
+def split_refusal(hand: HandState, hands_at_spot: int, rules: HouseRules) -> str | None:
+    """Why :func:`check_split` refuses, or None."""
+    closed = _closed(hand, "split")
+    if closed is not None:
+        return closed
     if not hand.two_cards:
-        raise RuleViolation("split only a hand of two cards")
+        return "split only a hand of two cards"
     first, second = hand.cards
     if not is_pair(first, second, match=rules.split.match):
         same = "rank" if rules.split.match == "rank" else "value"
-        raise RuleViolation(
-            f"split only two cards of the same {same}: {first} and {second} are not"
-        )
+        return f"split only two cards of the same {same}: {first} and {second} are not"
     aces = first.value == 1
     limit = (
         min(rules.split.max_hands_aces, rules.split.max_hands) if aces else rules.split.max_hands
     )
     if limit <= 1:
-        raise RuleViolation("this game allows no splitting" + (" of aces" if aces else ""))
+        return "this game allows no splitting" + (" of aces" if aces else "")
     if hands_at_spot >= limit:
         what = "a pair of aces" if aces else "a pair"
-        raise RuleViolation(
-            f"{what} may be split into at most {limit} hands; this spot has {hands_at_spot}"
-        )
+        return f"{what} may be split into at most {limit} hands; this spot has {hands_at_spot}"
+    return None
+
+
+def check_split(hand: HandState, hands_at_spot: int, rules: HouseRules) -> None:
+    """Split a pair into two hands; ``hands_at_spot`` counts the spot's hands now."""
+    _raise(split_refusal(hand, hands_at_spot, rules))
+
+
+def surrender_refusal(hand: HandState, rules: HouseRules, *, dealer_checked: bool) -> str | None:
+    """Why :func:`check_surrender` refuses, or None."""
+    if rules.surrender.allowed == "none":
+        return "this game offers no surrender"
+    closed = _closed(hand, "surrender")
+    if closed is not None:
+        return closed
+    if not dealer_checked:
+        return "surrender only after the dealer has checked for blackjack"
+    if not hand.two_cards:
+        return "surrender only on the first two cards"
+    if hand.from_split and not rules.surrender.after_split:
+        return "a split hand cannot surrender"
+    return None
 
 
 def check_surrender(hand: HandState, rules: HouseRules, *, dealer_checked: bool) -> None:
@@ -118,31 +164,30 @@ def check_surrender(hand: HandState, rules: HouseRules, *, dealer_checked: bool)
     ``dealer_checked``: the dealer is known not to have blackjack (checked by
     the peek, or an up card of 2-9 that cannot make one).
     """
-    if rules.surrender.allowed == "none":
-        raise RuleViolation("this game offers no surrender")
-    _check_open(hand, "surrender")
-    if not dealer_checked:
-        raise RuleViolation("surrender only after the dealer has checked for blackjack")
+    _raise(surrender_refusal(hand, rules, dealer_checked=dealer_checked))
+
+
+def double_up_refusal(hand: HandState, amount: int, rules: HouseRules) -> str | None:
+    """Why :func:`check_double_up` refuses, or None."""
+    if not rules.double_up.offered:
+        return "this game offers no Double Up wager"
+    closed = _closed(hand, "second Double Up")
+    if closed is not None:
+        return closed
     if not hand.two_cards:
-        raise RuleViolation("surrender only on the first two cards")
-    if hand.from_split and not rules.surrender.after_split:
-        raise RuleViolation("a split hand cannot surrender")
+        return "Double Up only on a two-card hand"
+    if is_blackjack(hand.cards, from_split=hand.from_split):
+        return "no Double Up on a natural blackjack"
+    if hand.from_split and not rules.double_up.after_split:
+        return "this game allows no Double Up on split hands"
+    if hand.split_aces and not rules.double_up.after_split_aces:
+        return "split aces take no further action: no Double Up"
+    return _extra_wager("Double Up", amount, hand.wager, rules.double_up.amount)
 
 
 def check_double_up(hand: HandState, amount: int, rules: HouseRules) -> None:
     """Double Up (seed 003 rule 4): an extra wager on a two-card hand, then stand."""
-    if not rules.double_up.offered:
-        raise RuleViolation("this game offers no Double Up wager")
-    _check_open(hand, "second Double Up")
-    if not hand.two_cards:
-        raise RuleViolation("Double Up only on a two-card hand")
-    if is_blackjack(hand.cards, from_split=hand.from_split):
-        raise RuleViolation("no Double Up on a natural blackjack")
-    if hand.from_split and not rules.double_up.after_split:
-        raise RuleViolation("this game allows no Double Up on split hands")
-    if hand.split_aces and not rules.double_up.after_split_aces:
-        raise RuleViolation("split aces take no further action: no Double Up")
-    _extra_wager("Double Up", amount, hand.wager, rules.double_up.amount)
+    _raise(double_up_refusal(hand, amount, rules))
 
 
 def check_even_money(cards: Sequence[Card], up_card: Card, rules: HouseRules) -> None:

@@ -28,6 +28,10 @@ class Suit(enum.Enum):
     HEARTS = "H"
     SPADES = "S"
 
+    # Members are singletons equal only to themselves: hash them by identity, in C (the
+    # default hashes the name in Python, for every card counted in the table's shoe count).
+    __hash__ = object.__hash__
+
     @property
     def is_red(self) -> bool:
         return self in (Suit.DIAMONDS, Suit.HEARTS)

@@ -62,7 +62,8 @@ def is_blackjack(cards: Sequence[Card], *, from_split: bool = False) -> bool:
     if from_split or len(cards) != 2:
         return False
     first, second = cards
-    return {first.value, second.value} == {1, 10}
+    a, b = first.value, second.value
+    return (a == 1 and b == 10) or (a == 10 and b == 1)  # no sets to build: a hot path
 
 
 def is_pair(first: Card, second: Card, *, match: str = "value") -> bool:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,14 +35,34 @@ def field_names(cls: type) -> tuple[str, ...]:
     return tuple(field.name for field in dataclasses.fields(cls))
 
 
+_READERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def field_values(obj: Any) -> zip[tuple[str, Any]]:
+    """``(name, value)`` of each field of the dataclass ``obj``, in order: one
+    :func:`operator.attrgetter` per class reads them all at once (``to_dict`` runs for every
+    effect and event of a round's recall record)."""
+    cls = type(obj)
+    reader = _READERS.get(cls)
+    if reader is None:
+        names = field_names(cls)
+        if len(names) == 1:
+            one = operator.attrgetter(names[0])
+            get: Callable[[Any], tuple[Any, ...]] = lambda o: (one(o),)  # noqa: E731
+        else:
+            get = operator.attrgetter(*names) if names else (lambda o: ())
+        reader = _READERS[cls] = (names, get)
+    names, get = reader
+    return zip(names, get(obj), strict=True)
+
+
 @dataclass(frozen=True, slots=True)
 class Effect:
     KIND: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"effect": self.KIND}
-        for name in field_names(type(self)):
-            value = getattr(self, name)
+        for name, value in field_values(self):
             if value is not None:
                 out[name] = value
         return out
@@ -55,6 +77,9 @@ class Light(Effect):
     name: str
     state: str
 
+    def to_dict(self) -> dict[str, Any]:  # the generic one, written out: the most common
+        return {"effect": "light", "name": self.name, "state": self.state}
+
 
 @dataclass(frozen=True, slots=True)
 class Prompt(Effect):
@@ -64,6 +89,12 @@ class Prompt(Effect):
     code: str
     text: str
     spot: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:  # the generic one, written out: a round has dozens
+        out: dict[str, Any] = {"effect": "prompt", "code": self.code, "text": self.text}
+        if self.spot is not None:
+            out["spot"] = self.spot
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +158,27 @@ class Settled(Effect):
     @property
     def net(self) -> int:
         return self.paid + self.returned - self.stake
+
+    def to_dict(self) -> dict[str, Any]:  # the generic one, written out: a line per wager
+        out: dict[str, Any] = {
+            "effect": "settled",
+            "spot": self.spot,
+            "wager": self.wager,
+            "stake": self.stake,
+            "outcome": self.outcome,
+            "paid": self.paid,
+            "returned": self.returned,
+            "reason": self.reason,
+        }
+        if self.hand is not None:
+            out["hand"] = self.hand
+        if self.pays is not None:
+            out["pays"] = self.pays
+        if self.meter is not None:
+            out["meter"] = self.meter
+        if self.pool is not None:
+            out["pool"] = self.pool
+        return out
 
 
 @dataclass(frozen=True, slots=True)

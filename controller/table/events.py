@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from controller.errors import CardError, EventError
 from controller.rules.cards import Card, parse_card
-from controller.table.effects import field_names
+from controller.table.effects import field_values
 
 CARD_SOURCES = ("shoe", "camera")
 SHOE_EVENTS = (
@@ -83,8 +83,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.TYPE}
-        for name in field_names(type(self)):
-            value = getattr(self, name)
+        for name, value in field_values(self):
             if value is None:
                 continue
             out[name] = str(value) if isinstance(value, Card) else value
@@ -104,6 +103,13 @@ class BetSensor(Event):
     circle: str
     on: bool
     t: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:  # the generic one, written out: the most common
+        out: dict[str, Any] = {"type": "bet", "spot": self.spot, "circle": self.circle}
+        out["on"] = self.on
+        if self.t is not None:
+            out["t"] = self.t
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +168,9 @@ class Next(Event):
 
     TYPE: ClassVar[str] = "next"
     t: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:  # the generic one, written out
+        return {"type": "next"} if self.t is None else {"type": "next", "t": self.t}
 
 
 @dataclass(frozen=True, slots=True)

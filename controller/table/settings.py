@@ -60,7 +60,16 @@ class TableSettings:
                 )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as a JSON object (every round's recall record carries them): each
+        field is a number or text, so no deep copy is needed."""
+        return {
+            "spots": self.spots,
+            "main_minimum": self.main_minimum,
+            "main_maximum": self.main_maximum,
+            "side_minimum": self.side_minimum,
+            "side_maximum": self.side_maximum,
+            "card_source": self.card_source,
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> TableSettings:

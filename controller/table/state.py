@@ -26,6 +26,10 @@ class Phase(enum.Enum):
     DEALER = "dealer"
     SETTLED = "settled"
 
+    # Members are singletons equal only to themselves: hash them by identity, in C (the
+    # default hashes the name in Python, on every ``phase in IN_PROGRESS``).
+    __hash__ = object.__hash__
+
 
 IN_PROGRESS = frozenset(
     {Phase.DEALING, Phase.INSURANCE, Phase.EZ_BUST, Phase.PLAYERS, Phase.DEALER}

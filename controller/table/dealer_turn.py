@@ -1,0 +1,225 @@
+"""The dealer's turn and settlement: the hole card revealed, the dealer's draws, every wager
+settled, the round's result, hit claims and recall record. A part of
+:class:`controller.table.machine.Table`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.errors import WagerError
+from controller.rules.cards import Card
+from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
+from controller.rules.settlement import settle_hand, settle_offered_side_bet
+from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
+from controller.table.effects import AlarmCleared, Publish, Record, Settled
+from controller.table.part import TablePart
+from controller.table.prompts import settled_words
+from controller.table.state import Phase
+
+_UNRECALLED = (Record, AlarmCleared)
+"""Effects a round's recall record leaves out: the journal's own records, and alarms clearing
+by themselves."""
+
+
+class DealerTurn(TablePart):
+    """The dealer's hand played out, then every wager settled."""
+
+    def _reveal(self) -> None:
+        rnd = self._round
+        rnd.hole_revealed = True
+        total = hand_total(rnd.dealer)
+        cards = " ".join(map(str, rnd.dealer))
+        self._prompt("dealer_reveals", f"Dealer turns the hole card: {cards}, {total.total}")
+
+    def _dealer_turn(self) -> None:
+        state, rnd = self.state, self._round
+        state.phase = Phase.DEALER
+        live = False
+        unsettled = False
+        for spot in rnd.spots.values():
+            for hand in spot.hands:
+                if hand.settled:
+                    continue
+                unsettled = True
+                if not is_blackjack(hand.cards, from_split=hand.from_split):
+                    live = True
+            if spot.insurance and not spot.insurance_settled:
+                unsettled = True
+            if any(w not in spot.side_settled for w in spot.wagers if w != "main"):
+                unsettled = True
+        rnd.players_live = live
+        plays = live or any(bonus_16.BET in s.wagers for s in rnd.spots.values())
+        if any(spot.ez_bust for spot in rnd.spots.values()) and not self._ez_bust_push():
+            plays = True  # EZ Bust is decided by the dealer's hand played out
+        rnd.dealer_plays = plays
+        rnd.dealer_needs_second = unsettled or plays
+        if len(rnd.dealer) >= 2:
+            self._reveal()
+        self._dealer_continue()
+
+    def _ez_bust_push(self) -> bool:
+        """Whether "all players' hands bust" (seed 000), so the dealer does not play on for EZ
+        Bust and its wagers push; ``[side_bets.ez_bust] dealer_plays_out`` says which hands
+        count. A blackjack already paid is never a bust."""
+        section = self.rules.side_bets.ez_bust
+        reading = section.dealer_plays_out if section is not None else "for_open_hands"
+        rnd = self._round
+        if reading == "for_open_hands":
+            return not rnd.players_live
+        hands = [hand for spot in rnd.spots.values() for hand in spot.hands]
+        if reading == "unless_all_bust_or_surrendered":
+            return all(hand.busted or hand.surrendered for hand in hands)
+        return all(hand.busted for hand in hands)
+
+    def _dealer_needs_card(self) -> bool:
+        rnd = self._round
+        if len(rnd.dealer) < 2:
+            return rnd.dealer_needs_second
+        return rnd.dealer_plays and dealer_must_hit(
+            rnd.dealer,
+            hit_soft_17=self.rules.dealer.hit_soft_17,
+            stop_on_16=self.rules.dealer.ends_on_16,
+        )
+
+    def _dealer_card(self, card: Card) -> None:
+        rnd = self._round
+        rnd.dealer.append(card)
+        if len(rnd.dealer) == 2 and not rnd.hole_revealed:
+            self._reveal()
+        self._dealer_continue()
+
+    def _dealer_continue(self) -> None:
+        rnd = self._round
+        if self._dealer_needs_card():
+            if len(rnd.dealer) < 2:
+                self._prompt("dealer_draws", "Deal the dealer's second card")
+            else:
+                self._prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+            return
+        if len(rnd.dealer) >= 2 and rnd.dealer_plays:
+            total = hand_total(rnd.dealer)
+            self._prompt(
+                "dealer_stands",
+                f"Dealer breaks with {total.total}"
+                if total.is_bust
+                else f"Dealer stands on {total.total}",
+            )
+        self._settle_round()
+
+    def _settle_round(self) -> None:
+        _state, rnd, rules = self.state, self._round, self.rules
+        dealer = tuple(rnd.dealer)
+        dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+        bets = rules.side_bets
+        self._settle_insurance(dealer_bj)
+        for spot in rnd.spots.values():
+            for index, hand in enumerate(spot.hands):
+                if not hand.settled:
+                    hand.settled = True
+                    for line in settle_hand(self._player_hand(hand, index), dealer, rules):
+                        self._settle(spot.number, line, index)
+            for wager, stake in spot.wagers.items():
+                if wager == "main" or wager in spot.side_settled:
+                    continue
+                spot.side_settled.add(wager)
+                if wager == lucky_ladies.BET and bets.lucky_ladies is not None:
+                    result = lucky_ladies.evaluate(spot.first_two, dealer_bj, bets.lucky_ladies)
+                elif wager == bonus_16.BET and bets.bonus_16 is not None:
+                    result = bonus_16.evaluate(dealer, bets.bonus_16)
+                elif wager.startswith(blackjack_tie.BET + ".") and bets.blackjack_tie is not None:
+                    first = spot.hands[0]
+                    result = blackjack_tie.evaluate(
+                        wager.split(".", 1)[1],
+                        first.cards,
+                        dealer,
+                        bets.blackjack_tie,
+                        player_from_split=first.from_split,
+                        surrendered=first.surrendered,
+                    )
+                else:  # pragma: no cover - lockout latches only offered circles
+                    raise WagerError(f"no settlement for {wager}")
+                self._settle(
+                    spot.number, settle_offered_side_bet(stake, result, rules), wager=wager
+                )
+            if spot.ez_bust and bets.ez_bust is not None:
+                result = ez_bust.evaluate(
+                    dealer, all_player_hands_busted=self._ez_bust_push(), rules=bets.ez_bust
+                )
+                self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
+        self._finish_round()
+
+    def _hit_claim(self, line: dict[str, Any]) -> Publish:
+        """The claim of one settled meter line (``Settled.to_dict()``)."""
+        rnd = self._round
+        spot = line["spot"]
+        return Publish(
+            "hit_claim",
+            f"round-{rnd.number}/spot-{spot}/{line['wager']}/claim",
+            {
+                "round": rnd.number,
+                "game": self.rules.name,
+                "spot": spot,
+                "wager": line["wager"],
+                "pool": line["pool"],
+                "stake": line["stake"],
+                "line": line["reason"],
+                "meter": line["meter"],
+                "cards": [str(c) for c in rnd.spots[spot].first_two],
+                "up_card": str(rnd.dealer[0]),
+            },
+        )
+
+    def _finish_round(self) -> None:
+        """Round settled (or void): publish the result, write the recall record."""
+        state, rnd = self.state, self._round
+        state.phase = Phase.SETTLED
+        rnd.in_action = None
+        rnd.settled_t = state.now
+        recalled = [
+            e for e in (*state.round_effects, *self._out) if not isinstance(e, _UNRECALLED)
+        ]
+        written = [e.to_dict() for e in recalled]  # once each: the lines and the record share
+        lines = [d for e, d in zip(recalled, written, strict=True) if isinstance(e, Settled)]
+        so_far = len(self._out)
+        result = {
+            "round": rnd.number,
+            "game": self.rules.name,
+            "void": rnd.void or None,
+            "dealer": [str(c) for c in rnd.dealer],
+            "spots": [
+                {
+                    "spot": spot.number,
+                    "first_two": [str(c) for c in spot.first_two],
+                    "hands": [[str(c) for c in hand.cards] for hand in spot.hands],
+                }
+                for spot in rnd.spots.values()
+            ],
+            "settlements": lines,
+            "stake": sum(line["stake"] for line in lines),
+            "paid": sum(line["paid"] for line in lines),
+            "returned": sum(line["returned"] for line in lines),
+        }
+        self._out.append(Publish("round_result", f"round-{rnd.number}/result", result))
+        # The meter lines are claimed after the result that holds their cards: the jackpot
+        # controller checks a claim's cards against the round's reported result.
+        for line in lines:
+            if line.get("meter") is not None:
+                self._out.append(self._hit_claim(line))
+        self._prompt("round_settled", settled_words(rnd))
+        events = [*state.carried, *state.log]
+        if self._event is not None:
+            events.append(self._event)
+        record: dict[str, Any] = {
+            "round": rnd.number,
+            "game": self.rules.name,
+            "table": self.settings.to_dict(),
+            "started_t": rnd.started_t,
+            "settled_t": rnd.settled_t,
+            "void": rnd.void or None,
+            "dealer": result["dealer"],
+            "events": [e.to_dict() for e in events],
+            "effects": written
+            + [e.to_dict() for e in self._out[so_far:] if not isinstance(e, _UNRECALLED)],
+            "result": result,
+        }
+        self._out.append(Record("round", record))

@@ -1,0 +1,73 @@
+"""What every part of the table state machine shares: the state it works on, where effects
+go, and the small helpers that emit them. :class:`controller.table.machine.Table` is made of
+parts (betting, cards, the procedure ...), each a :class:`TablePart`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.errors import ProcedureError
+from controller.rules.actions import HandState
+from controller.rules.profile import HouseRules
+from controller.table import events as ev
+from controller.table.effects import Alarm, Effect, Light, Prompt
+from controller.table.settings import TableSettings
+from controller.table.state import HandInPlay, RoundState, TableState
+
+
+class RefusedWithAlarm(ProcedureError):
+    """A refusal a technician must see: the event is refused (journaled as refused, nothing
+    else changes) and ``alarm`` enters the alarm register."""
+
+    def __init__(self, reason: str, alarm: Alarm):
+        super().__init__(reason)
+        self.alarm = alarm
+
+
+class TablePart:
+    """A part of the table: it reads ``self.rules`` and ``self.state`` and appends effects to
+    ``self._out`` (the step being handled); ``_event`` is the event being handled."""
+
+    rules: HouseRules
+    settings: TableSettings
+    state: TableState
+    circles: tuple[str, ...]
+    _out: list[Effect]
+    _event: ev.Event | None
+    _handlers: dict[type, Any]
+
+    @property
+    def _round(self) -> RoundState:
+        rnd = self.state.round
+        assert rnd is not None
+        return rnd
+
+    def _prompt(self, code: str, text: str, spot: int | None = None) -> None:
+        self._out.append(Prompt(code, text, spot))
+
+    def _alarm(
+        self, code: str, text: str, action: str, spot: int | None = None, about: str | None = None
+    ) -> None:
+        self._out.append(Alarm(code, text, action, spot, about))
+
+    def _light(self, name: str, state: str) -> None:
+        lights = self.state.lights
+        if lights.get(name, "off") != state:
+            if state == "off":
+                lights.pop(name, None)
+            else:
+                lights[name] = state
+            self._out.append(Light(name, state))
+
+    def _hand(self, spot: int, hand: int) -> HandInPlay:
+        return self._round.spots[spot].hands[hand]
+
+    def _hand_state(self, hand: HandInPlay) -> HandState:
+        return HandState(
+            tuple(hand.cards),
+            hand.wager,
+            hand.from_split,
+            hand.split_aces,
+            hand.double_down,
+            hand.double_up,
+        )

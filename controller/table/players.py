@@ -1,0 +1,202 @@
+"""The players' turn: the hand in action, its cards and decisions (double, split, surrender,
+Double Up, stand). A part of :class:`controller.table.machine.Table`."""
+
+from __future__ import annotations
+
+from controller.errors import ProcedureError
+from controller.rules import actions
+from controller.rules.cards import Card
+from controller.rules.hand import hand_total
+from controller.rules.pays import format_cents
+from controller.rules.settlement import PlayerHand, settle_hand
+from controller.table import events as ev
+from controller.table.part import TablePart
+from controller.table.prompts import hand_words
+from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
+
+
+class PlayersTurn(TablePart):
+    """Hands in action in table order, each until it is done."""
+
+    def _start_players(self) -> None:
+        self.state.phase = Phase.PLAYERS
+        self._advance()
+
+    def _hand_done(self, hand: HandInPlay) -> bool:
+        if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+            return True
+        if len(hand.cards) < 2:
+            return False
+        if hand.double_down:
+            return len(hand.cards) >= 3
+        count = hand_total(hand.cards)
+        if count.is_bust:
+            return True
+        if count.total == 21:
+            # a split hand's two-card 21 is no natural: it stays open for its Double Up
+            # (seed 003 rule 4, "on any 2-card hand, including split hands")
+            return not self._double_up_open(hand)
+        if hand.split_aces and self.rules.split.split_aces_one_card:
+            du = self.rules.double_up
+            return not (du.offered and du.after_split_aces)
+        return False
+
+    def _double_up_open(self, hand: HandInPlay) -> bool:
+        """Whether ``hand`` may still make its Double Up wager (of its own wager's size)."""
+        return actions.double_up_refusal(self._hand_state(hand), hand.wager, self.rules) is None
+
+    def _advance(self) -> None:
+        """Put the first unfinished hand in action, or start the dealer's turn. It runs after
+        every card and decision of the players' turn, so the hand in action is prompted each
+        time with its total as it is now and only the choices the rules allow now."""
+        rnd = self._round
+        previous = rnd.in_action
+        # Hands before the one in action are done, and stay done (cards go only to the hand
+        # in action; a split starts the search afresh): the search starts at it.
+        start_spot, start_index = previous if previous is not None else (None, 0)
+        for spot in rnd.spots.values():
+            if start_spot is not None:
+                if spot.number != start_spot:
+                    continue
+                start_spot = None
+                first = start_index
+            else:
+                first = 0
+            hands = spot.hands
+            for index in range(first, len(hands)):
+                hand = hands[index]
+                if self._hand_done(hand):
+                    continue
+                rnd.in_action = (spot.number, index)
+                if previous and previous[0] != spot.number:
+                    self._light(f"spot{previous[0]}.action", "off")
+                self._light(f"spot{spot.number}.action", "on")
+                self._out.append(self._hand_prompt(spot, index))
+                return
+        if previous:
+            self._light(f"spot{previous[0]}.action", "off")
+        rnd.in_action = None
+        self._dealer_turn()
+
+    def _takes_card(self, hand: HandInPlay) -> bool:
+        if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
+            return True
+        return actions.hit_refusal(self._hand_state(hand), self.rules) is None
+
+    def _give(self, spot_no: int, index: int, card: Card) -> None:
+        """A card to a player's hand in action (second card of a split hand, hit or double)."""
+        spot = self._round.spots[spot_no]
+        hand = spot.hands[index]
+        hand.cards.append(card)
+        count = hand_total(hand.cards)
+        if count.is_bust:
+            where = hand_words(spot_no, index, len(spot.hands))
+            self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
+            hand.settled = True
+            for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+                self._settle(spot_no, line, index)
+        self._advance()
+
+    def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
+        return PlayerHand(
+            tuple(hand.cards),
+            hand.wager,
+            hand.double_down,
+            hand.double_up,
+            hand.from_split,
+            index,
+            hand.surrendered,
+        )
+
+    def _acting(self, event: ev.SpotAction, what: str) -> tuple[SpotInPlay, int, HandInPlay]:
+        phase = self.state.phase
+        if phase is Phase.INSURANCE:
+            raise ProcedureError(f"{what} refused: insurance is open; press next to close it first")
+        if phase is Phase.EZ_BUST:
+            raise ProcedureError(
+                f"{what} refused: the EZ Bust offer is open; press next to close it first"
+            )
+        if phase is not Phase.PLAYERS:
+            raise ProcedureError(
+                f"{what} refused: no player is in action now ({phase.value.replace('_', ' ')})"
+            )
+        rnd = self._round
+        assert rnd.in_action is not None
+        spot_no, index = rnd.in_action
+        if event.spot not in (spot_no, IN_ACTION):
+            raise ProcedureError(
+                f"{what} refused: spot {event.spot} is not in action; spot {spot_no} is"
+            )
+        spot = rnd.spots[spot_no]
+        return spot, index, spot.hands[index]
+
+    def _on_double(self, event: ev.Double) -> None:
+        spot, index, hand = self._acting(event, "double down")
+        amount = event.amount if event.amount is not None else hand.wager
+        actions.check_double(self._hand_state(hand), amount, self.rules)
+        hand.double_down = amount
+        where = hand_words(spot.number, index, len(spot.hands))
+        self._prompt(
+            "double",
+            f"{where.capitalize()} doubles for {format_cents(amount)}: deal one card",
+            spot.number,
+        )
+
+    def _on_double_up(self, event: ev.DoubleUp) -> None:
+        spot, index, hand = self._acting(event, "Double Up")
+        amount = event.amount if event.amount is not None else hand.wager
+        actions.check_double_up(self._hand_state(hand), amount, self.rules)
+        hand.double_up = amount
+        where = hand_words(spot.number, index, len(spot.hands))
+        self._prompt(
+            "double_up",
+            f"{where.capitalize()} Double Up {format_cents(amount)}: the hand stands",
+            spot.number,
+        )
+        self._advance()
+
+    def _on_split(self, event: ev.Split) -> None:
+        spot, index, hand = self._acting(event, "split")
+        actions.check_split(self._hand_state(hand), len(spot.hands), self.rules)
+        first, second = hand.cards
+        aces = first.value == 1
+        hand.cards = [first]
+        hand.from_split = True
+        hand.split_aces = aces
+        spot.hands.insert(
+            index + 1, HandInPlay([second], hand.wager, from_split=True, split_aces=aces)
+        )
+        self._prompt(
+            "split",
+            f"Spot {spot.number} splits {first} {second} into {len(spot.hands)} hands: "
+            f"{format_cents(hand.wager)} on the new hand",
+            spot.number,
+        )
+        self._round.in_action = None  # the prompt for the first hand's second card follows
+        self._advance()
+
+    def _on_surrender(self, event: ev.Surrender) -> None:
+        spot, index, hand = self._acting(event, "surrender")
+        actions.check_surrender(
+            self._hand_state(hand), self.rules, dealer_checked=self._round.dealer_checked
+        )
+        hand.surrendered = True
+        hand.settled = True
+        for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+            self._settle(spot.number, line, index)
+        self._advance()
+
+    def _stand(self) -> None:
+        rnd = self._round
+        assert rnd.in_action is not None
+        spot_no, index = rnd.in_action
+        hand = self._hand(spot_no, index)
+        if len(hand.cards) < 2 or hand.double_down:
+            raise ProcedureError(
+                f"stand refused: spot {spot_no} is waiting for a card "
+                f"({'double down' if hand.double_down else 'split hand'})"
+            )
+        hand.stood = True
+        where = hand_words(spot_no, index, len(rnd.spots[spot_no].hands))
+        self._prompt("stand", f"{where.capitalize()} stands on {hand.total}", spot_no)
+        self._advance()
