@@ -35,6 +35,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
+from controller.link.frames import check_rows, verify_frame
 from controller.link.messages import TABLE_KINDS, parse_message
 from controller.link.publisher import TablePublisher
 
@@ -53,7 +54,8 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
 
 
 class FakeController:
-    """Receives table streams; acknowledges in order when ``acking``."""
+    """Receives table streams, single messages and batch frames; acknowledges in order (the
+    highest sequence in order, once per MQTT message) when ``acking``."""
 
     def __init__(self, broker, acking: bool = True, applied: dict | None = None):  # noqa: F811
         self.acking = acking
@@ -61,6 +63,7 @@ class FakeController:
         self.applied: dict[str, int] = dict(applied or {})  # its ledger, kept across restarts
         self.status: list[dict] = []
         self.refused: list[str] = []
+        self.frames: list[list[int]] = []  # each batch frame's sequences
         self._lock = threading.Lock()
         self._subscribed: queue.Queue[bool] = queue.Queue()
         self.client = mqtt.Client(
@@ -77,7 +80,12 @@ class FakeController:
     def _on_message(self, client, userdata, msg) -> None:
         try:
             kind, table, message = parse_message(msg.topic, msg.payload)
-            table_verifier(table).verify(msg.topic, message, kind)
+            if kind == "batch":  # several rows, one signature (controller/link/frames.py)
+                rows = check_rows(table, message, None)
+                verify_frame(table_verifier(table), msg.topic, message)
+            else:
+                table_verifier(table).verify(msg.topic, message, kind)
+                rows = [message]
         except ValueError as exc:
             with self._lock:
                 self.refused.append(str(exc))
@@ -86,10 +94,13 @@ class FakeController:
             if kind == "status":
                 self.status.append(message)
                 return
-            assert kind in TABLE_KINDS
-            self.received.append((table, message["seq"], message["key"]))
-            if message["seq"] == self.applied.get(table, 0) + 1:
-                self.applied[table] = message["seq"]
+            if kind == "batch":
+                self.frames.append([row["seq"] for row in rows])
+            for row in rows:
+                assert row["kind"] in TABLE_KINDS
+                self.received.append((table, row["seq"], row["key"]))
+                if row["seq"] == self.applied.get(table, 0) + 1:
+                    self.applied[table] = row["seq"]
             if self.acking:
                 self.ack(table, self.applied.get(table, 0))
 
