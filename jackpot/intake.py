@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.errors import TableControllerError
-from controller.link.frames import BATCH, BATCH_BYTES, check_rows, verify_frame
+from controller.link.frames import BATCH, BATCH_BYTES, verify_frame
 from controller.link.messages import TABLE_KINDS, LinkMessageError, parse_message
 from controller.link.signing import SignatureError, Verifier
 
@@ -68,9 +68,7 @@ class Intake:
                           f"on {topic[:120]!r}: a frame of {len(payload)} bytes, more than "
                           f"{BATCH_BYTES}: refused whole")  # fmt: skip
         try:
-            kind, table, body = parse_message(topic, payload)
-            if kind == BATCH:
-                check_rows(table, body, None)
+            kind, table, body = parse_message(topic, payload)  # a frame's rows too
         except LinkMessageError as exc:
             raise Refusal("malformed", None, None, None, f"on {topic[:120]!r}: {exc}") from None
         if table not in self.tables:

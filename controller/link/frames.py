@@ -79,41 +79,31 @@ def _split(n: int) -> int:
 
 
 class _Tree:
-    """The Merkle tree of ``leaves`` (leaf hashes, at least one): ``root`` and each leaf's
-    audit ``path``; each subtree is hashed once."""
+    """The Merkle tree of ``leaves`` (leaf hashes, at least one): ``root``, and each leaf's
+    audit path (:meth:`path`), all made in one pass: each node hashed once."""
 
     def __init__(self, leaves: Sequence[bytes]) -> None:
         if not leaves:
             raise ValueError("a Merkle tree of no rows")
         self.leaves = list(leaves)
-        self._memo: dict[tuple[int, int], bytes] = {}
-        self.root = self.hash(0, len(self.leaves))
+        self._paths: list[list[bytes]] = [[] for _ in self.leaves]
+        self.root = self._build(0, len(self.leaves))
 
-    def hash(self, start: int, end: int) -> bytes:
+    def _build(self, start: int, end: int) -> bytes:
         if end - start == 1:
             return self.leaves[start]
-        got = self._memo.get((start, end))
-        if got is None:
-            k = _split(end - start)
-            got = self._memo[(start, end)] = _node(
-                self.hash(start, start + k), self.hash(start + k, end)
-            )
-        return got
+        k = _split(end - start)
+        left, right = self._build(start, start + k), self._build(start + k, end)
+        paths = self._paths  # the subtrees' paths are done: each sibling goes above them
+        for i in range(start, start + k):
+            paths[i].append(right)
+        for i in range(start + k, end):
+            paths[i].append(left)
+        return _node(left, right)
 
     def path(self, index: int) -> list[bytes]:
         """The sibling hashes from leaf ``index`` up to the root (lowest first)."""
-        out: list[bytes] = []
-        start, end = 0, len(self.leaves)
-        while end - start > 1:
-            k = _split(end - start)
-            if index < start + k:
-                out.append(self.hash(start + k, end))
-                end = start + k
-            else:
-                out.append(self.hash(start, start + k))
-                start += k
-        out.reverse()
-        return out
+        return list(self._paths[index])
 
 
 def root_from_path(leaf: bytes, index: int, count: int, path: Sequence[bytes]) -> bytes | None:
@@ -173,10 +163,14 @@ def frame_size(rows_bytes: int, rows: int) -> int:
     return rows_bytes + rows + 400
 
 
-def check_rows(table_id: str, frame: Mapping[str, Any], floats: bool) -> list[dict[str, Any]]:
+def check_rows(
+    table_id: str, frame: Mapping[str, Any], floats: bool | None
+) -> list[dict[str, Any]]:
     """The frame's rows, each checked as a single message of its kind is (version, table =
     the topic's, kind, schema), and together: the frame's boot, consecutive sequence numbers
-    in order. LinkMessageError naming the row (``rows.3.seq``) otherwise."""
+    in order. LinkMessageError naming the row (``rows.3.seq``) otherwise. ``floats``: whether
+    the frame holds a float anywhere, if the caller knows (it parsed it); the
+    :func:`~controller.link.messages.parse_message` of a frame calls this."""
     rows = frame["rows"]
     first = None
     for i, row in enumerate(rows):

@@ -466,7 +466,9 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
     ``table_id`` is None on controller-wide topics (meters, jackpot status). Refused with
     LinkMessageError: a topic outside the layout, bytes that are not a UTF-8 JSON object, a
     version other than 1, a message whose ``table`` (or ``pool``, or ``kind``) is not the
-    topic's (a table publishing as another), anything its schema refuses.
+    topic's (a table publishing as another), anything its schema refuses. A ``batch``
+    frame's rows are each checked so too, and their order
+    (:func:`controller.link.frames.check_rows`); its signature is the receiver's to check.
     """
     kind, table_id, pool = _route(topic)
     floats = _FloatWatch()
@@ -492,4 +494,8 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
             kind, "kind", f"message says kind {message.get('kind')!r} on a {kind!r} topic"
         )
     validate(kind, message, floats=floats.seen_any)
+    if kind in FRAME_KINDS:  # each row as a single message is checked, and their order
+        from controller.link.frames import check_rows  # frames.py builds on this module
+
+        check_rows(table_id, message, floats.seen_any)
     return kind, table_id, message
