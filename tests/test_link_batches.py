@@ -29,8 +29,8 @@ from controller.link.frames import (
     BATCH_BYTES,
     BATCH_ROWS,
     _Tree,
-    frame_size,
     leaf_hash,
+    plan,
     root_from_path,
     verify_row,
     wire_frame,
@@ -230,15 +230,10 @@ _names = itertools.count()
 
 def fitted(rows: list[dict]) -> list[list[dict]]:
     """``rows`` cut where a frame would pass BATCH_BYTES, as the publisher cuts them."""
-    out: list[list[dict]] = [[]]
-    size = 0
-    for row in rows:
-        length = len(canonical(row))
-        if out[-1] and frame_size(size + length, len(out[-1]) + 1) > BATCH_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(row)
-        size += length
+    out, start = [], 0
+    for count in plan([len(canonical(row)) for row in rows], BATCH_ROWS, BATCH_BYTES):
+        out.append(rows[start : start + count])
+        start += count
     return out
 
 

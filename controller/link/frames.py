@@ -163,6 +163,36 @@ def frame_size(rows_bytes: int, rows: int) -> int:
     return rows_bytes + rows + 400
 
 
+def plan(sizes: Sequence[int], batch_rows: int, cap: int) -> list[int]:
+    """How many consecutive rows each message carries, in order, for rows whose canonical
+    JSON is ``sizes`` bytes: a frame holds at most ``batch_rows`` rows and ``cap`` bytes
+    (:func:`frame_size`); a 1 is a single message (a row alone, one too large for any frame,
+    or every row when ``batch_rows`` is 1). Nothing waits: the last group goes as it is.
+
+    >>> plan([300] * 5, 2, BATCH_BYTES)
+    [2, 2, 1]
+    >>> plan([300, 40_000, 300, 300], 64, BATCH_BYTES)
+    [1, 1, 2]
+    """
+    out: list[int] = []
+    count = size = 0
+    for length in sizes:
+        if batch_rows < 2 or frame_size(length, 1) > cap:
+            if count:
+                out.append(count)
+                count = size = 0
+            out.append(1)
+            continue
+        if count >= batch_rows or (count and frame_size(size + length, count + 1) > cap):
+            out.append(count)
+            count = size = 0
+        count += 1
+        size += length
+    if count:
+        out.append(count)
+    return out
+
+
 def check_rows(
     table_id: str, frame: Mapping[str, Any], floats: bool | None
 ) -> list[dict[str, Any]]:
@@ -276,6 +306,7 @@ __all__ = [
     "frame_size",
     "is_frame_record",
     "leaf_hash",
+    "plan",
     "root_from_path",
     "verify_frame",
     "verify_row",

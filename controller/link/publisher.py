@@ -72,7 +72,7 @@ from controller.errors import JournalError, TableControllerError
 from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
 from controller.link.brokers import BrokerList
-from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, frame_size, wire_frame
+from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, plan, wire_frame
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     PREFIX,
@@ -678,43 +678,33 @@ class TablePublisher:
             return
         expected = max(self._next_seq, acked + 1)
         sent_t = int(self.clock() * 1000)
-        group: list[dict[str, Any]] = []  # consecutive envelopes for one frame
-        cap = min(BATCH_BYTES, self.max_payload)  # a frame's bytes at most
-        size = 0  # their canonical bytes
+        messages: list[dict[str, Any]] = []
+        invalid = None
         for row in outbox.resend_from(expected, room):
             if row.seq != expected:
                 break  # a hole cannot be: the outbox's recovery check refuses one
             expected += 1
             try:
-                message = envelope(
+                messages.append(envelope(
                     self.table_id,
                     self.boot,
                     row.seq,
                     Publish(topic=row.kind, key=row.key, payload=row.payload),
                     sent_t,
                     copy=False,  # the row's payload was just read from the outbox
-                )
+                ))  # fmt: skip
             except LinkMessageError as exc:
-                if self._send(group):
-                    self._stop_stream(row.seq, "invalid", f"seq {row.seq} fails the schema: {exc}")
+                invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
+                break
+        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES)
+        sizes = [len(canonical(m)) for m in messages] if self.batch_rows > 1 else messages
+        start = 0
+        for count in plan(sizes, self.batch_rows, min(BATCH_BYTES, self.max_payload)):
+            if not self._send(messages[start : start + count]):
                 return
-            if self.batch_rows < 2:
-                if not self._send([message]):
-                    return
-                continue
-            length = len(canonical(message))
-            if frame_size(length, 1) > cap:  # too large for any frame: alone (or too large)
-                if not (self._send(group) and self._send([message])):
-                    return
-                group, size = [], 0
-                continue
-            if len(group) >= self.batch_rows or frame_size(size + length, len(group) + 1) > cap:
-                if not self._send(group):
-                    return
-                group, size = [], 0
-            group.append(message)
-            size += length
-        self._send(group)
+            start += count
+        if invalid is not None:
+            self._stop_stream(invalid[0], "invalid", invalid[1])
 
     def _send(self, group: list[dict[str, Any]]) -> bool:
         """Publish ``group`` (consecutive envelopes): one row as a single message, more as
