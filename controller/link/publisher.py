@@ -697,7 +697,7 @@ class TablePublisher:
                 invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
                 break
         # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES)
-        sizes = [len(canonical(m)) for m in messages] if self.batch_rows > 1 else messages
+        sizes = [len(canonical(m)) if self.batch_rows > 1 else 0 for m in messages]
         start = 0
         for count in plan(sizes, self.batch_rows, min(BATCH_BYTES, self.max_payload)):
             if not self._send(messages[start : start + count]):
