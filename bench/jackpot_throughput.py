@@ -24,7 +24,11 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
 binaries, tests/pg_server.py: a temporary cluster on a free loopback port, fsync on).
 
     .venv/bin/python bench/jackpot_throughput.py [--ledger sqlite|postgresql] [--rounds N]
-        [--raw N] [--live N]
+        [--raw N] [--live N] [--batch-rows N]
+
+The table's publisher sends what waits in batch frames of up to ``--batch-rows`` rows (issue
+32; controller/link/frames.py): a backlog goes mostly as frames, the live session mostly as
+single messages (one row waits at a time).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from mqtt_broker import OBSERVER, SIGN, TABLES
 from controller.games import load_game
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
+from controller.link.frames import BATCH_ROWS
 from controller.link.publisher import TablePublisher
 from controller.table.effects import Publish
 
@@ -128,7 +133,9 @@ def depth(path: Path) -> int:
         return box.depth()
 
 
-def backlog(fr: FaultRun, rounds: int, cpu: CpuMeter | None = None) -> tuple[int, int, float]:
+def backlog(
+    fr: FaultRun, rounds: int, cpu: CpuMeter | None = None, batch_rows: int = BATCH_ROWS
+) -> tuple[int, int, float]:
     """(contributions, messages, seconds) to drain a backlog of ``rounds`` rounds."""
     path = fr.journal(T7)
     with JournaledTable(path, load_game(GAME), SETTINGS) as table:
@@ -139,7 +146,7 @@ def backlog(fr: FaultRun, rounds: int, cpu: CpuMeter | None = None) -> tuple[int
     contributions = sum(r.kind == "contribution" for r in rows)
     pub = TablePublisher(path, T7, fr.broker.host, fr.broker.port, T7,
                          fr.broker.passwords[T7], signer=fr.keys.table_signer(T7),
-                         verifier=fr.keys.controller_verifier(),
+                         verifier=fr.keys.controller_verifier(), batch_rows=batch_rows,
                          backoff=(0.05, 0.5))  # fmt: skip
     try:
         with Outbox(path) as box:  # one connection: opening one each look took the GIL
@@ -158,7 +165,7 @@ def backlog(fr: FaultRun, rounds: int, cpu: CpuMeter | None = None) -> tuple[int
         pub.close()
 
 
-def live(fr: FaultRun, rounds: int, pace_ms: float) -> list[float]:
+def live(fr: FaultRun, rounds: int, pace_ms: float, batch_rows: int = BATCH_ROWS) -> list[float]:
     """Journal-commit-to-ledger-commit latencies (ms) of the contributions of a live session."""
     path = fr.workdir / "live.journal"
     committed: dict[str, float] = {}
@@ -187,7 +194,7 @@ def live(fr: FaultRun, rounds: int, pace_ms: float) -> list[float]:
     with JournaledTable(path, load_game(GAME), SETTINGS) as table:
         pub = TablePublisher(path, T8, fr.broker.host, fr.broker.port, T8,
                              fr.broker.passwords[T8], signer=fr.keys.table_signer(T8),
-                             verifier=fr.keys.controller_verifier(),
+                             verifier=fr.keys.controller_verifier(), batch_rows=batch_rows,
                              backoff=(0.05, 0.5))  # fmt: skip
         try:
             for event in session_events(GAME, 12, rounds):
@@ -219,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pace-ms", type=float, default=5, help="pause after each live event")
     p.add_argument("--ledger", choices=("sqlite", "postgresql"), default="sqlite",
                    help="the controller's ledger (default sqlite)")  # fmt: skip
+    p.add_argument("--batch-rows", type=int, default=BATCH_ROWS,
+                   help=f"rows a batch frame carries at most (default {BATCH_ROWS}; 1: single "
+                        "messages only, as before issue 32)")  # fmt: skip
     args = p.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="jackpot-bench-") as tmp,
@@ -232,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             stack.callback(server.close)
             server.start()
             fr.ledger = fr.ledger_location = server.create_database()
-        print(f"ledger: {args.ledger}", flush=True)
+        print(f"ledger: {args.ledger}; batch frames of up to {args.batch_rows} rows", flush=True)
         try:
             fr.broker.start()
             fr.start_service(fr.broker.port)
@@ -244,12 +254,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cpu.per_message(args.raw)}", flush=True)  # fmt: skip
             cpu = CpuMeter({"controller": fr.service.pid, "table publisher": None,
                             "mosquitto": broker_pid})  # fmt: skip
-            contribs, messages, secs = backlog(fr, args.rounds, cpu)
+            contribs, messages, secs = backlog(fr, args.rounds, cpu, args.batch_rows)
             per_s = contribs / secs
             print(f"backlog: {messages} messages ({contribs} contributions) in {secs:.2f}s: "
                   f"{messages / secs:.0f} messages/s; CPU per message: "
                   f"{cpu.per_message(messages)}", flush=True)  # fmt: skip
-            lat = live(fr, args.live, args.pace_ms)
+            lat = live(fr, args.live, args.pace_ms, args.batch_rows)
             p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
             print(f"live: {len(lat)} contributions, p50 {p50:.1f} ms, max {lat[-1]:.1f} ms")
         finally:

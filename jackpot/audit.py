@@ -1,10 +1,12 @@
 """After the fact: ``jackpot-controller audit-signatures --ledger L``.
 
 Every message the ledger stores (``applied.message``: the text as it arrived, with ``kid``
-and ``sig``) is verified again with the Ed25519 public key its table had **when it arrived**:
-the key history the ``changes`` table records (each ``table:T keys`` term's old and new
-values and the change's UTC time; retired keys stay), so a message signed before a key
-change still checks after it, and a key added later never vouches for an older message.
+and ``sig``; a row that came in a batch frame: ``kid`` and its proof up to the frame's one
+signature, controller/link/frames.py) is verified again with the Ed25519 public key its table
+had **when it arrived**: the key history the ``changes`` table records (each ``table:T keys``
+term's old and new values and the change's UTC time; retired keys stay), so a message
+signed before a key change still checks after it, and a key added later never vouches for
+an older message.
 ``table_keys`` must match that history row for row (a key row without its change is a
 failure, and is never trusted). Each stored text must be its row's (table, seq, kind, key)
 and have the row's digest. A
@@ -20,6 +22,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from controller.link.frames import is_frame_record, verify_row
 from controller.link.messages import topic_for
 from controller.link.signing import (
     SignatureError,
@@ -151,7 +154,11 @@ def audit(reader: Reader) -> Audit:
             continue
         for number, public in enumerate(trusted, 1):
             try:
-                Verifier({kid: parse_public_key(public)}).verify(topic_for(table, kind), body, kind)
+                verifier = Verifier({kid: parse_public_key(public)})
+                if is_frame_record(body):  # a row of a batch frame: its proof, the frame's sig
+                    verify_row(verifier, body)
+                else:
+                    verifier.verify(topic_for(table, kind), body, kind)
                 result.by_key[kid] += 1
                 break
             except (SignatureError, SigningKeyError) as exc:

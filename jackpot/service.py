@@ -12,8 +12,10 @@ that thread; other threads only read :meth:`JackpotService.health`). It:
   every ``[status] heartbeat_ms`` (2 s) as a signed heartbeat: a table that hears none for
   its ``controller_timeout_s`` (6 s) takes no progressive wager (issue 28 item 3);
 - subscribes in ``on_connect`` to ``bj/v1/table/+/#`` (QoS 1);
-- for each table message: ``parse_message`` (refused: counted and logged, nothing applied),
-  then ``Ledger.apply`` (one transaction), and only after the commit publishes the
+- for each table message, single or a batch frame of several (controller/link/frames.py):
+  :class:`~jackpot.intake.Intake` checks it (refused: counted and alarmed, nothing applied;
+  a frame is refused whole), then ``Ledger.apply_batch`` applies what arrived together, a
+  frame's rows in order (one transaction), and only after the commit publishes the
   application ack, a resend request on a gap, or the award; then acknowledges the MQTT
   message (``manual_ack``: the PUBACK goes to the broker only once the ledger has the message,
   so a crash before the commit makes the broker redeliver it from the persistent session);
@@ -70,21 +72,15 @@ from controller.link.brokers import BrokerList
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     TABLE_ID,
-    TABLE_KINDS,
     VERSION,
-    LinkMessageError,
     meter_topic,
-    parse_message,
     topic_for,
     validate,
 )
-from controller.link.signing import (
-    SignatureError,
-    Signer,
-    Verifier,
-)
+from controller.link.signing import Signer
 from jackpot import events
 from jackpot.alarms import AlarmLog, AlarmLogError, LineLimiter
+from jackpot.intake import Intake, Refusal
 from jackpot.ledger import Award, Ledger, Result, Status
 from jackpot.pools import JackpotConfig
 from jackpot.store import Fence, ledger_location
@@ -142,17 +138,17 @@ def _topic_of(body: dict[str, Any]) -> str:
 
 
 class _Queued:
-    """A received message waiting for its PUBACK: ``body`` is a checked table message for
-    the next batch, None for one refused (or a status) that only needs its PUBACK in turn;
-    ``text`` is the body as it arrived (the ledger keeps it as the signed record); ``t`` the
-    controller's UTC ms it arrived (the ledger's central time)."""
+    """A received message waiting for its PUBACK: ``rows`` are its checked table messages
+    for the next ledger transaction (one for a single message, several for a batch frame;
+    none for one refused, or a status, that only needs its PUBACK in turn), each with the
+    text the ledger keeps as its signed record; ``t`` the controller's UTC ms it arrived (the
+    ledger's central time)."""
 
-    __slots__ = ("body", "mid", "qos", "t", "text")
+    __slots__ = ("mid", "qos", "rows", "t")
 
     def __init__(self, mid: int, qos: int, t: int = 0) -> None:
         self.mid, self.qos, self.t = mid, qos, t
-        self.body: dict[str, Any] | None = None
-        self.text = ""
+        self.rows: list[tuple[dict[str, Any], str]] = []
 
 
 def bump_boot(ledger: Ledger) -> int:
@@ -210,9 +206,7 @@ class JackpotService:
             raise ValueError(f"batch_max {batch_max!r}: must be 1 to 65535 messages")
         self.config = config
         self.signer = signer
-        self._verifiers = {
-            table: Verifier(keys) for table, keys in config.table_keys.items()
-        }
+        self._intake = Intake(config.tables, config.table_keys)  # parse, route, verify
         self.ledger_path = ledger_location(ledger_path)  # a file, or a postgresql:// URL
         self._fence = fence  # the ledger's fence (jackpot/store: LedgerFenced aborts a write)
         # ``brokers``: several brokers, the first preferred (controller/link/brokers.py)
@@ -282,6 +276,7 @@ class JackpotService:
         self._failures = 0
         self._drop = False
         self._queue: list[_Queued] = []  # received, not yet PUBACKed, in order
+        self._queued_rows = 0  # the table messages those hold (a frame holds several)
         self._status_sent = float("-inf")  # monotonic time of the last online status
         self._status_wanted = False  # another's status arrived: say online again
         self._birth_checks: dict[str, tuple[float, int]] = {}  # table -> (due, its ack then)
@@ -497,6 +492,7 @@ class JackpotService:
                     self._flush()  # this pass's messages: one transaction, then the PUBACKs
                 else:  # unacknowledged: the broker sends them again in the resumed session
                     self._queue.clear()
+                    self._queued_rows = 0
                 if self._drop:  # the ledger failed: unacked messages come back on reconnect
                     self._drop = False
                     self._client.disconnect()
@@ -592,6 +588,7 @@ class JackpotService:
         self.brokers.connected()
         self._inflight.clear()
         self._queue.clear()  # mids of the last connection: the broker resends those messages
+        self._queued_rows = 0
         no_delay(client)
         # the status topic without this client's own publishes (no local) and without the
         # retained one (this client publishes its own now): what arrives is another's
@@ -668,11 +665,12 @@ class JackpotService:
             self._on_other_status(message.payload)
         else:
             self._take_safely(message, queued)
-        if queued.body is None and not self._queue:  # nothing before it waits: PUBACK now
+        if not queued.rows and not self._queue:  # nothing before it waits: PUBACK now
             client.ack(queued.mid, queued.qos)
             return
         self._queue.append(queued)
-        if len(self._queue) >= self.batch_max:
+        self._queued_rows += len(queued.rows)
+        if len(self._queue) >= self.batch_max or self._queued_rows >= self.batch_max:
             self._flush()
 
     def _take_safely(self, message: Any, queued: _Queued) -> None:
@@ -686,7 +684,7 @@ class JackpotService:
             # would loop forever, so it is consumed and alarmed; nothing was committed for it
             # (a true table message stays in the table's outbox and comes again).
             self._internal_error(message.topic, exc)
-            queued.body = None
+            queued.rows = []
 
     def _ledger_failed(self, topic: str) -> None:
         """The ledger could not take a message (disk, lock, database...): no PUBACK for it or
@@ -694,6 +692,7 @@ class JackpotService:
         self._count("ledger_error")
         log.exception("could not apply the messages up to one on %s; reconnecting", topic[:120])
         self._queue.clear()
+        self._queued_rows = 0
         self._drop = True
 
     def _internal_error(self, topic: str, exc: Exception) -> None:
@@ -711,7 +710,7 @@ class JackpotService:
         socket already holds, up to a full batch: a burst becomes one ledger transaction."""
         sock = self._client.socket()
         for _ in range(self.batch_max):
-            if self._drop or len(self._queue) >= self.batch_max or sock is None:
+            if self._drop or sock is None or self._queued_rows >= self.batch_max:
                 break
             pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: decrypted bytes
             if not pending and not select.select([sock], [], [], 0)[0]:
@@ -724,41 +723,32 @@ class JackpotService:
     # -- handling --------------------------------------------------------------------------
 
     def _take(self, topic: str, payload: bytes, retained: bool, queued: _Queued) -> None:
-        """Parse and check one message; a table message goes into ``queued.body`` for the
-        batch, a status is handled now (after the batch before it), a refusal is alarmed."""
+        """Check one message (:class:`~jackpot.intake.Intake`: a single message or a batch
+        frame); its table messages go into ``queued.rows`` for the ledger transaction, a
+        status is handled now (after the messages before it), a refusal is alarmed (a frame
+        is refused whole, with the alarm a single message would raise)."""
         try:
-            kind, table, body = parse_message(topic, payload)
-        except LinkMessageError as exc:
-            self._alarm("malformed", _topic_table(topic), None, f"on {topic[:120]!r}: {exc}")
-            self._count("malformed")  # after the alarm: whoever sees the count sees the alarm
-            self._message(None, "malformed")
+            got = self._intake.read(topic, payload)
+        except Refusal as no:
+            table = no.table if no.outcome != "malformed" else _topic_table(topic)
+            self._alarm(no.outcome, table, no.seq, no.detail)
+            self._count(no.outcome)  # after the alarm: whoever sees the count sees the alarm
+            self._message(no.kind, no.outcome)
             return
-        if table not in self.config.tables:
-            self._alarm("unknown_table", table, body.get("seq"), f"a {kind}: not in the config")
-            self._count("unknown_table")
-            self._message(kind, "unknown_table")
-            return
-        verifier = self._verifiers.get(table)
-        try:
-            if verifier is None:
-                raise SignatureError(kind, "kid", "no public key for this table in the config")
-            verifier.verify(topic, body, kind)
-        except SignatureError as exc:
-            self._alarm("signature", table, body.get("seq"), f"refused, nothing applied: {exc}")
-            self._count("signature")
-            self._message(kind, "signature")
-            return
+        kind, table, body = got.kind, got.table, got.body
         with self._lock:
             self._heard[table] = time.monotonic()
         if kind == "status":
             self._flush()  # the table's messages before its status are in the ledger first
             if not self._drop:
                 self._on_status(table, body, retained)
-        elif kind in TABLE_KINDS:
-            if body["boot"] > self._boots.get(table, 0):
-                self._boots[table] = body["boot"]
-            queued.body = body
-            queued.text = bytes(payload).decode("utf-8")  # parse_message proved it decodes
+        elif got.rows:
+            boot = got.rows[0][0]["boot"]  # a frame's rows are all of its boot
+            if boot > self._boots.get(table, 0):
+                self._boots[table] = boot
+            queued.rows = got.rows
+            if len(got.rows) > 1:
+                self._count("frame")
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
             self._count("malformed")
             self._message(kind, "malformed")
@@ -770,11 +760,12 @@ class JackpotService:
         publish the acks, resends and awards they call for, then PUBACK each message in the
         order received. A ledger error: no PUBACK at all, reconnect (:meth:`_ledger_failed`)."""
         queue, self._queue = self._queue, []
+        self._queued_rows = 0
         if not queue:
             return
-        bodies = [q.body for q in queue if q.body is not None]
-        texts = [q.text for q in queue if q.body is not None]
-        times = [q.t for q in queue if q.body is not None]
+        bodies = [body for q in queue for body, _text in q.rows]
+        texts = [text for q in queue for _body, text in q.rows]
+        times = [q.t for q in queue for _row in q.rows]
         try:
             results = (
                 self._ledger.apply_batch(bodies, checked=True, texts=texts, received=times)
@@ -799,17 +790,19 @@ class JackpotService:
         """The old way, for a batch that raised something else than a ledger error: each
         message in its own transaction, published and PUBACKed before the next."""
         for q in queue:
-            if q.body is not None:
+            for body, text in q.rows:
                 try:
-                    result = self._ledger.apply(q.body, checked=True)
+                    result = self._ledger.apply_batch(
+                        [body], checked=True, texts=[text], received=[q.t]
+                    )[0]
                 except (sqlite3.Error, OSError):
-                    self._ledger_failed(_topic_of(q.body))
+                    self._ledger_failed(_topic_of(body))
                     return
                 except Exception as exc:
-                    self._internal_error(_topic_of(q.body), exc)
+                    self._internal_error(_topic_of(body), exc)
                 else:
                     self._count("batch")
-                    self._after_commit([q.body], [result])
+                    self._after_commit([body], [result])
             self._client.ack(q.mid, q.qos)
 
     def _after_commit(self, bodies: list[dict[str, Any]], results: list[Result]) -> None:

@@ -47,6 +47,7 @@ from pg_server import ledger_at, pg_server  # noqa: F401
 
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
+from controller.link.frames import BATCH_BYTES, BATCH_ROWS, wire_frame
 from controller.link.messages import JACKPOT_STATUS_TOPIC, meter_topic, topic_for
 from controller.link.publisher import TablePublisher
 from controller.link.signing import Signer, new_signing_key
@@ -759,3 +760,94 @@ def test_the_suite_made_at_least_sixty_attempts():
     if len(ATTEMPTS) < 5:
         pytest.skip("run with the whole module")
     assert sum(ATTEMPTS.values()) >= 60, ATTEMPTS
+
+
+# -- issue 32: batch frames, refused whole ---------------------------------------------------
+
+
+def test_a_forged_truncated_reordered_oversized_or_mixed_frame_is_refused_whole(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    ledger_at,  # noqa: F811
+):
+    """A batch frame carries several rows under one signature (controller/link/frames.py).
+    Each bad frame, sent with T7's broker password (with T7's key: a stolen table; without:
+    a leaked password), is refused whole: no row of it reaches the ledger, even the rows that
+    would pass alone; it is counted and raised as an alarm like a single forged message, and
+    no ack moves. Then the true frames of the same rows are applied and acknowledged."""
+    ledger = ledger_at()
+    rows = legit_stream(tmp_path, pa, rounds=40)
+    assert len(rows) > BATCH_ROWS + 1
+    svc = start_service(broker, ledger)
+    table = RawTable(broker, table_signer(T7))
+    envelopes = [table.envelope(seq, r.kind, r.key, r.payload) for seq, r in enumerate(rows, 1)]
+    first = envelopes[:10]
+
+    def framed(batch, signer=None, table_id=T7, boot=1) -> bytes:
+        signer = signer or table_signer(T7)
+        return wire_frame(signer, table_id, boot, 1_770_000_000_000, batch)
+
+    def edited(change, data=None) -> bytes:
+        body = json.loads(data or framed(first))
+        change(body)
+        return json.dumps(body).encode()
+
+    other_table = [{**e, "table": "hcm-bj-01"} for e in first]
+    signed_alone = table_signer(T7).sign(topic_for(T7, first[3]["kind"]), first[3])
+    later, other_sig = framed(envelopes[10:12]), json.loads(framed(envelopes[10:20]))["sig"]
+    stolen = [  # T7's own key, frames that break the frame's rules: malformed
+        ("reordered", framed(first[::-1]), "malformed"),
+        ("a hole", framed(first[:4] + first[5:]), "malformed"),
+        ("a row twice", framed(first + first[-1:]), "malformed"),
+        ("mixed tables", framed(first[:5] + other_table[5:]), "malformed"),
+        ("mixed boots", framed(first[:5] + [{**e, "boot": 2} for e in first[5:]]), "malformed"),
+        ("another table's frame", framed(other_table, table_id="hcm-bj-01"), "malformed"),
+        ("more rows than a frame holds", framed(envelopes[: BATCH_ROWS + 1]), "malformed"),
+        ("more bytes than a frame holds", framed(first) + b" " * BATCH_BYTES, "malformed"),
+        ("a row signed alone inside", framed([*first[:3], signed_alone, *first[4:]]), "malformed"),
+    ]
+    leaked = [  # no key of T7's: the signature refuses
+        ("truncated", edited(lambda f: f["rows"].pop()), "signature"),
+        ("the first row dropped", edited(lambda f: f["rows"].pop(0)), "signature"),
+        ("a row changed", edited(lambda f: f["rows"][2].update(key="forged/1")), "signature"),
+        ("spliced", edited(lambda f: f["rows"].extend(json.loads(later)["rows"])), "signature"),
+        ("another frame's signature", edited(lambda f: f.update(sig=other_sig)), "signature"),
+        ("unsigned", edited(lambda f: (f.pop("sig"), f.pop("kid"))), "signature"),
+        ("T7's key id, another key", framed(first, STRANGER), "signature"),
+        ("another table's key", framed(first, table_signer("hcm-bj-01")), "signature"),
+        ("the controller's key", framed(first, controller_signer()), "signature"),
+    ]
+    try:
+        wait_for(lambda: svc.health()["connected"], what="the service online")
+        before = ledger_money(ledger)
+        for credentials, cases in (("a stolen table", stolen),
+                                   ("a leaked table password", leaked)):  # fmt: skip
+            for name, data, outcome in cases:
+                ATTEMPTS[credentials] += 1
+                counted = svc.health()["counts"].get(outcome, 0)
+                alarmed = alarms(svc)
+                assert table.send("batch", data).value in (0, 16), name
+                wait_for(lambda c=counted, o=outcome: svc.health()["counts"].get(o, 0) == c + 1,
+                         what=f"{name} refused as {outcome}")  # fmt: skip
+                wait_for(lambda a=alarmed: alarms(svc) == a + 1, what=f"an alarm for {name}")
+                assert svc.health()["alarms"][-1]["kind"] == outcome, name
+        # a frame on another table's topic: the broker refuses it (its ACL)
+        ATTEMPTS["a leaked table password"] += 1
+        assert table.client.publish(topic_for(T8, "batch"), framed(first)).value == 135
+        health = svc.health()
+        assert health["counts"].get("applied", 0) == 0 and "ack" not in health["counts"]
+        assert ledger_money(ledger) == before  # not one row of any of them
+        # the true frames of the same rows: applied in order, the highest sequence acked
+        for start in range(0, len(envelopes), 10):  # 10 rows: well under BATCH_BYTES
+            table.send("batch", framed(envelopes[start : start + 10]))
+        wait_for(lambda: svc.health()["counts"].get("applied", 0) == len(envelopes),
+                 what="the true frames applied")  # fmt: skip
+        assert table.next_of("ack", lambda a: a["seq"] == len(envelopes))
+        assert svc.health()["counts"]["frame"] >= 2
+    finally:
+        table.client.close()
+        svc.close()
+    applied = ledger_money(ledger)["applied"]
+    assert [tuple(r) for r in applied] == [(T7, seq, e["key"]) for seq, e in
+                                           enumerate(envelopes, 1)]  # fmt: skip

@@ -35,6 +35,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
 from controller.journal.outbox import Outbox
+from controller.link.frames import verify_frame
 from controller.link.messages import TABLE_KINDS, parse_message
 from controller.link.publisher import TablePublisher
 
@@ -53,7 +54,8 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
 
 
 class FakeController:
-    """Receives table streams; acknowledges in order when ``acking``."""
+    """Receives table streams, single messages and batch frames; acknowledges in order (the
+    highest sequence in order, once per MQTT message) when ``acking``."""
 
     def __init__(self, broker, acking: bool = True, applied: dict | None = None):  # noqa: F811
         self.acking = acking
@@ -61,6 +63,7 @@ class FakeController:
         self.applied: dict[str, int] = dict(applied or {})  # its ledger, kept across restarts
         self.status: list[dict] = []
         self.refused: list[str] = []
+        self.frames: list[list[int]] = []  # each batch frame's sequences
         self._lock = threading.Lock()
         self._subscribed: queue.Queue[bool] = queue.Queue()
         self.client = mqtt.Client(
@@ -77,7 +80,12 @@ class FakeController:
     def _on_message(self, client, userdata, msg) -> None:
         try:
             kind, table, message = parse_message(msg.topic, msg.payload)
-            table_verifier(table).verify(msg.topic, message, kind)
+            if kind == "batch":  # several rows, one signature (controller/link/frames.py)
+                verify_frame(table_verifier(table), msg.topic, message)
+                rows = message["rows"]  # parse_message checked each, and their order
+            else:
+                table_verifier(table).verify(msg.topic, message, kind)
+                rows = [message]
         except ValueError as exc:
             with self._lock:
                 self.refused.append(str(exc))
@@ -86,10 +94,13 @@ class FakeController:
             if kind == "status":
                 self.status.append(message)
                 return
-            assert kind in TABLE_KINDS
-            self.received.append((table, message["seq"], message["key"]))
-            if message["seq"] == self.applied.get(table, 0) + 1:
-                self.applied[table] = message["seq"]
+            if kind == "batch":
+                self.frames.append([row["seq"] for row in rows])
+            for row in rows:
+                assert row["kind"] in TABLE_KINDS
+                self.received.append((table, row["seq"], row["key"]))
+                if row["seq"] == self.applied.get(table, 0) + 1:
+                    self.applied[table] = row["seq"]
             if self.acking:
                 self.ack(table, self.applied.get(table, 0))
 
@@ -149,6 +160,46 @@ def controller(broker):  # noqa: F811
     c = FakeController(broker)
     yield c
     c.close()
+
+
+def test_a_backlog_goes_as_frames_and_one_waiting_row_as_a_single_message(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    """Issue 32 item 1: with rows waiting the publisher sends frames of consecutive rows (at
+    most ``batch_rows``), each verified by the controller with one signature; with one row
+    waiting (a window of 1 lets one out at a time) it sends single messages, never a frame
+    of one; ``batch_rows=1`` sends single messages only."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=12)
+    assert len(keys) > 20
+    pub = publisher(broker, path, batch_rows=8)
+    try:
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the backlog sent and acked")
+        health = pub.health()
+    finally:
+        pub.close()
+    assert controller.seqs() == list(range(1, len(keys) + 1))
+    assert [k for _, _, k in controller.received] == keys
+    assert controller.refused == [] and pub.alarms == []
+    frames = controller.frames
+    assert frames and all(2 <= len(f) <= 8 for f in frames)
+    assert all(f == list(range(f[0], f[0] + len(f))) for f in frames)
+    assert health["frames"] == len(frames) and health["framed_rows"] == sum(map(len, frames))
+    for window, batch_rows in ((1, 64), (64, 1)):
+        more = tmp_path / f"w{window}.journal"
+        fill(more, pa, rounds=3, seed=5)
+        before = len(controller.frames)
+        controller.applied.pop(T7, None)  # a new journal: its sequence starts at 1 again
+        pub = publisher(broker, more, window=window, batch_rows=batch_rows)
+        try:
+            wait_for(lambda p=more: outbox_state(p)[2] == 0, what=f"window {window}")
+            assert pub.health()["frames"] == 0
+        finally:
+            pub.close()
+        assert len(controller.frames) == before  # single messages only
 
 
 def test_every_row_arrives_once_in_order_and_is_deleted_only_after_the_ack(

@@ -8,6 +8,7 @@ for people and tools, and refer to those files.
 Topic layout (``{table}`` like ``hcm-bj-07``)::
 
     bj/v1/table/{table}/contribution|round_result|hit_claim|award_confirm|event  table -> ctl
+    bj/v1/table/{table}/batch              several of those in one signed frame (frames.py)
     bj/v1/table/{table}/status                                      table birth/death
     bj/v1/jackpot/{table}/ack|resend|award                          controller -> table
     bj/v1/meters/{pool}                                             controller -> signs
@@ -40,10 +41,12 @@ PREFIX = f"bj/v{VERSION}"
 
 #: Sequenced, enveloped messages a table publishes (the outbox's kinds).
 TABLE_KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
+#: Several sequenced messages in one signed frame (controller/link/frames.py).
+FRAME_KINDS = ("batch",)
 #: Messages the jackpot controller sends to one table.
 CONTROLLER_KINDS = ("ack", "resend", "award")
 #: Every kind with a topic per table: ``topic_for`` accepts these.
-PER_TABLE_KINDS = (*TABLE_KINDS, "status", *CONTROLLER_KINDS)
+PER_TABLE_KINDS = (*TABLE_KINDS, *FRAME_KINDS, "status", *CONTROLLER_KINDS)
 #: Controller-wide kinds: ``meter`` on bj/v1/meters/{pool}, ``jackpot_status``.
 SIGN_KINDS = ("meter", "jackpot_status")
 ALL_KINDS = (*PER_TABLE_KINDS, *SIGN_KINDS)
@@ -128,7 +131,7 @@ def _check_table_id(table_id: str) -> None:
 def topic_for(table_id: str, kind: str) -> str:
     """The topic a per-table message of ``kind`` travels on."""
     _check_table_id(table_id)
-    if kind in TABLE_KINDS or kind == "status":
+    if kind in TABLE_KINDS or kind in FRAME_KINDS or kind == "status":
         return f"{PREFIX}/table/{table_id}/{kind}"
     if kind in CONTROLLER_KINDS:
         return f"{PREFIX}/jackpot/{table_id}/{kind}"
@@ -362,7 +365,7 @@ def _route(topic: str) -> tuple[str, str | None, str | None]:
         return "meter", None, rest[1]
     if len(rest) == 3 and rest[0] in ("table", "jackpot"):
         side, table_id, kind = rest
-        kinds = (*TABLE_KINDS, "status") if side == "table" else CONTROLLER_KINDS
+        kinds = (*TABLE_KINDS, *FRAME_KINDS, "status") if side == "table" else CONTROLLER_KINDS
         if kind in kinds:
             _check_table_id(table_id)
             return kind, table_id, None
@@ -463,7 +466,9 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
     ``table_id`` is None on controller-wide topics (meters, jackpot status). Refused with
     LinkMessageError: a topic outside the layout, bytes that are not a UTF-8 JSON object, a
     version other than 1, a message whose ``table`` (or ``pool``, or ``kind``) is not the
-    topic's (a table publishing as another), anything its schema refuses.
+    topic's (a table publishing as another), anything its schema refuses. A ``batch``
+    frame's rows are each checked so too, and their order
+    (:func:`controller.link.frames.check_rows`); its signature is the receiver's to check.
     """
     kind, table_id, pool = _route(topic)
     floats = _FloatWatch()
@@ -484,9 +489,13 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
         raise LinkMessageError(
             kind, "pool", f"message says pool {message.get('pool')!r} on {pool!r}'s topic"
         )
-    if kind in TABLE_KINDS and message.get("kind") != kind:
+    if (kind in TABLE_KINDS or kind in FRAME_KINDS) and message.get("kind") != kind:
         raise LinkMessageError(
             kind, "kind", f"message says kind {message.get('kind')!r} on a {kind!r} topic"
         )
     validate(kind, message, floats=floats.seen_any)
+    if kind in FRAME_KINDS:  # each row as a single message is checked, and their order
+        from controller.link.frames import check_rows  # frames.py builds on this module
+
+        check_rows(table_id, message, floats.seen_any)
     return kind, table_id, message

@@ -19,7 +19,9 @@ and the alarms). It:
   (``signer``) and accepts an ack, resend or award only with a valid signature by one of the
   jackpot controller's keys (``verifier``); anything else raises a ``signature`` alarm and
   changes nothing (controller/link/signing.py);
-- publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope, at most
+- publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope (one row
+  waiting: a single message; more: batch frames of up to ``batch_rows`` rows (64) and
+  32768 bytes under one signature, controller/link/frames.py; nothing waits to fill one), at most
   ``window`` rows (default 256) beyond the last application ack, looking at the outbox within
   ``poll_s`` (5 ms) of the table's journal commit; after each (re)connect it starts again
   from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``), and after
@@ -70,6 +72,7 @@ from controller.errors import JournalError, TableControllerError
 from controller.journal.outbox import Outbox, OutboxError
 from controller.link.awards import award_event
 from controller.link.brokers import BrokerList
+from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, plan, wire_frame
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     PREFIX,
@@ -81,7 +84,7 @@ from controller.link.messages import (
     topic_for,
     validate,
 )
-from controller.link.signing import SignatureError, Signer, Verifier
+from controller.link.signing import SignatureError, Signer, Verifier, canonical
 from controller.table.effects import Publish
 from controller.table.events import JackpotAward
 
@@ -152,6 +155,8 @@ class _Health:
     last_ack_t: float | None = None
     next_seq: int = 1
     stopped_at: int | None = None
+    frames: int = 0  # batch frames sent
+    framed_rows: int = 0  # the rows they carried
     errors: Counter[str] = field(default_factory=Counter)
     controller: _Controller = field(default_factory=_Controller)
 
@@ -162,7 +167,8 @@ class TablePublisher:
     ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter;
     ``tls_ca``: a CA certificate file, to connect over TLS and verify the broker.
     ``signer`` signs what the table sends; ``verifier`` holds the jackpot controller's public
-    keys (controller/link/signing.py).
+    keys (controller/link/signing.py). ``batch_rows``: the most rows one batch frame carries
+    (1: single messages only, for a jackpot controller older than frames).
     ``on_award(event)`` gets each valid award for this table as a ``JackpotAward`` event, on
     the publisher's thread (queue it for the table's thread; do not block).
     The thread starts at once; :meth:`close` stops it (safe twice).
@@ -186,6 +192,7 @@ class TablePublisher:
         backoff: tuple[float, float] = (0.5, 30.0),
         session_expiry: int = SESSION_EXPIRY_S,
         max_payload: int = MAX_PAYLOAD,
+        batch_rows: int = BATCH_ROWS,
         keepalive: int = 30,
         connack_timeout: float = 5.0,
         on_alarm: Callable[[Alarm], None] | None = None,
@@ -196,6 +203,8 @@ class TablePublisher:
         topic_for(table_id, "status")  # refuses a bad table id now
         if window < 1:
             raise ValueError(f"window {window!r}: must be 1 or more messages")
+        if not 1 <= batch_rows <= BATCH_ROWS:
+            raise ValueError(f"batch_rows {batch_rows!r}: must be 1 (no frames) to {BATCH_ROWS}")
         self.table_id = table_id
         self.signer = signer
         self.verifier = verifier
@@ -209,6 +218,7 @@ class TablePublisher:
         self.backoff = backoff
         self.session_expiry = session_expiry
         self.max_payload = max_payload
+        self.batch_rows = batch_rows
         self.keepalive = keepalive
         self.connack_timeout = connack_timeout
         self._connack_deadline = 0.0
@@ -271,7 +281,8 @@ class TablePublisher:
 
     def health(self) -> dict[str, Any]:
         """``connected``, ``depth``, ``last_ack``, ``last_ack_age_s`` (None before the first
-        ack of this run), ``next_seq``, ``stopped_at`` (a row that cannot be sent), ``errors``
+        ack of this run), ``next_seq``, ``stopped_at`` (a row that cannot be sent), ``frames``
+        (batch frames sent this run) and ``framed_rows`` (the rows they carried), ``errors``
         by kind, and ``controller``: the jackpot controller's last signed status, ``state``
         (``online``, ``offline``, None before any), ``boot``, ``heard_age_s`` (seconds since
         its last live heartbeat; None before the first), ``heartbeats`` and ``stale``
@@ -289,6 +300,8 @@ class TablePublisher:
                 "last_ack_age_s": age,
                 "next_seq": h.next_seq,
                 "stopped_at": h.stopped_at,
+                "frames": h.frames,
+                "framed_rows": h.framed_rows,
                 "errors": dict(h.errors),
                 "controller": {
                     "state": c.state,
@@ -664,34 +677,64 @@ class TablePublisher:
         if room <= 0:
             return
         expected = max(self._next_seq, acked + 1)
+        sent_t = int(self.clock() * 1000)
+        messages: list[dict[str, Any]] = []
+        invalid = None
         for row in outbox.resend_from(expected, room):
             if row.seq != expected:
                 break  # a hole cannot be: the outbox's recovery check refuses one
             expected += 1
             try:
-                message = envelope(
+                messages.append(envelope(
                     self.table_id,
                     self.boot,
                     row.seq,
                     Publish(topic=row.kind, key=row.key, payload=row.payload),
-                    int(self.clock() * 1000),
+                    sent_t,
                     copy=False,  # the row's payload was just read from the outbox
-                )
-                topic = topic_for(self.table_id, row.kind)
-                data = self.signer.wire(topic, message)
+                ))  # fmt: skip
             except LinkMessageError as exc:
-                self._stop_stream(row.seq, "invalid", f"seq {row.seq} fails the schema: {exc}")
+                invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
+                break
+        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES)
+        sizes = [len(canonical(m)) if self.batch_rows > 1 else 0 for m in messages]
+        start = 0
+        for count in plan(sizes, self.batch_rows, min(BATCH_BYTES, self.max_payload)):
+            if not self._send(messages[start : start + count]):
                 return
+            start += count
+        if invalid is not None:
+            self._stop_stream(invalid[0], "invalid", invalid[1])
+
+    def _send(self, group: list[dict[str, Any]]) -> bool:
+        """Publish ``group`` (consecutive envelopes): one row as a single message, more as
+        one batch frame (controller/link/frames.py). False if the stream must stop here (a
+        row too large: alarmed) or the connection is lost (the loop reconnects and starts
+        again from the last ack)."""
+        if not group:
+            return True
+        last = group[-1]["seq"]
+        if len(group) == 1:
+            topic = topic_for(self.table_id, group[0]["kind"])
+            data = self.signer.wire(topic, group[0])
             if len(data) > self.max_payload:
                 self._stop_stream(
-                    row.seq, "too_large", f"seq {row.seq} is {len(data)} bytes > {self.max_payload}"
+                    last, "too_large", f"seq {last} is {len(data)} bytes > {self.max_payload}"
                 )
-                return
-            info = self._client.publish(topic, data, qos=1)
-            if info.rc != mqtt.MQTT_ERR_SUCCESS:
-                return  # connection lost: the loop reconnects and starts from the last ack
-            self._inflight[info.mid] = row.seq
-            self._next_seq = row.seq + 1
+                return False
+        else:
+            topic = topic_for(self.table_id, BATCH)
+            data = wire_frame(self.signer, self.table_id, self.boot, group[0]["sent_t"], group)
+        info = self._client.publish(topic, data, qos=1)
+        if info.rc != mqtt.MQTT_ERR_SUCCESS:
+            return False
+        self._inflight[info.mid] = group[0]["seq"]  # a PUBACK failure names the first row
+        self._next_seq = last + 1
+        if len(group) > 1:
+            with self._lock:
+                self._health.frames += 1
+                self._health.framed_rows += len(group)
+        return True
 
     def _stop_stream(self, seq: int, kind: str, detail: str) -> None:
         self._stopped_at = seq

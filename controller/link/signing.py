@@ -220,9 +220,13 @@ class Signer:
         """A copy of ``message`` with ``kid`` and ``sig`` (any old ones replaced)."""
         out = unsigned(message)
         out["kid"] = self.key_id
-        out["sig"] = base64.b64encode(self._key.sign(signed_bytes(topic, out))).decode("ascii")
+        out["sig"] = self.sign_bytes(signed_bytes(topic, out))
         return out
 
+    def sign_bytes(self, data: bytes) -> str:
+        """The base64 signature of ``data`` (already prefixed with :data:`DOMAIN`: a batch
+        frame's header, controller/link/frames.py)."""
+        return base64.b64encode(self._key.sign(data)).decode("ascii")
 
     def wire(self, topic: str, message: Mapping[str, Any]) -> bytes:
         """``message`` signed, as the JSON bytes to publish: the canonical text that was
@@ -258,7 +262,13 @@ class Verifier:
         """The key id that signed ``message`` on ``topic``; SignatureError if it is unsigned,
         names a key this verifier does not hold, or the signature does not match."""
         kind = kind or message.get("kind") or topic.rsplit("/", 1)[-1]
-        kid, sig = message.get("kid"), message.get("sig")
+        return self.verify_bytes(
+            kind, message.get("kid"), message.get("sig"), signed_bytes(topic, message)
+        )
+
+    def verify_bytes(self, kind: str | None, kid: Any, sig: Any, data: bytes) -> str:
+        """The key id ``kid`` if ``sig`` is its valid signature of ``data`` (the signed
+        bytes, :data:`DOMAIN` first); SignatureError as :meth:`verify` otherwise."""
         if kid is None and sig is None:
             raise SignatureError(kind, "sig", "unsigned: every link message must be signed")
         if not isinstance(kid, str) or kid not in self.keys:
@@ -270,7 +280,7 @@ class Verifier:
             raise SignatureError(kind, "sig", "not a base64 Ed25519 signature")
         try:
             raw = base64.b64decode(sig, validate=True)
-            self.keys[kid].verify(raw, signed_bytes(topic, message))
+            self.keys[kid].verify(raw, data)
         except (InvalidSignature, binascii.Error, ValueError):
             raise SignatureError(
                 kind,
