@@ -862,3 +862,14 @@ def test_check_config_of_a_pin_map_file_checks_its_game(tmp_path):
         "pin map: 24 GPIO pins and 149 lines on 10 MCP23017 expanders (I2C buses 1, 3), "
         "complete for 7 spots (game blackjack-tie, 9 circles a spot)"
     )
+
+
+def test_batch_rows_is_64_by_default_1_turns_frames_off_and_only_1_to_64_is_taken(tmp_path):
+    """``[mqtt] batch_rows`` (issue 32): 64 by default; 1 keeps a table on single messages
+    while its jackpot controller is older than batch frames; outside 1-64 is refused."""
+    assert load_table_config(write(tmp_path)).mqtt.batch_rows == 64
+    line = "batch_rows = 64"
+    assert load_table_config(write(tmp_path, (line, "batch_rows = 1"))).mqtt.batch_rows == 1
+    for value in ("0", "65", '"64"'):
+        error = one_error(write(tmp_path, (line, f"batch_rows = {value}")), "mqtt", "batch_rows")
+        assert "must be a whole number from 1 to 64" in error.problem, error.problem

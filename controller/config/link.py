@@ -36,6 +36,7 @@ MQTT_KEYS = (
     "tls_ca",
     "keepalive_s",
     "window",
+    "batch_rows",
     "link_fault_after_s",
     "ack_timeout_s",
     "controller_timeout_s",
@@ -129,6 +130,9 @@ class MqttConfig:
     #: Every broker, (host, port), the first preferred (``host`` given as a list; else the one
     #: ``(host, port)``): controller/link/brokers.py, docs/jackpot/brokers.md.
     brokers: tuple[tuple[str, int], ...] = ()
+    #: The most outbox rows one signed batch frame carries (issue 32; docs/jackpot/README.md,
+    #: "Batch frames"); 1: single messages only, for a jackpot controller older than frames.
+    batch_rows: int = 64
 
 
 def brokers_text(mqtt: MqttConfig) -> str:
@@ -212,6 +216,9 @@ def read_mqtt(sec: Section, table_id: str | None, base: Path) -> MqttConfig | No
     )
     keepalive = sec.integer("keepalive_s", 30, 5, 3600, "s")
     window = sec.integer("window", 256, 1, 10_000, "messages")
+    batch_rows = sec.integer(
+        "batch_rows", 64, 1, 64, "rows a batch frame; 1: single messages only"
+    )
     link_fault = sec.integer("link_fault_after_s", 300, 0, 86_400, "s; 0: never latch")
     ack_timeout = sec.integer("ack_timeout_s", 30, 1, 3600, "s")
     controller_timeout = sec.integer(
@@ -229,11 +236,12 @@ def read_mqtt(sec: Section, table_id: str | None, base: Path) -> MqttConfig | No
     sec.check_unknown()
     values = (host, port, username, password_file, tls_text, keepalive, window)
     values += (link_fault, ack_timeout, signing_key, key_id, controller_keys, controller_timeout)
+    values += (batch_rows,)
     if None in values:
         return None
     return MqttConfig(
         host, port, username, password_file, tls_ca, keepalive, window, link_fault, ack_timeout,
-        controller_timeout, signing_key, key_id, controller_keys, tuple(brokers),
+        controller_timeout, signing_key, key_id, controller_keys, tuple(brokers), batch_rows,
     )  # fmt: skip
 
 

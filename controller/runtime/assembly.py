@@ -214,6 +214,7 @@ def open_parts(daemon: Any, password: str) -> None:
         cfg.mqtt.username or cfg.table_id,
         password,
         window=cfg.mqtt.window,
+        batch_rows=cfg.mqtt.batch_rows,
         keepalive=cfg.mqtt.keepalive_s,
         tls_ca=str(cfg.mqtt.tls_ca) if cfg.mqtt.tls_ca else None,
         brokers=BrokerList(cfg.mqtt.brokers or [(cfg.mqtt.host, cfg.mqtt.port)]),
