@@ -38,10 +38,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import conftest  # noqa: F401, E402  (the trigger key of this process)
-from test_jackpot_ledger import CONFIG, feed_messages, fixed  # noqa: E402
+import conftest  # noqa: F401  (the trigger key of this process)
+from test_jackpot_ledger import CONFIG, feed_messages, fixed
 
-from jackpot.ledger import Ledger  # noqa: E402
+from jackpot.ledger import Ledger
 
 #: psycopg generators whose ``wait`` reads a result (a round trip inside pipeline mode).
 _READS = {"_fetch_gen", "_sync_gen", "_exit_gen"}
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             where = [Path(tmp) / "one.db", Path(tmp) / "batch.db"]
         figures = {}
-        for size, location in zip((1, args.batch), where):
+        for size, location in zip((1, args.batch), where, strict=True):
             counts, contributions, cpu = run(location, args.messages, size)
             per = {k: v / contributions for k, v in counts.items()}
             figures[size] = (per, cpu / args.messages * 1e6)
@@ -131,10 +131,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{per.get('round_trips', 0):.2f} round trips; CPU "
                   f"{figures[size][1]:.0f} us a message", flush=True)  # fmt: skip
     one, many = figures[1], figures[args.batch]
-    print(f"statements_per_contribution={many[0].get('statements', 0):.2f} "
-          f"round_trips_per_contribution={many[0].get('round_trips', 0):.2f} "
-          f"cpu_us_per_message={many[1]:.0f} "
-          f"single_round_trips_per_contribution={one[0].get('round_trips', 0):.2f}")
+    print(
+        f"statements_per_contribution={many[0].get('statements', 0):.2f} "
+        f"round_trips_per_contribution={many[0].get('round_trips', 0):.2f} "
+        f"cpu_us_per_message={many[1]:.0f} "
+        f"single_round_trips_per_contribution={one[0].get('round_trips', 0):.2f}"
+    )
     return 0
 
 
