@@ -64,6 +64,9 @@ __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
+#: The kinds whose own first statement asks whether the key was applied before.
+_KEY_ASKED_BY_KIND = ("contribution", "round_result")
+
 _AWARD_COLUMNS = (
     "award_id, table_id, state, claim_seq, claim_key, round, spot, pool, meter, amount,"
     " hit_order, reason, meter_before"
@@ -173,6 +176,10 @@ class Ledger:
         # table's acked sequence and each pool's meter, so a burst reads a row once
         self._acked: dict[str, int] | None = None
         self._meters: dict[str, Fraction] | None = None
+        self._hit_counts: dict[str, int] | None = None
+        # inside apply_batch: pool -> [meter updates, hits] not yet written (the meters rows
+        # are written once a batch, at its end: see _set_meter)
+        self._unwritten: dict[str, list[int]] | None = None
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -227,7 +234,12 @@ class Ledger:
     def _terms_current(self) -> None:
         """Refuse the write if another controller applied new terms since this one opened
         the ledger; asked after the meter rows are held (a change holds them too)."""
-        if self._terms_n is not None and (terms := self.meta(TERMS_KEY)) != self._terms_n:
+        if self._terms_n is not None:
+            self._check_terms(self.meta(TERMS_KEY))
+
+    def _check_terms(self, terms: str | None) -> None:
+        """:meth:`_terms_current` with the ledger's ``terms_change`` read."""
+        if self._terms_n is not None and terms != self._terms_n:
             raise LedgerFenced(
                 f"{self.location}: the ledger's terms changed (change #{terms}) after this "
                 "controller opened it: restart it with the config that was applied "
@@ -442,31 +454,58 @@ class Ledger:
         now = self.now_ms()
         db = self._db
         results: list[Result] = []
-        db.begin_write()
-        self._heads.forget()
-        self._acked, self._meters = {}, {}
         moved: dict[str, int] = {}  # table -> the acked sequence its messages took
         try:
-            self._fenced()
-            db.lock_money()
-            self._terms_current()
-            for i, message in enumerate(messages):
-                table = message.get("table") if isinstance(message, dict) else None
-                self._stamp(table if isinstance(table, str) else None,
-                            received[i] if received else now)  # fmt: skip
-                result = self._apply_one(message, checked, texts[i] if texts else None)
-                if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
-                    moved[result.table] = result.seq
-                results.append(result)
-            for table, seq in moved.items():  # once a table a batch, not once a message
-                db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
-            db.commit()
+            with db.pipeline():  # PostgreSQL: a read waits, a write does not
+                db.begin_write()
+                self._fenced()  # its own round trip: nothing is held before it answers
+                self._start_batch()
+                for i, message in enumerate(messages):
+                    table = message.get("table") if isinstance(message, dict) else None
+                    self._stamp(table if isinstance(table, str) else None,
+                                received[i] if received else now)  # fmt: skip
+                    result = self._apply_one(message, checked, texts[i] if texts else None)
+                    if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
+                        moved[result.table] = result.seq
+                    results.append(result)
+                for table, seq in moved.items():  # once a table a batch, not once a message
+                    db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
+                for pool, (updates, hits) in self._unwritten.items():  # once a pool a batch
+                    db.execute(
+                        "UPDATE meters SET value=?, seq=seq+?, hits=hits+? WHERE pool=?",
+                        (str(self._meters[pool]), updates, hits, pool),
+                    )
+                db.commit()
         except BaseException:
-            db.rollback()
+            db.rollback()  # after the pipeline: a rollback queued behind an error would wait
             raise
         finally:
-            self._acked = self._meters = None
+            self._acked = self._meters = self._hit_counts = self._unwritten = None
+            self._heads.forget()
+            self.draws.release()
         return results
+
+    def _start_batch(self) -> None:
+        """Hold the meter rows and read what the batch starts from, in one round trip:
+        every meter and its hits, every table's acked sequence, the chains' heads, the terms
+        in force (refused with :class:`LedgerFenced` if another controller changed them).
+        The batch keeps them up to date as it writes (the rows are held: no one else
+        moves them until it ends)."""
+        db = self._db
+        db.lock_money()
+        terms = db.execute("SELECT value FROM meta WHERE key=?", (TERMS_KEY,))
+        meters = db.execute("SELECT pool, value, hits FROM meters")
+        acked = db.execute("SELECT table_id, acked FROM tables")
+        heads = db.execute(self._heads.read_sql())
+        row = terms.fetchone()  # the first read waits for all five answers
+        self._check_terms(row[0] if row else None)
+        rows = meters.fetchall()
+        self._meters = {pool: _frac(value) for pool, value, _ in rows}
+        self._hit_counts = {pool: hits for pool, _, hits in rows}
+        self._acked = dict(acked.fetchall())
+        self._heads.known(heads.fetchone())
+        self.draws.hold()
+        self._unwritten = {}
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
@@ -508,22 +547,27 @@ class Ledger:
             reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
             return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason)
         self._changed: list[str] = []
+        # what the savepoint cannot undo: the meters kept here until the batch's end
+        kept = (dict(self._meters), dict(self._hit_counts),
+                {pool: list(n) for pool, n in self._unwritten.items()})  # fmt: skip
         db.execute("SAVEPOINT work")
         alarm = None
         try:
-            if db.execute(
-                "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
-            ).fetchone():
-                reason = f"key {message['key']!r} was already applied (a replay)"
-                raise _Refused("key_replay", reason, self._claim_refusal(message, reason))
+            if kind not in _KEY_ASKED_BY_KIND:
+                self._key_replay(message, db.execute(
+                    "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
+                ).fetchone())  # fmt: skip
             awards = getattr(self, f"_apply_{kind}")(message)
             db.execute("RELEASE work")
             status, reason = Status.APPLIED, None
         except _Refused as refused:
             db.execute("ROLLBACK TO work")
             db.execute("RELEASE work")
+            # as before the message: the savepoint undid what it wrote and linked (the chains'
+            # heads and the live draws are read again), and its meter moves are dropped
+            self._meters, self._hit_counts, self._unwritten = kept
             self._heads.forget()
-            self._meters.clear()  # read again: the savepoint undid what this message moved
+            self.draws.hold()
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)
@@ -542,6 +586,13 @@ class Ledger:
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
         )
 
+    def _key_replay(self, message: dict[str, Any], found: Any) -> None:
+        """Refuse ``message`` if its key was applied before (``found``: the ledger's
+        answer, truthy if so): a replay under a new sequence number."""
+        if found:
+            reason = f"key {message['key']!r} was already applied (a replay)"
+            raise _Refused("key_replay", reason, self._claim_refusal(message, reason))
+
     def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
               change_n: int | None = None):  # fmt: skip
         row = (pool, table, seq, what, str(amount), self._now, self._day, change_n)
@@ -559,16 +610,35 @@ class Ledger:
         return value
 
     def _set_meter(self, pool: str, value: Fraction, hit: bool = False) -> None:
-        self._db.execute(
-            "UPDATE meters SET value=?, seq=seq+1, hits=hits+? WHERE pool=?",
-            (str(value), int(hit), pool),
-        )
+        """The pool's meter is now ``value`` (its ``seq`` one more; ``hits`` one more on a
+        hit). Inside :meth:`apply_batch` it is kept here and the row written once, at the
+        batch's end, with the same value, ``seq`` and ``hits`` as one update each would
+        leave (the batch holds the row: no one reads it meanwhile); outside it (an audited
+        change) it is written now."""
+        if self._unwritten is None:
+            self._db.execute(
+                "UPDATE meters SET value=?, seq=seq+1, hits=hits+? WHERE pool=?",
+                (str(value), int(hit), pool),
+            )
+        else:
+            if hit:
+                self._hit_counts[pool] = self._hits(pool) + 1
+            counts = self._unwritten.setdefault(pool, [0, 0])
+            counts[0] += 1
+            counts[1] += int(hit)
         self._meters[pool] = value
         if pool not in self._changed:
             self._changed.append(pool)
 
     def _hits(self, pool: str) -> int:
-        return self._db.execute("SELECT hits FROM meters WHERE pool=?", (pool,)).fetchone()[0]
+        """The pool's hits so far (inside a batch: read once, then kept)."""
+        hits = None if self._hit_counts is None else self._hit_counts.get(pool)
+        if hits is None:
+            sql = "SELECT hits FROM meters WHERE pool=?"
+            hits = self._db.execute(sql, (pool,)).fetchone()[0]
+            if self._hit_counts is not None:
+                self._hit_counts[pool] = hits
+        return hits
 
     def _insert_award(self, a: Award) -> None:
         row = (*vars(a).values(), self._now, self._day)  # the award's fields in order
@@ -626,30 +696,26 @@ class Ledger:
             )  # fmt: skip
         return profile, rules, pool
 
-    def _reported(self, table: str, rnd: int) -> int | None:
-        """The seq of the table's applied round_result for round ``rnd``."""
-        row = self._db.execute(
-            "SELECT seq FROM round_results WHERE table_id=? AND round=?", (table, rnd)
-        ).fetchone()
-        return row[0] if row else None
-
-    def _after_last_round(self, table: str, rnd: int, alarm: str, what: str) -> None:
-        """A table's rounds only go forward: ``rnd`` must be after every round it reported
-        (a stolen key cannot reopen a settled round, nor reuse an old round number)."""
-        row = self._db.execute(
-            "SELECT MAX(round) FROM round_results WHERE table_id=?", (table,)
-        ).fetchone()
-        if row[0] is not None and rnd < row[0]:
-            raise _Refused(
-                alarm, f"{what} round {rnd} is before round {row[0]}, which the table already "
-                "reported: a table's rounds only go forward"
-            )  # fmt: skip
-
     # -- the kinds ---------------------------------------------------------------------------
 
     def _apply_contribution(self, message: dict[str, Any]) -> list[Award]:
         table, seq, p = message["table"], message["seq"], message["payload"]
         terms = "contribution_terms"
+        # the key's replay check and what the table reported and contributed so far, in one
+        # statement (one round trip to PostgreSQL instead of five), checked in the order of
+        # the rules below (the pool as the payload names it: the twin matters only once
+        # _wager_terms found that very pool)
+        replayed, reported, last_reported, latest, twin = self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+            " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
+            " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
+            " (SELECT seq FROM contributions"
+            "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
+            (table, message["key"], table, p["round"], table, table, table, p["round"],
+             p["spot"], p["pool"]),
+        ).fetchone()  # fmt: skip
+        self._key_replay(message, replayed)
         profile, _, pool = self._wager_terms(table, p, terms)
         eligible = profile.mystery.offered and p["wager"] in profile.mystery.eligible_wagers
         if p["mystery"] != eligible:
@@ -661,16 +727,6 @@ class Ledger:
         mystery = self.config.mystery_for(p["wager"]) if eligible else None
         if eligible and mystery is None:
             raise _Refused(terms, f"no Mystery pool is fed by wager {p['wager']!r}")
-        # what the table reported and contributed so far, in one statement (one round trip to
-        # PostgreSQL instead of four), checked in the order of the rules below
-        reported, last_reported, latest, twin = self._db.execute(
-            "SELECT (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
-            " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
-            " (SELECT seq FROM contributions"
-            "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
-            (table, p["round"], table, table, table, p["round"], p["spot"], pool.name),
-        ).fetchone()
         if reported is not None:
             raise _Refused(
                 terms, f"round {p['round']} was already reported (seq {reported}): a "
@@ -739,16 +795,24 @@ class Ledger:
     def _apply_round_result(self, message: dict[str, Any]) -> list[Award]:
         """Recorded as the proof of the round's cards; no money moves."""
         table, p = message["table"], message["payload"]
+        # the key's replay check and the table's reports so far: one statement
+        replayed, reported, last = self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+            " (SELECT MAX(round) FROM round_results WHERE table_id=?)",
+            (table, message["key"], table, p["round"], table),
+        ).fetchone()
+        self._key_replay(message, replayed)
         profile = self._profile(table, p["game"], "round_result_terms")
         for spot in sorted({s["spot"] for s in p["spots"] + p["settlements"]}):
             if problem := self.config.spot_problem(table, spot):
                 raise _Refused("round_result_terms", problem)
-        if (reported := self._reported(table, p["round"])) is not None:
+        if reported is not None:
             raise _Refused(
                 "round_result_duplicate",
                 f"round {p['round']} was already reported (seq {reported}): one result a round",
             )
-        self._after_last_round(table, p["round"], "round_result_order", "the result of")
+        _forward(last, p["round"], "round_result_order", "the result of")
         if problem := _cards_problem(p, profile.shoe.decks):
             raise _Refused("round_result_cards", problem)
         self._db.execute(
@@ -857,11 +921,11 @@ class Ledger:
     def _apply_award_confirm(self, message: dict[str, Any]) -> list[Award]:
         p, alarm = message["payload"], "confirm_mismatch"
         row = self._db.execute(
-            f"SELECT {_AWARD_COLUMNS} FROM awards WHERE award_id=?", (p["award_id"],)
+            f"SELECT {_AWARD_COLUMNS}, chain FROM awards WHERE award_id=?", (p["award_id"],)
         ).fetchone()
         if row is None:
             raise _Refused(alarm, f"no award {p['award_id']!r}")
-        award = Award(*row)
+        award, link = Award(*row[:-1]), row[-1]
         if award.table != message["table"]:
             raise _Refused(alarm, f"award {award.award_id!r} belongs to another table")
         if award.state != "offered":
@@ -870,9 +934,6 @@ class Ledger:
             award.amount, award.pool, award.round, award.spot
         ):  # fmt: skip
             raise _Refused(alarm, f"the confirm does not match award {award.award_id!r}")
-        (link,) = self._db.execute(
-            "SELECT chain FROM awards WHERE award_id=?", (award.award_id,)
-        ).fetchone()
         self._db.execute(
             "UPDATE awards SET state='committed', confirm_seq=?, committed_utc=?,"
             " confirm_chain=? WHERE award_id=?",
@@ -887,6 +948,17 @@ class Ledger:
         term, both clocks stored); no meter moves."""
         events.record(self._db, message, self._now, self._day)
         return []
+
+
+def _forward(last: int | None, rnd: int, alarm: str, what: str) -> None:
+    """Refuse round ``rnd`` if it is before ``last``, the table's last reported round: a
+    table's rounds only go forward (a stolen key cannot reopen a settled round, nor reuse an
+    old round number)."""
+    if last is not None and rnd < last:
+        raise _Refused(
+            alarm, f"{what} round {rnd} is before round {last}, which the table already "
+            "reported: a table's rounds only go forward"
+        )  # fmt: skip
 
 
 def _cards_problem(result: dict[str, Any], decks: int) -> str | None:

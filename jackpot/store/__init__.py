@@ -20,7 +20,8 @@ no sessions (one file, one host, no standby): it takes none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -176,6 +177,13 @@ class Store:
     def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
         for row in rows:
             self.execute(sql, row)
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """Around a batch's whole transaction: its statements sent without waiting for each
+        answer where the backend can (PostgreSQL's pipeline mode); SQLite runs in-process
+        (nothing to do). Roll back after the block, not inside it."""
+        yield
 
     @property
     def cursor(self) -> Any:
