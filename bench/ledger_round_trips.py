@@ -15,7 +15,8 @@ while psycopg's connection is watched:
 
 Per contribution = the counts over the whole stream divided by its contributions (the stream
 is about 60% contributions, as a table's backlog); ``cpu_us_per_message``: this process's CPU time
-(user + system: the ledger's Python and psycopg, not the server's) per message.
+(user + system: the ledger's Python and psycopg) per message; ``server_cpu_us_per_message``:
+the PostgreSQL server's processes' (its backend, WAL writer, ...) per message.
 
 ``--ledger postgresql``: a PostgreSQL server of the bench's own (tests/pg_server.py: fsync
 on, on a free loopback port); ``--ledger sqlite``: a file (statements only: SQLite has no
@@ -29,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -79,8 +82,23 @@ def counting(counts: Counter) -> contextlib.AbstractContextManager:
         psycopg.Connection.wait = real_wait
 
 
-def run(location: str | Path, messages: int, batch: int) -> tuple[Counter, int, float]:
-    """(counts, contributions, CPU seconds) of applying the stream in batches of ``batch``."""
+def proc_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes ``pids`` (those still alive)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def run(
+    location: str | Path, messages: int, batch: int, server: Any = None
+) -> tuple[Counter, int, float, float]:
+    """(counts, contributions, CPU seconds here, CPU seconds of the server) of applying the
+    stream in batches of ``batch``."""
     stream = feed_messages(messages)
     contributions = sum(m["kind"] == "contribution" for m in stream)
     clock = iter(range(1_800_000_000, 1_900_000_000)).__next__
@@ -96,11 +114,12 @@ def run(location: str | Path, messages: int, batch: int) -> tuple[Counter, int, 
 
             led._db.execute = execute
         with contextlib.nullcontext() if sqlite else counting(counts):
-            t0 = time.process_time()
+            pids = server._processes() if server is not None else []
+            t0, s0 = time.process_time(), proc_cpu_s(pids)
             for start in range(0, len(stream), batch):
                 led.apply_batch(stream[start : start + batch], checked=True)
-            cpu = time.process_time() - t0
-    return counts, contributions, cpu
+            cpu, server_cpu = time.process_time() - t0, proc_cpu_s(pids) - s0
+    return counts, contributions, cpu, server_cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,23 +137,25 @@ def main(argv: list[str] | None = None) -> int:
             server.start()
             where = [server.create_database(), server.create_database()]
         else:
+            server = None
             where = [Path(tmp) / "one.db", Path(tmp) / "batch.db"]
         figures = {}
         for size, location in zip((1, args.batch), where, strict=True):
-            counts, contributions, cpu = run(location, args.messages, size)
+            counts, contributions, cpu, server_cpu = run(location, args.messages, size, server)
             per = {k: v / contributions for k, v in counts.items()}
-            figures[size] = (per, cpu / args.messages * 1e6)
+            figures[size] = (per, cpu / args.messages * 1e6, server_cpu / args.messages * 1e6)
             print(f"{args.ledger}, batches of {size}: {args.messages} messages "
                   f"({contributions} contributions): {counts['statements']} statements, "
                   f"{counts['round_trips']} round trips; per contribution "
                   f"{per.get('statements', 0):.2f} statements, "
                   f"{per.get('round_trips', 0):.2f} round trips; CPU "
-                  f"{figures[size][1]:.0f} us a message", flush=True)  # fmt: skip
+                  f"{figures[size][1]:.0f} us a message (server {figures[size][2]:.0f} us)",
+                  flush=True)  # fmt: skip
     one, many = figures[1], figures[args.batch]
     print(
         f"statements_per_contribution={many[0].get('statements', 0):.2f} "
         f"round_trips_per_contribution={many[0].get('round_trips', 0):.2f} "
-        f"cpu_us_per_message={many[1]:.0f} "
+        f"cpu_us_per_message={many[1]:.0f} server_cpu_us_per_message={many[2]:.0f} "
         f"single_round_trips_per_contribution={one[0].get('round_trips', 0):.2f}"
     )
     return 0
