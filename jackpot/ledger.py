@@ -372,9 +372,16 @@ class Ledger(KindRules):
         db = self._db
         results: list[Result] = []
         moved: dict[str, int] = {}  # table -> the acked sequence its messages took
+        # with a fence (a hot standby's term), BEGIN waits for its answer before the pipeline:
+        # a session the next term ended says so there (57P01: "a newer term ... took over");
+        # in the pipeline the same end reads as a connection lost, cause unknown
+        fenced = self._fence is not None
         try:
-            with db.pipeline():  # PostgreSQL: a read waits, a write does not
+            if fenced:
                 db.begin_write()
+            with db.pipeline():  # PostgreSQL: a read waits, a write does not
+                if not fenced:
+                    db.begin_write()
                 self._fenced()  # its own round trip: nothing is held before it answers
                 self._start_batch()
                 for i, message in enumerate(messages):
