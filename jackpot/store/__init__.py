@@ -21,7 +21,7 @@ no sessions (one file, one host, no standby): it takes none.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -29,6 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from controller.errors import TableControllerError
+
+_NOTHING = contextlib.nullcontext()
 
 #: URL schemes of a PostgreSQL ledger (libpq's).
 DSN_SCHEMES = ("postgresql", "postgres")
@@ -166,6 +168,7 @@ class Store:
     dialect = ""
     award_order = ""  # the awards' insertion order column
     driver_errors: tuple[type[Exception], ...] = ()  # what the driver raises (see fence)
+    round_trips = False  # a read waits for a server (PostgreSQL), not in-process (SQLite)
 
     def __init__(self, location: Location, error: type[Exception]) -> None:
         self.location = safe_location(location)
@@ -178,12 +181,11 @@ class Store:
         for row in rows:
             self.execute(sql, row)
 
-    @contextlib.contextmanager
-    def pipeline(self) -> Iterator[None]:
+    def pipeline(self) -> contextlib.AbstractContextManager[Any]:
         """Around a batch's whole transaction: its statements sent without waiting for each
         answer where the backend can (PostgreSQL's pipeline mode); SQLite runs in-process
-        (nothing to do). Roll back after the block, not inside it."""
-        yield
+        (nothing to do: a reused null context). Roll back after the block, not inside it."""
+        return _NOTHING
 
     @property
     def cursor(self) -> Any:

@@ -149,6 +149,7 @@ class PostgresStore(Store):
     dialect = "postgresql"
     award_order = "n"
     driver_errors = (psycopg.Error,)
+    round_trips = True
 
     def __init__(self, dsn: str, error: type[Exception], session: Session | None = None) -> None:
         super().__init__(dsn, error)
