@@ -206,6 +206,17 @@ class Draws:
         self._db = db
         self._key = key
         self._randbelow = randbelow
+        # inside a batch (:meth:`hold`): each pool's live draw (cycle, sealed), read once
+        self._live: dict[str, tuple[int, str]] | None = None
+
+    def hold(self) -> None:
+        """From now on keep each live draw's row once read (the ledger's batch, which
+        holds the meter rows: no one else draws meanwhile) until :meth:`release`."""
+        self._live = {}
+
+    def release(self) -> None:
+        """Read every live draw again from now on (after a batch, or a rollback)."""
+        self._live = None
 
     def key(self) -> TriggerKey:
         if isinstance(self._key, TriggerKey):
@@ -246,6 +257,8 @@ class Draws:
             (pool, cycle, now, day, low, high, commitment(trigger, salt), sealed),
         )
         del trigger
+        if self._live is not None:
+            self._live[pool] = (cycle, sealed)
 
     def check(self) -> None:
         """At opening: if any draw is live, load the key, compare its fingerprint and open
@@ -260,11 +273,17 @@ class Draws:
 
     def live(self, pool: str) -> tuple[int, int]:
         """``(trigger, cycle)`` of the pool's live draw (inside ``apply`` only)."""
-        row = self._db.execute(
-            "SELECT cycle, sealed FROM draws WHERE pool=? AND ended IS NULL", (pool,)
-        ).fetchone()
+        row = None if self._live is None else self._live.get(pool)
         if row is None:
-            raise LedgerError(f"{self._db.location}: the Mystery pool {pool} has no live draw")
+            row = self._db.execute(
+                "SELECT cycle, sealed FROM draws WHERE pool=? AND ended IS NULL", (pool,)
+            ).fetchone()
+            if row is None:
+                raise LedgerError(
+                    f"{self._db.location}: the Mystery pool {pool} has no live draw"
+                )
+            if self._live is not None:
+                self._live[pool] = (row[0], row[1])
         trigger, _salt = self.key().open(pool, row[0], row[1])
         return trigger, row[0]
 
@@ -282,6 +301,8 @@ class Draws:
             " award_id=? WHERE pool=? AND cycle=?",
             (how, now, trigger, salt, award_id, pool, row[0]),
         )
+        if self._live is not None:
+            self._live.pop(pool, None)
         return row[0]
 
     def seal_plain(self) -> None:

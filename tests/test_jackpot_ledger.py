@@ -1104,8 +1104,9 @@ def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
     it, in the same transaction, see the meter as if the refused one never came (the batch
     gives what one-by-one gives), and each message's text is kept as it arrived."""
     import jackpot.ledger as ledger_module
+    import jackpot.ledger_kinds as kinds_module
 
-    real_step = ledger_module.mystery_step
+    real_step = kinds_module.mystery_step
     refuse_rounds = {5, 9}
 
     def failing_for(round_of):
@@ -1126,7 +1127,7 @@ def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
         return real_apply(self, message)
 
     monkeypatch.setattr(ledger_module.Ledger, "_apply_contribution", tracking)
-    monkeypatch.setattr(ledger_module, "mystery_step", failing_for(current))
+    monkeypatch.setattr(kinds_module, "mystery_step", failing_for(current))
     one = Ledger(ledger_at("one"), CONFIG, randbelow=fixed(3))
     many = Ledger(ledger_at("many"), CONFIG, randbelow=fixed(3))
     with one, many:

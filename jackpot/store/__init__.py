@@ -20,6 +20,7 @@ no sessions (one file, one host, no standby): it takes none.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from os import PathLike
@@ -28,6 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from controller.errors import TableControllerError
+
+_NOTHING = contextlib.nullcontext()
 
 #: URL schemes of a PostgreSQL ledger (libpq's).
 DSN_SCHEMES = ("postgresql", "postgres")
@@ -165,6 +168,7 @@ class Store:
     dialect = ""
     award_order = ""  # the awards' insertion order column
     driver_errors: tuple[type[Exception], ...] = ()  # what the driver raises (see fence)
+    round_trips = False  # a read waits for a server (PostgreSQL), not in-process (SQLite)
 
     def __init__(self, location: Location, error: type[Exception]) -> None:
         self.location = safe_location(location)
@@ -176,6 +180,12 @@ class Store:
     def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
         for row in rows:
             self.execute(sql, row)
+
+    def pipeline(self) -> contextlib.AbstractContextManager[Any]:
+        """Around a batch's whole transaction: its statements sent without waiting for each
+        answer where the backend can (PostgreSQL's pipeline mode); SQLite runs in-process
+        (nothing to do: a reused null context). Roll back after the block, not inside it."""
+        return _NOTHING
 
     @property
     def cursor(self) -> Any:

@@ -25,8 +25,9 @@ hold from the connection's first statement, before any lock, and again after a r
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import psycopg
@@ -148,6 +149,7 @@ class PostgresStore(Store):
     dialect = "postgresql"
     award_order = "n"
     driver_errors = (psycopg.Error,)
+    round_trips = True
 
     def __init__(self, dsn: str, error: type[Exception], session: Session | None = None) -> None:
         super().__init__(dsn, error)
@@ -155,6 +157,7 @@ class PostgresStore(Store):
         self.session = session
         self._sql: dict[str, str] = {}
         self._conn: psycopg.Connection | None = None
+        self._piped = False  # inside :meth:`pipeline`: no reconnect mid-transaction
         self._connect()
 
     def _connect(self) -> None:
@@ -178,6 +181,8 @@ class PostgresStore(Store):
 
     def _live(self) -> psycopg.Connection:
         conn = self._conn
+        if self._piped:  # a reconnect now would run the rest of a batch outside its BEGIN
+            return conn  # type: ignore[return-value]
         if conn is None or conn.closed or conn.broken:
             if conn is not None:
                 conn.close()
@@ -200,6 +205,23 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise self.failed("ledger database error", exc) from exc
 
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """psycopg's pipeline mode for a batch's transaction: each statement is sent without
+        waiting for its answer; a read (``fetchone``...) waits once for every answer due
+        until it, and the end waits for the rest (the COMMIT's included). A statement's
+        error surfaces at that next wait, as :attr:`error`; the caller rolls back after the
+        block (nothing of the transaction was committed)."""
+        conn = self._live()
+        self._piped = True
+        try:
+            with conn.pipeline():
+                yield
+        except psycopg.Error as exc:
+            raise self.failed("ledger database error", exc) from exc
+        finally:
+            self._piped = False
+
     @property
     def cursor(self) -> psycopg.Cursor:
         return self._live().cursor()
@@ -213,7 +235,9 @@ class PostgresStore(Store):
         self.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
 
     def lock_money(self) -> None:
-        self.execute("SELECT pool FROM meters ORDER BY pool FOR UPDATE").fetchall()
+        # no fetch: in pipeline mode the answer comes with the next read's (the rows are
+        # held from when the server runs it, before every statement sent after it)
+        self.execute("SELECT pool FROM meters ORDER BY pool FOR UPDATE")
 
     def rollback(self) -> None:
         conn = self._conn
