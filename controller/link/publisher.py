@@ -696,8 +696,10 @@ class TablePublisher:
             except LinkMessageError as exc:
                 invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
                 break
-        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES)
-        sizes = [len(canonical(m)) if self.batch_rows > 1 else 0 for m in messages]
+        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES);
+        # the live case (one row) is not encoded here only to be measured
+        framing = self.batch_rows > 1 and len(messages) > 1
+        sizes = [len(canonical(m)) if framing else 0 for m in messages]
         start = 0
         for count in plan(sizes, self.batch_rows, min(BATCH_BYTES, self.max_payload)):
             if not self._send(messages[start : start + count]):
