@@ -171,6 +171,7 @@ class Table(
         self.circles = table_circles(rules)
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
+        self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,

@@ -35,6 +35,7 @@ class TablePart:
     _out: list[Effect]
     _event: ev.Event | None
     _handlers: dict[type, Any]
+    _choices_memo: dict[tuple[object, ...], str]
 
     @property
     def _round(self) -> RoundState:
