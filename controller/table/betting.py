@@ -129,6 +129,7 @@ class Betting(TablePart):
                 "no more bets refused: no burn card has come out of the shoe since the "
                 "shuffle; burn one card first"
             )
+        tie = any(c.startswith("blackjack_tie.") for c in self.circles)
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -143,7 +144,7 @@ class Betting(TablePart):
                 orphans.extend((number, c) for c in placed)
                 continue
             wagers = {c: self._wager_amount(number, c) for c in placed}
-            bonuses = {
+            bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }
             if bonuses:

@@ -172,6 +172,7 @@ class Table(
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
+        self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,

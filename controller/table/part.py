@@ -36,6 +36,7 @@ class TablePart:
     _event: ev.Event | None
     _handlers: dict[type, Any]
     _choices_memo: dict[tuple[object, ...], str]
+    _carried_made: dict[tuple[Any, ...], ev.Event]
 
     @property
     def _round(self) -> RoundState:
