@@ -129,7 +129,12 @@ def settle_hand(
 
 
 def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
-    stakes = {"main": hand.wager, "double_down": hand.double_down, "double_up": hand.double_up}
+    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all.
+    stakes = {"main": hand.wager}
+    if hand.double_down:
+        stakes["double_down"] = hand.double_down
+    if hand.double_up:
+        stakes["double_up"] = hand.double_up
     player = hand_total(hand.cards)
     dealer_total = hand_total(dealer)
     dealer_bj = is_blackjack(dealer)
