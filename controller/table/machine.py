@@ -109,6 +109,12 @@ MYSTERY_LINE = "100% of meter"
 _PLAIN_EFFECTS = frozenset({Light, Prompt, Settled, Refused})
 """Effects that neither enter the alarm register nor make a claim, and are recalled."""
 
+_NOTHING = Step(True, ())
+"""The step of an accepted event that did nothing to carry out (shared: steps are
+immutable)."""
+_NOTHING_TICK = Step(True, (), False)
+"""The step of a tick that changed nothing: not journaled."""
+
 _TRAITS: dict[type, tuple[bool, bool, bool, bool]] = {}
 """Per event class, looked up once (see :func:`_traits`)."""
 
@@ -257,11 +263,11 @@ class Table(
             )
             if state.lights.get("alarm", "off") != alarm:
                 self._light("alarm", alarm)
-            effects = tuple(out)
-            step = Step(True, effects, bool(effects) or not is_tick)
             accepted = True
             plain = True
-            for effect in effects:
+            # Nothing to carry out (a card of the initial deal, most bets): a shared step.
+            step = Step(True, tuple(out)) if out else _NOTHING_TICK if is_tick else _NOTHING
+            for effect in step.effects:
                 if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
                     continue
                 plain = False
