@@ -92,12 +92,24 @@ class PlayerHand:
     surrendered: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("wager", "double_down", "double_up"):
-            amount = getattr(self, name)
-            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-                raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
-        if not all(isinstance(card, Card) for card in self.cards):
-            raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
+        wager, double_down, double_up = self.wager, self.double_down, self.double_up
+        if not (
+            type(wager) is int  # the common case, checked without a loop (a hot path)
+            and type(double_down) is int
+            and type(double_up) is int
+            and wager >= 0
+            and double_down >= 0
+            and double_up >= 0
+        ):
+            for name in ("wager", "double_down", "double_up"):
+                amount = getattr(self, name)
+                if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+                    raise WagerError(
+                        f"{name} must be a whole number of cents >= 0, got {amount!r}"
+                    )
+        for card in self.cards:
+            if not isinstance(card, Card):
+                raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
         if self.split_index < 0 or (self.split_index > 0 and not self.from_split):
             raise WagerError("a hand after the first at a spot comes from a split (from_split)")
         if self.wager == 0:
