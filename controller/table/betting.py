@@ -78,8 +78,11 @@ class Betting(TablePart):
         return self.state.amounts.get((spot, circle), default)
 
     def _fixed_amount(self, circle: str) -> int | None:
-        section = getattr(self.rules.side_bets, circle, None)
-        return getattr(section, "wager", None)
+        fixed = self._fixed_amounts
+        if circle not in fixed:  # once per circle and table: the rules do not change
+            section = getattr(self.rules.side_bets, circle, None)
+            fixed[circle] = getattr(section, "wager", None)
+        return fixed[circle]
 
     def _on_wager(self, event: WagerAmount) -> None:
         self._check_circle(event.spot, event.circle, "wager amount")

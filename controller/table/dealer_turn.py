@@ -177,9 +177,9 @@ class DealerTurn(TablePart):
         rnd.in_action = None
         rnd.settled_t = state.now
         out = self._out
-        recalled = [e for e in (*state.round_effects, *out) if not isinstance(e, _UNRECALLED)]
-        lines = [e.to_dict() for e in recalled if isinstance(e, Settled)]
         so_far = len(out)
+        earlier = (*state.round_effects, *out)  # the round's effects so far, as they are now
+        lines = [e.to_dict() for e in earlier if isinstance(e, Settled)]
         result = {
             "round": rnd.number,
             "game": self.rules.name,
@@ -208,7 +208,7 @@ class DealerTurn(TablePart):
         events = [*state.carried, *state.log]
         if self._event is not None:
             events.append(self._event)
-        recalled.extend(e for e in out[so_far:] if not isinstance(e, _UNRECALLED))
+        later = out[so_far:]
         head = {
             "round": rnd.number,
             "game": self.rules.name,
@@ -218,23 +218,30 @@ class DealerTurn(TablePart):
             "void": result["void"],
             "dealer": result["dealer"],
         }
-        build = lambda: _round_record(head, events, recalled, result)  # noqa: E731
+        build = lambda: _round_record(head, events, (*earlier, *later), result)  # noqa: E731
         out.append(Record.later("round", build))
 
 
 def _round_record(
-    head: dict[str, Any], events: list[Event], recalled: list[Effect], result: dict[str, Any]
+    head: dict[str, Any],
+    events: list[Event],
+    effects: tuple[Effect, ...],
+    result: dict[str, Any],
 ) -> dict[str, Any]:
     """A round's recall record, as JSON data: ``head`` (its ``table`` the settings), every
-    event and every recalled effect, and the round's ``result`` (whose settlement lines are
-    the record's own, the same objects). Built when the record is first read
-    (:class:`~controller.table.effects.LazyRecord`): everything it reads is immutable or a
-    copy nobody changes."""
+    event and every effect but those a recall leaves out, and the round's ``result`` (whose
+    settlement lines are the record's own, the same objects). Built when the record is first
+    read (:meth:`~controller.table.effects.Record.later`): everything it reads is immutable
+    or a copy nobody changes."""
     lines = iter(result["settlements"])
     return {
         **head,
         "table": head["table"].to_dict(),
         "events": [e.to_dict() for e in events],
-        "effects": [next(lines) if isinstance(e, Settled) else e.to_dict() for e in recalled],
+        "effects": [
+            next(lines) if isinstance(e, Settled) else e.to_dict()
+            for e in effects
+            if not isinstance(e, _UNRECALLED)
+        ],
         "result": result,
     }

@@ -179,6 +179,7 @@ class Table(
         self._event: ev.Event | None = None
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
+        self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,
@@ -283,10 +284,15 @@ class Table(
                 state.round_effects.extend(step.effects)
             else:
                 state.round_effects.extend(
-                    e
-                    for e in step.effects
-                    if not isinstance(e, _NOT_RECALLED)
-                    and not (isinstance(e, Publish) and e.topic == significant.KIND)
+                    [
+                        e
+                        for e in step.effects
+                        if type(e) in _PLAIN_EFFECTS  # most of them, asked first
+                        or not (
+                            isinstance(e, _NOT_RECALLED)
+                            or (isinstance(e, Publish) and e.topic == significant.KIND)
+                        )
+                    ]
                 )
         return step
 

@@ -41,6 +41,7 @@ class TablePart:
     _handlers: dict[type, Any]
     _choices_memo: dict[tuple[object, ...], str]
     _carried_made: dict[tuple[Any, ...], ev.Event]
+    _fixed_amounts: dict[str, int | None]
 
     @property
     def _round(self) -> RoundState:

@@ -43,7 +43,7 @@ class Procedure(TablePart):
             spot,
             wager or line.wager,
             line.stake,
-            line.outcome.value,
+            line.outcome._value_,  # = .value, read without the enum's Python property
             line.paid,
             line.returned,
             line.reason,
