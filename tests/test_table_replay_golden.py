@@ -83,3 +83,14 @@ def test_replay_writes_what_main_wrote(game: str) -> None:
     got_events, records, digest = replay_digest(game, rounds, seed)
     assert (got_events, records) == (events, rounds)
     assert digest == expected
+
+
+def test_a_table_that_forgets_its_settlement_lines_writes_the_same(monkeypatch) -> None:
+    """The settlement lines a table remembers (``procedure.SETTLED_KEPT``) are forgotten all
+    at once when there are too many: with room for 8 it is forgotten every round or two, and
+    the replay writes the same bytes."""
+    from controller.table import procedure
+
+    monkeypatch.setattr(procedure, "SETTLED_KEPT", 8)
+    rounds, seed, events, expected = GOLDEN["pa-standard"]
+    assert replay_digest("pa-standard", rounds, seed) == (events, rounds, expected)

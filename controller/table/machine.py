@@ -180,6 +180,7 @@ class Table(
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
+        self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,

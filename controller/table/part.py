@@ -42,6 +42,7 @@ class TablePart:
     _choices_memo: dict[tuple[object, ...], str]
     _carried_made: dict[tuple[Any, ...], ev.Event]
     _fixed_amounts: dict[str, int | None]
+    _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]
 
     @property
     def _round(self) -> RoundState:
