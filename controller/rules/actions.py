@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from controller.errors import RuleViolation
 from controller.rules.cards import Card
@@ -36,6 +37,20 @@ class HandState:
         return len(self.cards) == 2
 
 
+class Hittable(Protocol):
+    """What :func:`hit_refusal` reads of a hand: a :class:`HandState`, or the table's hand in
+    play itself (no copy to build for every card of the players' turn)."""
+
+    @property
+    def cards(self) -> Sequence[Card]: ...
+    @property
+    def split_aces(self) -> bool: ...
+    @property
+    def double_down(self) -> int: ...
+    @property
+    def double_up(self) -> int: ...
+
+
 def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> str | None:
     if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
         return f"the {kind} wager must be more than $0, in whole cents: {amount!r}"
@@ -52,7 +67,7 @@ def _extra_wager(kind: str, amount: int, wager: int, rule: str) -> str | None:
     return None
 
 
-def _closed(hand: HandState, action: str) -> str | None:
+def _closed(hand: HandState | Hittable, action: str) -> str | None:
     """Why no further action is open on a hand closed by a Double Up or a double down."""
     if hand.double_up:
         return f"no {action}: after a Double Up wager the hand must stand (Double Up rule 5)"
@@ -66,7 +81,7 @@ def _raise(refusal: str | None) -> None:
         raise RuleViolation(refusal)
 
 
-def hit_refusal(hand: HandState, rules: HouseRules) -> str | None:
+def hit_refusal(hand: HandState | Hittable, rules: HouseRules) -> str | None:
     """Why :func:`check_hit` refuses, or None."""
     if hand.split_aces and rules.split.split_aces_one_card:
         return "split aces receive one card each: no hit"

@@ -92,6 +92,9 @@ _RANK_CODES = {
 _POINTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10)
 """Blackjack points by rank number (index 0 unused): ``min(rank, 10)``, looked up
 because card values sit on the table state machine's hot path."""
+RANK_POINTS = _POINTS
+"""``RANK_POINTS[card.rank] == card.value``: hand totals read it directly (no property call
+for each card counted)."""
 _RANK_BY_TEXT = {code: rank for rank, code in _RANK_CODES.items()} | {"T": Rank.TEN}
 _SUIT_BY_TEXT = {suit.value: suit for suit in Suit}
 

@@ -92,12 +92,24 @@ class PlayerHand:
     surrendered: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("wager", "double_down", "double_up"):
-            amount = getattr(self, name)
-            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-                raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
-        if not all(isinstance(card, Card) for card in self.cards):
-            raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
+        wager, double_down, double_up = self.wager, self.double_down, self.double_up
+        if not (
+            type(wager) is int  # the common case, checked without a loop (a hot path)
+            and type(double_down) is int
+            and type(double_up) is int
+            and wager >= 0
+            and double_down >= 0
+            and double_up >= 0
+        ):
+            for name in ("wager", "double_down", "double_up"):
+                amount = getattr(self, name)
+                if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+                    raise WagerError(
+                        f"{name} must be a whole number of cents >= 0, got {amount!r}"
+                    )
+        for card in self.cards:
+            if not isinstance(card, Card):
+                raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
         if self.split_index < 0 or (self.split_index > 0 and not self.from_split):
             raise WagerError("a hand after the first at a spot comes from a split (from_split)")
         if self.wager == 0:
@@ -129,7 +141,12 @@ def settle_hand(
 
 
 def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
-    stakes = {"main": hand.wager, "double_down": hand.double_down, "double_up": hand.double_up}
+    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all.
+    stakes = {"main": hand.wager}
+    if hand.double_down:
+        stakes["double_down"] = hand.double_down
+    if hand.double_up:
+        stakes["double_up"] = hand.double_up
     player = hand_total(hand.cards)
     dealer_total = hand_total(dealer)
     dealer_bj = is_blackjack(dealer)

@@ -78,8 +78,11 @@ class Betting(TablePart):
         return self.state.amounts.get((spot, circle), default)
 
     def _fixed_amount(self, circle: str) -> int | None:
-        section = getattr(self.rules.side_bets, circle, None)
-        return getattr(section, "wager", None)
+        fixed = self._fixed_amounts
+        if circle not in fixed:  # once per circle and table: the rules do not change
+            section = getattr(self.rules.side_bets, circle, None)
+            fixed[circle] = getattr(section, "wager", None)
+        return fixed[circle]
 
     def _on_wager(self, event: WagerAmount) -> None:
         self._check_circle(event.spot, event.circle, "wager amount")
@@ -129,6 +132,7 @@ class Betting(TablePart):
                 "no more bets refused: no burn card has come out of the shoe since the "
                 "shuffle; burn one card first"
             )
+        tie = any(c.startswith("blackjack_tie.") for c in self.circles)
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -143,7 +147,7 @@ class Betting(TablePart):
                 orphans.extend((number, c) for c in placed)
                 continue
             wagers = {c: self._wager_amount(number, c) for c in placed}
-            bonuses = {
+            bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }
             if bonuses:

@@ -64,15 +64,22 @@ class Console(TablePart):
         state.phase = Phase.BETTING
         state.log = []
         state.round_effects = []
-        carried: list[ev.Event] = [
-            BetSensor(spot, circle, True)
-            for (spot, circle), on in sorted(state.sensors.items())
-            if on
-        ]
-        carried.extend(
-            WagerAmount(spot, circle, amount)
-            for (spot, circle), amount in sorted(state.amounts.items())
-        )
+        # The same bets are carried round after round: each event is made once per table
+        # and shared (events are immutable values).
+        made = self._carried_made
+        carried: list[ev.Event] = []
+        for key, on in sorted(state.sensors.items()):
+            if on:
+                event = made.get(key)
+                if event is None:
+                    event = made[key] = BetSensor(key[0], key[1], True)
+                carried.append(event)
+        for (spot, circle), amount in sorted(state.amounts.items()):
+            key = (spot, circle, amount)
+            event = made.get(key)
+            if event is None:
+                event = made[key] = WagerAmount(spot, circle, amount)
+            carried.append(event)
         if state.supervisor_key:
             carried.append(SupervisorKey(True))
         state.carried = carried

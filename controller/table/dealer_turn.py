@@ -11,7 +11,8 @@ from controller.rules.cards import Card
 from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
 from controller.rules.settlement import settle_hand, settle_offered_side_bet
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
-from controller.table.effects import AlarmCleared, Publish, Record, Settled
+from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
+from controller.table.events import Event
 from controller.table.part import TablePart
 from controller.table.prompts import settled_words
 from controller.table.state import Phase
@@ -175,12 +176,10 @@ class DealerTurn(TablePart):
         state.phase = Phase.SETTLED
         rnd.in_action = None
         rnd.settled_t = state.now
-        recalled = [
-            e for e in (*state.round_effects, *self._out) if not isinstance(e, _UNRECALLED)
-        ]
-        written = [e.to_dict() for e in recalled]  # once each: the lines and the record share
-        lines = [d for e, d in zip(recalled, written, strict=True) if isinstance(e, Settled)]
-        so_far = len(self._out)
+        out = self._out
+        so_far = len(out)
+        earlier = (*state.round_effects, *out)  # the round's effects so far, as they are now
+        lines = [e.to_dict() for e in earlier if isinstance(e, Settled)]
         result = {
             "round": rnd.number,
             "game": self.rules.name,
@@ -199,27 +198,50 @@ class DealerTurn(TablePart):
             "paid": sum(line["paid"] for line in lines),
             "returned": sum(line["returned"] for line in lines),
         }
-        self._out.append(Publish("round_result", f"round-{rnd.number}/result", result))
+        out.append(Publish("round_result", f"round-{rnd.number}/result", result))
         # The meter lines are claimed after the result that holds their cards: the jackpot
         # controller checks a claim's cards against the round's reported result.
         for line in lines:
             if line.get("meter") is not None:
-                self._out.append(self._hit_claim(line))
+                out.append(self._hit_claim(line))
         self._prompt("round_settled", settled_words(rnd))
         events = [*state.carried, *state.log]
         if self._event is not None:
             events.append(self._event)
-        record: dict[str, Any] = {
+        later = out[so_far:]
+        head = {
             "round": rnd.number,
             "game": self.rules.name,
-            "table": self.settings.to_dict(),
+            "table": self.settings,
             "started_t": rnd.started_t,
             "settled_t": rnd.settled_t,
-            "void": rnd.void or None,
+            "void": result["void"],
             "dealer": result["dealer"],
-            "events": [e.to_dict() for e in events],
-            "effects": written
-            + [e.to_dict() for e in self._out[so_far:] if not isinstance(e, _UNRECALLED)],
-            "result": result,
         }
-        self._out.append(Record("round", record))
+        build = lambda: _round_record(head, events, (*earlier, *later), result)  # noqa: E731
+        out.append(Record.later("round", build))
+
+
+def _round_record(
+    head: dict[str, Any],
+    events: list[Event],
+    effects: tuple[Effect, ...],
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """A round's recall record, as JSON data: ``head`` (its ``table`` the settings), every
+    event and every effect but those a recall leaves out, and the round's ``result`` (whose
+    settlement lines are the record's own, the same objects). Built when the record is first
+    read (:meth:`~controller.table.effects.Record.later`): everything it reads is immutable
+    or a copy nobody changes."""
+    lines = iter(result["settlements"])
+    return {
+        **head,
+        "table": head["table"].to_dict(),
+        "events": [e.to_dict() for e in events],
+        "effects": [
+            next(lines) if isinstance(e, Settled) else e.to_dict()
+            for e in effects
+            if not isinstance(e, _UNRECALLED)
+        ],
+        "result": result,
+    }

@@ -192,6 +192,16 @@ class Publish(Effect):
     payload: dict[str, Any]
 
 
+class Later:
+    """Data not built yet: ``build()`` makes it when it is first read (see
+    :meth:`Record.later`)."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[[], dict[str, Any]]):
+        self.build = build
+
+
 @dataclass(frozen=True, slots=True)
 class Record(Effect):
     """A journal record: ``round`` carries a finished round for game recall."""
@@ -199,6 +209,38 @@ class Record(Effect):
     KIND: ClassVar[str] = "record"
     record: str
     data: dict[str, Any]
+
+    @staticmethod
+    def later(record: str, build: Callable[[], dict[str, Any]]) -> Record:
+        """A record whose ``data`` is ``build()``, called when ``data`` is first read.
+        ``build`` must read only values that no longer change (immutable events and
+        effects, copied lists), so the data is the same whenever it is read.
+
+        >>> lazy = Record.later("round", lambda: {"round": 1})
+        >>> lazy == Record("round", {"round": 1}), lazy
+        (True, Record(record='round', data={'round': 1}))
+        """
+        return Record(record, Later(build))  # type: ignore[arg-type]
+
+
+_RECORD_DATA = Record.__dict__["data"]  # the slot behind Record.data
+
+
+def _record_data(record: Record) -> dict[str, Any]:
+    data = _RECORD_DATA.__get__(record, Record)
+    if type(data) is Later:
+        data = data.build()
+        _RECORD_DATA.__set__(record, data)
+    return data
+
+
+# A round's recall record is every event and effect of the round as JSON data: the journal and
+# recovery read it, a replay that only needs the table's state does not. ``data`` is read
+# through this property, which builds a record made by :meth:`Record.later` when it is first
+# read and keeps it; everything else (fields, equality, repr, hash, frozen) is the dataclass's.
+Record.data = property(  # type: ignore[assignment, method-assign]
+    _record_data, _RECORD_DATA.__set__, doc="The record's JSON data."
+)
 
 
 EFFECT_KINDS: dict[str, type[Effect]] = {

@@ -109,6 +109,12 @@ MYSTERY_LINE = "100% of meter"
 _PLAIN_EFFECTS = frozenset({Light, Prompt, Settled, Refused})
 """Effects that neither enter the alarm register nor make a claim, and are recalled."""
 
+_NOTHING = Step(True, ())
+"""The step of an accepted event that did nothing to carry out (shared: steps are
+immutable)."""
+_NOTHING_TICK = Step(True, (), False)
+"""The step of a tick that changed nothing: not journaled."""
+
 _TRAITS: dict[type, tuple[bool, bool, bool, bool]] = {}
 """Per event class, looked up once (see :func:`_traits`)."""
 
@@ -171,6 +177,10 @@ class Table(
         self.circles = table_circles(rules)
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
+        self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
+        self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
+        self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
+        self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,
@@ -255,11 +265,11 @@ class Table(
             )
             if state.lights.get("alarm", "off") != alarm:
                 self._light("alarm", alarm)
-            effects = tuple(out)
-            step = Step(True, effects, bool(effects) or not is_tick)
             accepted = True
             plain = True
-            for effect in effects:
+            # Nothing to carry out (a card of the initial deal, most bets): a shared step.
+            step = Step(True, tuple(out)) if out else _NOTHING_TICK if is_tick else _NOTHING
+            for effect in step.effects:
                 if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
                     continue
                 plain = False
@@ -275,10 +285,15 @@ class Table(
                 state.round_effects.extend(step.effects)
             else:
                 state.round_effects.extend(
-                    e
-                    for e in step.effects
-                    if not isinstance(e, _NOT_RECALLED)
-                    and not (isinstance(e, Publish) and e.topic == significant.KIND)
+                    [
+                        e
+                        for e in step.effects
+                        if type(e) in _PLAIN_EFFECTS  # most of them, asked first
+                        or not (
+                            isinstance(e, _NOT_RECALLED)
+                            or (isinstance(e, Publish) and e.topic == significant.KIND)
+                        )
+                    ]
                 )
         return step
 

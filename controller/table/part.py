@@ -14,6 +14,10 @@ from controller.table.effects import Alarm, Effect, Light, Prompt
 from controller.table.settings import TableSettings
 from controller.table.state import HandInPlay, RoundState, TableState
 
+_LIGHTS: dict[tuple[str, str], Light] = {}
+"""Every :class:`Light` effect made so far, by name and state: a few per bet circle and spot
+(bounded by the layouts' names)."""
+
 
 class RefusedWithAlarm(ProcedureError):
     """A refusal a technician must see: the event is refused (journaled as refused, nothing
@@ -35,6 +39,10 @@ class TablePart:
     _out: list[Effect]
     _event: ev.Event | None
     _handlers: dict[type, Any]
+    _choices_memo: dict[tuple[object, ...], str]
+    _carried_made: dict[tuple[Any, ...], ev.Event]
+    _fixed_amounts: dict[str, int | None]
+    _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]
 
     @property
     def _round(self) -> RoundState:
@@ -57,7 +65,13 @@ class TablePart:
                 lights.pop(name, None)
             else:
                 lights[name] = state
-            self._out.append(Light(name, state))
+            # A table sets the same few lights again and again: each Light is made once,
+            # then shared (effects are immutable values).
+            key = (name, state)
+            light = _LIGHTS.get(key)
+            if light is None:
+                light = _LIGHTS[key] = Light(name, state)
+            self._out.append(light)
 
     def _hand(self, spot: int, hand: int) -> HandInPlay:
         return self._round.spots[spot].hands[hand]

@@ -81,7 +81,7 @@ class PlayersTurn(TablePart):
     def _takes_card(self, hand: HandInPlay) -> bool:
         if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
             return True
-        return actions.hit_refusal(self._hand_state(hand), self.rules) is None
+        return actions.hit_refusal(hand, self.rules) is None
 
     def _give(self, spot_no: int, index: int, card: Card) -> None:
         """A card to a player's hand in action (second card of a split hand, hit or double)."""

@@ -49,6 +49,35 @@ def allowed_choices(
     return out
 
 
+def choices_key(
+    hand: HandInPlay, total: int, hands_at_spot: int, dealer_checked: bool
+) -> tuple[object, ...] | None:
+    """What :func:`allowed_choices` reads of a hand in play (at one table: the rules are
+    fixed), as a key for remembering its answer; None where it is not to be remembered.
+
+    Its own wager is what a double and a Double Up are asked for, so the amount is
+    refused only when it is not a whole number of cents above zero: the key says which.
+    The cards count through their ranks (values, pairs, naturals, a pair by rank), never
+    their suits; in a hand of other than two cards only its ``total`` is read (every
+    choice but hit needs exactly two cards, hit reads the total). ``total`` is
+    ``hand_total(hand.cards).total``.
+    """
+    wager = hand.wager
+    if type(wager) is not int:
+        return None
+    cards = hand.cards
+    return (
+        (cards[0].rank, cards[1].rank) if len(cards) == 2 else (len(cards) == 1, total),
+        wager > 0,
+        hand.from_split,
+        hand.split_aces,
+        bool(hand.double_down),
+        bool(hand.double_up),
+        hands_at_spot,
+        dealer_checked,
+    )
+
+
 class Prompts(TablePart):
     """What the dealer must do, from the state."""
 
@@ -61,8 +90,8 @@ class Prompts(TablePart):
             return Prompt("deal_card", f"Deal {where} its second card", spot.number)
         if hand.double_down:
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
-        choices = self._choices(spot, hand)
         total = hand_total(hand.cards)
+        choices = self._choices(spot, hand, total.total)
         count = f"soft {total.total}" if total.soft else str(total.total)
         return Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
 
@@ -138,9 +167,20 @@ class Prompts(TablePart):
             award.spot,
         )
 
-    def _choices(self, spot: SpotInPlay, hand: HandInPlay) -> str:
-        """The decisions the rules allow ``hand`` now, as the prompt lists them."""
-        choices = allowed_choices(
-            self.rules, self._hand_state(hand), len(spot.hands), self._round.dealer_checked
-        )
-        return ", ".join(choices)
+    def _choices(self, spot: SpotInPlay, hand: HandInPlay, total: int) -> str:
+        """The decisions the rules allow ``hand`` (whose count is ``total``) now, as the
+        prompt lists them: looked up in the table's memo (:func:`choices_key`), asked of the
+        rules (:func:`allowed_choices`) the first time."""
+        dealer_checked = self._round.dealer_checked
+        key = choices_key(hand, total, len(spot.hands), dealer_checked)
+        memo = self._choices_memo
+        words = memo.get(key) if key is not None else None
+        if words is None:
+            words = ", ".join(
+                allowed_choices(
+                    self.rules, self._hand_state(hand), len(spot.hands), dealer_checked
+                )
+            )
+            if key is not None:
+                memo[key] = words
+        return words
