@@ -22,11 +22,14 @@ and the alarms). It:
 - publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope (one row
   waiting: a single message; more: batch frames of up to ``batch_rows`` rows (64) and
   32768 bytes under one signature, controller/link/frames.py; nothing waits to fill one), at most
-  ``window`` rows (default 256) beyond the last application ack, looking at the outbox within
-  ``poll_s`` (5 ms) of the table's journal commit; after each (re)connect it starts again
-  from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``), and after
-  a resend request from its ``from``; paho's own in-flight limit stays at its 20, Mosquitto's
-  Receive Maximum (the broker PUBACKs at once: the window is the application ack's);
+  ``window`` rows (default 256) beyond the last application ack, looking at the outbox when
+  the table's loop says it wrote rows (:meth:`TablePublisher.wake`, after the dealer's
+  prompt) and at least every ``poll_s`` (50 ms: a write nobody announced, say another
+  process's, is seen by the journal's ``PRAGMA data_version``); after each (re)connect it
+  starts again from the last ack + 1 (at-least-once: the controller keys on ``(table,
+  seq)``), and after a resend request from its ``from``; paho's own in-flight limit stays at
+  its 20, Mosquitto's Receive Maximum (the broker PUBACKs at once: the window is the
+  application ack's);
 - on an ack: ``Outbox.acknowledge(seq)`` (one below the last ack is old news, a copy the
   broker kept: counted and logged, not an alarm); on a resend: rewinds to ``from`` (one from
   beyond what the table wrote is refused with an alarm, and the stream carries on); on an award:
@@ -50,6 +53,7 @@ import contextlib
 import json
 import logging
 import random
+import select
 import socket
 import sqlite3
 import threading
@@ -102,10 +106,13 @@ MAX_PAYLOAD = 60_000
 #: Rows sent beyond the last application ack. The controller applies what arrives together
 #: in one transaction (group commit), so a deeper window means fewer, larger commits.
 WINDOW = 256
-#: Seconds the link's thread waits for the network before it looks at the outbox again: a
-#: journaled message leaves within about this long (``PRAGMA data_version`` says whether the
-#: table wrote anything, so an idle table costs one cheap query per look).
-POLL_S = 0.005
+#: Seconds the link's thread waits for the network or a :meth:`TablePublisher.wake` before it
+#: looks at the outbox anyway: the safety net for a write nobody announced (``PRAGMA
+#: data_version`` says whether the journal changed, so an idle table costs one cheap query
+#: per look). The table's loop wakes the thread after each event that wrote rows, so a
+#: journaled message does not wait for this; waking every 5 ms instead, as before, took the
+#: GIL from the loop while it made the dealer's prompt (docs/runtime.md, Benchmarks).
+POLL_S = 0.05
 #: The outbox is read at least this often whatever happened (a resumed pause, say).
 PUMP_EVERY_S = 0.05
 #: At most one log line about stale acknowledgements in this many seconds.
@@ -274,6 +281,11 @@ class TablePublisher:
         self._pumped = 0.0
         self._stale_logged: float | None = None  # monotonic s of the last stale-ack log line
         self._stale_held = 0  # stale acks since that line
+        # wake(): a byte on this pair ends the thread's select at once (paho's own pair is
+        # made only by its loop(), which this thread does not use)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._thread = threading.Thread(target=self._run, name=f"link-{table_id}", daemon=True)
         self._thread.start()
 
@@ -312,6 +324,13 @@ class TablePublisher:
                 },
             }
 
+    def wake(self) -> None:
+        """The table wrote outbox rows: the thread looks at the outbox now, not at its next
+        :data:`POLL_S`. Any thread; never blocks (a wake already pending is enough)."""
+        self._kick = True
+        with contextlib.suppress(OSError):  # full: one is pending; closed: nothing to wake
+            self._wake_w.send(b"\0")
+
     def alive(self) -> bool:
         """Whether its thread runs (the daemon's watchdog and /healthz ask)."""
         return self._thread.is_alive()
@@ -322,7 +341,11 @@ class TablePublisher:
             return
         self._closed = True
         self._stop.set()
+        self.wake()
         self._thread.join(timeout + 2.0)
+        if not self._thread.is_alive():
+            self._wake_r.close()
+            self._wake_w.close()
 
     def __enter__(self) -> TablePublisher:
         return self
@@ -400,7 +423,7 @@ class TablePublisher:
                 if not socket_up:
                     socket_up = self._connect()
                     continue
-                rc = self._client.loop(timeout=self.poll_s)
+                rc = self._network(self.poll_s)
                 if not self._health.connected and time.monotonic() > self._connack_deadline:
                     with self._lock:  # a socket without a CONNACK: drop it and try again
                         self._health.errors["connack_timeout"] += 1
@@ -428,16 +451,45 @@ class TablePublisher:
             self._set(connected=False)
             self._outbox.close()
 
+    def _network(self, timeout: float) -> mqtt.MQTTErrorCode:
+        """paho's ``loop(timeout)`` with :meth:`wake`'s socket in the select: wait up to
+        ``timeout`` s for the broker or a wake, then read, write and keep alive through
+        paho's external-loop calls (``loop_read``, ``loop_write``, ``loop_misc``)."""
+        client = self._client
+        sock = client.socket()
+        if sock is None:
+            return mqtt.MQTT_ERR_NO_CONN
+        pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: bytes decrypted
+        try:
+            readable, _, _ = select.select(
+                [sock, self._wake_r], [sock] if client.want_write() else [], [],
+                0.0 if pending else timeout,
+            )  # fmt: skip
+        except (TypeError, ValueError, OSError):  # the socket was closed under us
+            return mqtt.MQTT_ERR_CONN_LOST
+        if self._wake_r in readable:
+            with contextlib.suppress(OSError):
+                self._wake_r.recv(4096)
+        if sock in readable or pending:
+            rc = client.loop_read()
+            if rc or client.socket() is None:
+                return rc
+        if client.want_write():  # a publish made in a callback waits here (paho's own loop
+            rc = client.loop_write()  # is woken by its pair for that)
+            if rc or client.socket() is None:
+                return rc
+        return client.loop_misc()
+
     def _say_goodbye(self, timeout: float = 3.0) -> None:
         topic, payload = self._status("offline", clean=True)
         info = self._client.publish(topic, payload, qos=1, retain=True)
         self._inflight[info.mid] = 0
         deadline = time.monotonic() + timeout
         while info.mid in self._inflight and time.monotonic() < deadline:
-            if self._client.loop(timeout=0.05) != mqtt.MQTT_ERR_SUCCESS:
+            if self._network(0.05) != mqtt.MQTT_ERR_SUCCESS:
                 break
         self._client.disconnect()
-        self._client.loop(timeout=0.05)
+        self._network(0.05)
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:

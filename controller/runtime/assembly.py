@@ -366,6 +366,7 @@ def open_parts(daemon: Any, password: str) -> None:
         rotator=daemon.rotator,
         recall_ms=cfg.web.recall_s * 1000,  # the dealer display's recall_last (issue 30)
         hold_ms=cfg.web.hold_settlement_s * 1000,
+        on_outbox=daemon.publisher.wake,  # after the prompt: the link sends the rows
     )
     daemon._runtime = daemon.runtime
     for event in daemon._pending:

@@ -8,8 +8,10 @@ carries out the effects:
 
 - :class:`~controller.table.effects.Light`: the ``lights`` adapter (``GpioDriver.apply``);
 - prompts, alarms, refusals and settlements: the dealer's feed (:meth:`recent`, the log);
-- publish requests: nothing to do, the journal wrote them to the outbox in the same
-  transaction, and the link's thread sends them from there.
+- publish requests: the journal wrote them to the outbox in the same transaction, and the
+  link's thread sends them from there: ``on_outbox()`` wakes it once the events waiting
+  are handled (after their prompts, so the link's thread does not take the GIL from the
+  loop before the dealer's display has its prompt).
 
 Every ``tick_ms`` it polls the inputs (GPIO debounce), samples the health of the drivers
 and of the link through the watchers (:mod:`controller.runtime.watch`), hands the table a
@@ -52,6 +54,7 @@ from controller.table.effects import (
     Effect,
     Light,
     Prompt,
+    Publish,
     Refused,
     Settled,
     Step,
@@ -125,6 +128,8 @@ class TableRuntime:
     ``recall_ms``: how long the console's ``recall_last`` shows the last settled round on
     the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
     not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
+    ``on_outbox()`` is called on the loop's thread after events that wrote outbox rows are
+    handled, their effects carried out (``TablePublisher.wake``).
     """
 
     def __init__(
@@ -144,6 +149,7 @@ class TableRuntime:
         rotator: JournalRotator | None = None,
         recall_ms: int = 30_000,
         hold_ms: int = 0,
+        on_outbox: Callable[[], None] | None = None,
     ):
         self.table = table
         self.clock = clock
@@ -157,6 +163,8 @@ class TableRuntime:
         self._trace = trace
         self._lamp_test = lamp_test
         self._rotator = rotator
+        self._on_outbox = on_outbox
+        self._rows_written = False  # outbox rows the link's thread has not been told of
         self.settled_round = SettledRound(recall_ms, hold_ms)
         self._light_test: LightTest | None = None
         self._light_test_pending: str | None = None  # who asked, for the next round break
@@ -289,8 +297,10 @@ class TableRuntime:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 item = None
+        self._wake_link()
         if self.clock() >= self._next_tick:
             self._tick()
+            self._wake_link()
 
     def drain(self) -> int:
         """Handle every event already queued (shutdown: finish writing); returns how many."""
@@ -299,9 +309,21 @@ class TableRuntime:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
+                self._wake_link()
                 return n
             self._handle(item)
             n += 1
+
+    def _wake_link(self) -> None:
+        """Tell the link's thread that outbox rows were written (``on_outbox``), once for
+        the events handled since the last call."""
+        if self._rows_written:
+            self._rows_written = False
+            if self._on_outbox is not None:
+                try:
+                    self._on_outbox()
+                except Exception:  # the link looks at the outbox on its own timeout too
+                    log.exception("waking the jackpot link failed")
 
     def _tick(self) -> None:
         now = self.clock()
@@ -401,6 +423,8 @@ class TableRuntime:
         committed_ns = time.monotonic_ns()
         if step.journal:
             self.events_handled += 1
+            if not self._rows_written:
+                self._rows_written = any(isinstance(e, Publish) for e in step.effects)
         if isinstance(event, ev.EndRound) and step.accepted:
             self.settled_round.ended(event.t or self.clock())
         lines: list[tuple[int, str, tuple[Any, ...]]] = []
