@@ -519,6 +519,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         if values:
             print(line(f"  {name}", values))
+    gcs = [r["gc_ns"] / 1e6 for r in records if r["prompts"] and r.get("gc_ns")]
+    if any("gc_ns" in r for r in records):  # the trace says (this daemon's code does)
+        print(
+            f"garbage collections inside a prompt card's path: {len(gcs)} of {len(prompt)} "
+            f"cards" + (f", {sum(gcs):.3f} ms in all, the longest {max(gcs):.3f} ms" if gcs else "")
+        )
     cpu = sorted(r["loop_cpu_ns"] / 1e6 for r in records if r["prompts"] and "loop_cpu_ns" in r)
     if cpu:
         print(line("loop thread CPU, picked -> effects done", cpu))

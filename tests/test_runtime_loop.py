@@ -254,3 +254,46 @@ def test_the_link_is_woken_after_the_events_that_wrote_outbox_rows_only(tmp_path
         assert 0 < wrote_rows < len(events)  # both kinds of event were seen
     finally:
         table.close()
+
+
+def test_the_loop_collects_the_garbage_itself_and_gives_the_collector_back(tmp_path):
+    """Issue 32 item 4: with ``collect_garbage`` (the daemon) the collector runs on the
+    loop's thread between events, not in whichever allocation crosses CPython's threshold
+    (a dealer's prompt among them); stopped, the loop gives the collector back."""
+    import gc
+
+    table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
+    runtime = TableRuntime(
+        table, clock=RuntimeClock(table.state.now), tick_ms=10, collect_garbage=True
+    )
+    stop = threading.Event()
+    seen: dict[str, bool] = {}
+
+    def dealer() -> None:  # another thread, as the drivers are
+        try:
+            deadline = time.monotonic() + 15
+            while gc.isenabled() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen["held"] = not gc.isenabled()  # the loop holds the collector
+            for on in (True, False, True, False, True):  # cycles only a collection frees
+                for _ in range(loop_module.GC_EVERY * 2):
+                    cycle: list = []
+                    cycle.append(cycle)
+                runtime.submit(ev.BetSensor(1, "main", on))
+            while runtime.collections < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            stop.set()
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=dealer)
+    thread.start()
+    try:
+        runtime.run(stop)  # the journal's thread, as in the daemon
+    finally:
+        thread.join(15)
+        table.close()
+    assert seen["held"]
+    assert runtime.collections >= 1 and runtime.refused == 0
+    assert table.journal.events_written == 5
+    assert gc.isenabled()  # given back

@@ -13,6 +13,13 @@ carries out the effects:
   are handled (after their prompts, so the link's thread does not take the GIL from the
   loop before the dealer's display has its prompt).
 
+With ``collect_garbage`` (the daemon), :meth:`TableRuntime.run` takes Python's cyclic garbage
+collection into its own hands: the objects of the start-up are frozen (never scanned again)
+and the collector runs only on the loop's thread, between events, once their prompts are out
+(:data:`GC_EVERY`), where CPython would run it in whichever allocation crosses its
+threshold: a dealer's prompt among them (a collection of the young generations took 1-10 ms
+in the running daemon on a loaded machine, a full one 75 ms; docs/runtime.md, Benchmarks).
+
 Every ``tick_ms`` it polls the inputs (GPIO debounce), samples the health of the drivers
 and of the link through the watchers (:mod:`controller.runtime.watch`), hands the table a
 ``Tick`` and calls ``on_tick`` (the systemd watchdog). Faults latch in the table (journaled);
@@ -27,6 +34,7 @@ once a second from the tick, or at once when asked (:meth:`TableRuntime.rotate_j
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import queue
 import threading
@@ -64,6 +72,11 @@ log = logging.getLogger("table-controller")
 
 FEED_LENGTH = 50
 """Prompts, alarms, refusals and settlements kept for the dealer display and diagnostics."""
+
+GC_EVERY = 700
+"""With ``collect_garbage``: the loop collects the youngest generation once this many
+container objects were allocated (net) since the last collection, as CPython's own first
+threshold; every 10th collection takes the middle generation too, every 100th all three."""
 
 
 class RuntimeClock:
@@ -129,7 +142,8 @@ class TableRuntime:
     the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
     not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
     ``on_outbox()`` is called on the loop's thread after events that wrote outbox rows are
-    handled, their effects carried out (``TablePublisher.wake``).
+    handled, their effects carried out (``TablePublisher.wake``). ``collect_garbage``:
+    :meth:`run` collects Python's cyclic garbage itself, between events (module docstring).
     """
 
     def __init__(
@@ -150,6 +164,7 @@ class TableRuntime:
         recall_ms: int = 30_000,
         hold_ms: int = 0,
         on_outbox: Callable[[], None] | None = None,
+        collect_garbage: bool = False,
     ):
         self.table = table
         self.clock = clock
@@ -165,6 +180,9 @@ class TableRuntime:
         self._rotator = rotator
         self._on_outbox = on_outbox
         self._rows_written = False  # outbox rows the link's thread has not been told of
+        self._collect_garbage = collect_garbage
+        self._gc_managed = False  # run() holds the collector (disabled, collected here)
+        self.collections = 0  # garbage collections the loop made
         self.settled_round = SettledRound(recall_ms, hold_ms)
         self._light_test: LightTest | None = None
         self._light_test_pending: str | None = None  # who asked, for the next round break
@@ -277,9 +295,32 @@ class TableRuntime:
         self._publish_status()
 
     def run(self, stop: threading.Event) -> None:
-        """Take events until ``stop`` is set, ticking every ``tick_ms``."""
-        while not stop.is_set():
-            self.run_once()
+        """Take events until ``stop`` is set, ticking every ``tick_ms`` (with
+        ``collect_garbage``: collecting the garbage between events, the collector given
+        back as it was when it returns)."""
+        managed = self._collect_garbage and gc.isenabled()
+        if managed:
+            gc.collect()
+            gc.freeze()  # the start-up's objects: never scanned again
+            gc.disable()
+            self._gc_managed = True
+        try:
+            while not stop.is_set():
+                self.run_once()
+        finally:
+            if managed:
+                self._gc_managed = False
+                gc.unfreeze()
+                gc.enable()
+
+    def _collect(self) -> None:
+        """One collection, if :data:`GC_EVERY` objects were allocated since the last: on
+        the loop's thread, with the events waiting handled (``run`` with
+        ``collect_garbage``)."""
+        if self._gc_managed and gc.get_count()[0] >= GC_EVERY:
+            self.collections += 1
+            n = self.collections
+            gc.collect(2 if n % 100 == 0 else 1 if n % 10 == 0 else 0)
 
     def run_once(self, max_wait_s: float | None = None) -> None:
         """Handle the events waiting (or wait up to the next tick for one), then tick if due."""
@@ -301,6 +342,7 @@ class TableRuntime:
         if self.clock() >= self._next_tick:
             self._tick()
             self._wake_link()
+        self._collect()
 
     def drain(self) -> int:
         """Handle every event already queued (shutdown: finish writing); returns how many."""
