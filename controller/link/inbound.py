@@ -103,7 +103,6 @@ class ControllerMessages:
                 c.heard = time.monotonic()
                 c.heartbeats += 1
 
-
     def _on_message(self, client, userdata, message) -> None:
         with self._lock:
             self._health.errors["unexpected_message"] += 1
@@ -189,4 +188,3 @@ class ControllerMessages:
             self.on_award(event)
         except Exception as exc:  # the sink's fault must not stop the link
             self._alarm("award_refused", f"award {event.award_id}: on_award raised {exc!r}")
-

@@ -52,4 +52,3 @@ class LinkHealth:
     framed_rows: int = 0  # the rows they carried
     errors: Counter[str] = field(default_factory=Counter)
     controller: ControllerHeard = field(default_factory=ControllerHeard)
-

@@ -108,7 +108,6 @@ def _no_delay(client: mqtt.Client) -> None:
         client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-
 class TablePublisher(OutboxStream, ControllerMessages):
     """Publishes the outbox of the journal at ``outbox_path`` for table ``table_id``.
 
@@ -481,7 +480,6 @@ class TablePublisher(OutboxStream, ControllerMessages):
                 "%s/meters/#' (config/mosquitto/acl) for the meters on the dealer display",
                 meters, PREFIX,
             )  # fmt: skip
-
 
 
 __all__ = [

@@ -156,4 +156,3 @@ class OutboxStream:
         self._stopped_at = seq
         self._set(stopped_at=seq)
         self._alarm(kind, detail + "; not sent, the stream stops here (call a technician)", seq)
-
