@@ -18,7 +18,8 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
    machine was doing.
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
-   reader polling the ledger's ``applied`` table every millisecond).
+   reader polling the ledger's ``applied`` table every millisecond). After each event that
+   wrote rows the bench wakes the publisher, as the daemon's loop does.
 
 ``--ledger postgresql``: the ledger in a PostgreSQL server of the bench's own (Debian's
 binaries, tests/pg_server.py: a temporary cluster on a free loopback port, fsync on).
@@ -203,6 +204,8 @@ def live(fr: FaultRun, rounds: int, pace_ms: float, batch_rows: int = BATCH_ROWS
                 for effect in step.effects:
                     if isinstance(effect, Publish) and effect.topic == "contribution":
                         committed[effect.key] = now
+                if any(isinstance(effect, Publish) for effect in step.effects):
+                    pub.wake()  # as the daemon's loop does once the event's effects are out
                 time.sleep(pace_ms / 1000)
             deadline = time.monotonic() + 30
             while depth(path) and time.monotonic() < deadline:

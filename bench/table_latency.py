@@ -24,6 +24,9 @@ Cards are paced like a fast dealer: ``--pace-ms`` after the previous frame and n
 the previous card's trace line is written, so none queues behind another. Then, the table
 idle between rounds (heartbeats still arriving), the daemon's ``/proc/PID/stat`` utime+stime
 over ``--idle-s`` seconds -> ``idle_cpu_pct`` (of one core), and ``VmRSS`` -> ``rss_mb``.
+Beside the wall times, figures a loaded machine does not change much: the loop thread's CPU
+per prompt card, the daemon's CPU and context switches (``/proc/PID/task/*/status``, every
+thread) per journaled event while dealing, and its context switches a second while idle.
 
     .venv/bin/python bench/table_latency.py [--quick] [--rounds N] [--pace-ms MS] [--idle-s S]
 
@@ -357,6 +360,18 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
 
 
+def switches(pid: int) -> int:
+    """Context switches (voluntary + involuntary) of every thread of ``pid`` so far: each a
+    thread that slept and was woken, or was preempted (a GIL hand-off is at least one)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/status") as f:
+            for line in f:
+                if "ctxt_switches:" in line:
+                    total += int(line.split()[1])
+    return total
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -434,17 +449,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rig.start()
             hz = os.sysconf("SC_CLK_TCK")
-            c_play = cpu_ticks(rig.table.pid)
+            c_play, s_play = cpu_ticks(rig.table.pid), switches(rig.table.pid)
             sent, late = play(rig, rounds, args.pace_ms)
             play_cpu_ms = (cpu_ticks(rig.table.pid) - c_play) / hz * 1000
+            play_switches = switches(rig.table.pid) - s_play
             rig.trace.read()
             refused = rig.status()["status"]["events_refused"]
             time.sleep(0.5)  # the last round's link traffic settles; the table is idle
             pid = rig.table.pid
             hz = os.sysconf("SC_CLK_TCK")
-            t0, c0 = time.monotonic(), cpu_ticks(pid)
+            t0, c0, s0 = time.monotonic(), cpu_ticks(pid), switches(pid)
             time.sleep(idle_s)
-            t1, c1 = time.monotonic(), cpu_ticks(pid)
+            t1, c1, s1 = time.monotonic(), cpu_ticks(pid), switches(pid)
             idle_cpu = (c1 - c0) / hz / (t1 - t0) * 100
             rss = rss_mb(pid)
             traced_events = rig.trace.events
@@ -503,6 +519,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         if values:
             print(line(f"  {name}", values))
+    gcs = [r["gc_ns"] / 1e6 for r in records if r["prompts"] and r.get("gc_ns")]
+    if any("gc_ns" in r for r in records):  # the trace says (this daemon's code does)
+        print(
+            f"garbage collections inside a prompt card's path: {len(gcs)} of {len(prompt)} "
+            f"cards" + (f", {sum(gcs):.3f} ms in all, the longest {max(gcs):.3f} ms" if gcs else "")
+        )
     cpu = sorted(r["loop_cpu_ns"] / 1e6 for r in records if r["prompts"] and "loop_cpu_ns" in r)
     if cpu:
         print(line("loop thread CPU, picked -> effects done", cpu))
@@ -510,8 +532,13 @@ def main(argv: list[str] | None = None) -> int:
         f"daemon CPU (all threads, /proc utime+stime) while dealing: {play_cpu_ms:.0f} ms, "
         f"{play_cpu_ms / max(1, traced_events):.3f} ms a journaled event"
     )
+    print(
+        f"daemon context switches (all threads, /proc) while dealing: {play_switches}, "
+        f"{play_switches / max(1, traced_events):.1f} a journaled event"
+    )
     print(f"idle {t1 - t0:.1f} s (heartbeat every {HEARTBEAT_S:g} s): "
-          f"{idle_cpu:.2f}% of one core, VmRSS {rss:.1f} MB")  # fmt: skip
+          f"{idle_cpu:.2f}% of one core, {(s1 - s0) / (t1 - t0):.0f} context switches a "
+          f"second, VmRSS {rss:.1f} MB")  # fmt: skip
     print(
         f"prompt_p50_ms={percentile(prompt, 50):.3f} prompt_p99_ms={percentile(prompt, 99):.3f} "
         f"outbox_p50_ms={percentile(outbox, 50):.3f} outbox_p99_ms={percentile(outbox, 99):.3f} "

@@ -245,6 +245,34 @@ def test_every_row_arrives_once_in_order_and_is_deleted_only_after_the_ack(
     assert controller.status[-1]["clean"] is True and controller.refused == []
 
 
+def test_rows_go_out_when_the_table_wakes_the_link_not_on_a_poll(
+    tmp_path,
+    pa,
+    broker,  # noqa: F811
+    controller,
+):
+    """Issue 32 item 4: the table's loop wakes the link's thread after it wrote rows
+    (``wake``); the thread does not look at the outbox every few milliseconds to find them.
+    With the safety poll an hour long, rows written while the link is quiet go out on the
+    wake alone."""
+    path = tmp_path / "t.journal"
+    keys = fill(path, pa, rounds=2)
+    pub = publisher(broker, path, poll_s=3600.0)
+    try:
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the first rows (sent on connect)")
+        assert controller.seqs() == list(range(1, len(keys) + 1))
+        wait_for(lambda: pub.health()["depth"] == 0, what="the link quiet")
+        fill(path, pa, rounds=2, seed=11)
+        written = outbox_state(path)[0]
+        assert written > len(keys)
+        pub.wake()
+        wait_for(lambda: outbox_state(path)[2] == 0, what="the rows the wake announced")
+        assert controller.seqs() == list(range(1, written + 1))
+        assert controller.refused == [] and pub.alarms == []
+    finally:
+        pub.close()
+
+
 def test_rows_written_while_the_broker_is_down_go_out_after_reconnect(
     tmp_path,
     pa,

@@ -19,6 +19,7 @@ from gpiozero.pins.mock import MockFactory
 
 from controller.games import load_game
 from controller.journal import JournaledTable
+from controller.journal.outbox import Outbox
 from controller.rules.cards import parse_card
 from controller.runtime import loop as loop_module
 from controller.runtime.loop import RuntimeClock, TableRuntime
@@ -209,3 +210,90 @@ def test_the_wal_is_copied_into_the_journal_between_rounds_never_during_one(
     assert runtime.refused == 0 and not table.round_in_progress
     assert journal.wal_events == 0
     assert events_in_main_file(path, tmp_path) == journal.events_written
+
+
+def test_the_link_is_woken_after_the_events_that_wrote_outbox_rows_only(tmp_path):
+    """Issue 32: the link's thread looks at the outbox when the loop says it wrote rows
+    (``on_outbox``, once the event's effects are carried out), instead of every 5 ms; an
+    event that wrote none does not wake it."""
+    table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
+    woken: list[int] = []
+    runtime = TableRuntime(
+        table,
+        clock=RuntimeClock(table.state.now),
+        tick_ms=3_600_000,  # one tick, at the first run_once
+        on_outbox=lambda: woken.append(table.journal.events_written),
+    )
+    cards = [parse_card(c) for c in ("10H", "9C", "6D", "7S", "8H", "10C", "9S")]
+    events = [
+        ev.BetSensor(1, "main", True),
+        ev.WagerAmount(1, "main", 2500),
+        ev.BetSensor(1, "blazing_7s", True),
+        ev.BetSensor(2, "main", True),
+        ev.Lockout(),
+        *(ev.CardDrawn(card) for card in cards[:6]),
+        ev.Next(),
+        ev.Next(),
+        ev.Next(),
+        ev.CardDrawn(cards[6]),
+        ev.EndRound(),
+    ]
+    wrote_rows = 0
+    try:
+        with Outbox(table.journal.path) as box:
+            for event in events:
+                rows, calls = box.last_written(), len(woken)
+                journaled = table.journal.events_written
+                runtime.submit(event)
+                runtime.run_once(max_wait_s=5.0)
+                assert table.journal.events_written == journaled + 1, event
+                wrote = box.last_written() > rows
+                wrote_rows += wrote
+                assert woken[calls:] == ([journaled + 1] if wrote else []), event
+        assert runtime.refused == 0
+        assert 0 < wrote_rows < len(events)  # both kinds of event were seen
+    finally:
+        table.close()
+
+
+def test_the_loop_collects_the_garbage_itself_and_gives_the_collector_back(tmp_path):
+    """Issue 32 item 4: with ``collect_garbage`` (the daemon) the collector runs on the
+    loop's thread between events, not in whichever allocation crosses CPython's threshold
+    (a dealer's prompt among them); stopped, the loop gives the collector back."""
+    import gc
+
+    table = JournaledTable(tmp_path / "journal.sqlite", RULES, SETTINGS)
+    runtime = TableRuntime(
+        table, clock=RuntimeClock(table.state.now), tick_ms=10, collect_garbage=True
+    )
+    stop = threading.Event()
+    seen: dict[str, bool] = {}
+
+    def dealer() -> None:  # another thread, as the drivers are
+        try:
+            deadline = time.monotonic() + 15
+            while gc.isenabled() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen["held"] = not gc.isenabled()  # the loop holds the collector
+            for on in (True, False, True, False, True):  # cycles only a collection frees
+                for _ in range(loop_module.GC_EVERY * 2):
+                    cycle: list = []
+                    cycle.append(cycle)
+                runtime.submit(ev.BetSensor(1, "main", on))
+            while runtime.collections < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            stop.set()
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=dealer)
+    thread.start()
+    try:
+        runtime.run(stop)  # the journal's thread, as in the daemon
+    finally:
+        thread.join(15)
+        table.close()
+    assert seen["held"]
+    assert runtime.collections >= 1 and runtime.refused == 0
+    assert table.journal.events_written == 5
+    assert gc.isenabled()  # given back

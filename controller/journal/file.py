@@ -347,20 +347,23 @@ class Journal(JournalSchema, JournalReads):
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (seq, round_number, event_text, int(accepted), utc_ms, link),
             )
-            # the round started with its first event at or after its started_t
-            db.executemany(
-                "INSERT INTO rounds (round, seq, record, utc_ms, chain, started_utc_ms) VALUES"
-                " (?, ?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
-                " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))",
-                rows,
-            )
+            if rows:  # the round started with its first event at or after its started_t
+                db.executemany(
+                    "INSERT INTO rounds (round, seq, record, utc_ms, chain, started_utc_ms)"
+                    " VALUES (?, ?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
+                    " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))",
+                    rows,
+                )
             if clock_step is not None and utc_ms is not None:
                 db.execute(
                     "INSERT INTO clock_steps (seq, step_ms, utc_before, utc_after)"
                     " VALUES (?, ?, ?, ?)",
                     (seq, clock_step[0], clock_step[1], utc_ms),
                 )
-            written = outbox.insert_rows(db, seq, publishes)
+            # an event with no message and no checkpoint reads nothing of the outbox (most
+            # events: one statement less before the prompt's COMMIT)
+            if publishes or checkpoint is not None:
+                written = outbox.insert_rows(db, seq, publishes)
             if checkpoint is not None:
                 db.execute(
                     "INSERT INTO checkpoints (seq, version, software, outbox_written, state)"

@@ -29,7 +29,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,9 @@ class OutboxRow:
     kind: str
     key: str
     payload: dict[str, Any]
+    #: whether the stored payload holds a JSON float (no message of the link may: the
+    #: publisher's schema check needs no walk of the payload to know)
+    floats: bool = field(default=False, compare=False)
 
 
 def create(db: sqlite3.Connection, since_event: int = 0) -> None:
@@ -121,9 +124,24 @@ def next_boot(db: sqlite3.Connection) -> int:
     return int(boot)
 
 
+class _Floats:
+    """A ``parse_float`` hook noting that a float was parsed."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, text: str) -> float:
+        self.seen = True
+        return float(text)
+
+
 def row(row: tuple[Any, ...]) -> OutboxRow:
     seq, event, kind, key, payload = row
-    return OutboxRow(int(seq), int(event), kind, key, json.loads(payload))
+    floats = _Floats()
+    data = json.loads(payload, parse_float=floats)
+    return OutboxRow(int(seq), int(event), kind, key, data, floats.seen)
 
 
 class Outbox:
@@ -186,6 +204,12 @@ class Outbox:
     def last_acknowledged(self) -> int:
         """The highest ``seq`` the jackpot controller acknowledged (0 if none)."""
         return self._link()[2]
+
+    def counts(self) -> tuple[int, int]:
+        """``(written, acknowledged)`` in one read: the highest ``seq`` ever written and
+        the highest the jackpot controller acknowledged."""
+        _, written, acked = self._link()
+        return written, acked
 
     def depth(self) -> int:
         """How many messages wait for an acknowledgement."""

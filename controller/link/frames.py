@@ -142,11 +142,21 @@ def _signed_bytes(topic: str, header: Mapping[str, Any]) -> bytes:
 
 
 def wire_frame(
-    signer: Signer, table_id: str, boot: int, sent_t: int, rows: Sequence[Mapping[str, Any]]
+    signer: Signer,
+    table_id: str,
+    boot: int,
+    sent_t: int,
+    rows: Sequence[Mapping[str, Any]],
+    encoded: Sequence[bytes] | None = None,
 ) -> bytes:
     """The signed frame of ``rows`` (envelopes from :func:`~controller.link.messages.envelope`,
-    unsigned, in sequence order) as the JSON bytes to publish on the table's batch topic."""
-    encoded = [canonical(row) for row in rows]
+    unsigned, in sequence order) as the JSON bytes to publish on the table's batch topic.
+    ``encoded``: the rows' canonical JSON (:func:`~controller.link.signing.canonical`) if
+    the caller has it already (it sized the frame with it); else they are encoded here."""
+    if encoded is None:
+        encoded = [canonical(row) for row in rows]
+    elif len(encoded) != len(rows):
+        raise ValueError(f"{len(encoded)} encoded rows for {len(rows)} rows")
     tree = _Tree([leaf_hash(data) for data in encoded])
     frame = {"v": VERSION, "table": table_id, "kind": BATCH, "boot": boot, "sent_t": sent_t,
              "kid": signer.key_id}  # fmt: skip

@@ -148,13 +148,22 @@ def meter_topic(pool: str) -> str:
 
 
 def envelope(
-    table_id: str, boot: int, seq: int, publish: Publish, sent_t: int, *, copy: bool = True
+    table_id: str,
+    boot: int,
+    seq: int,
+    publish: Publish,
+    sent_t: int,
+    *,
+    copy: bool = True,
+    floats: bool | None = None,
 ) -> dict[str, Any]:
     """Wrap one table ``Publish`` effect for the wire (the outbox stores exactly this).
 
     The payload is copied, never shared with the effect (``copy=False``: the caller's payload
     is its own to give, as one just read from the outbox is). The result is checked against
-    the kind's schema, so nothing malformed reaches the outbox.
+    the kind's schema, so nothing malformed reaches the outbox. ``floats`` (with
+    ``copy=False``): whether the payload holds a float, if the caller knows (it parsed it;
+    the copy knows by itself).
     """
     if publish.topic not in TABLE_KINDS:
         raise LinkMessageError(
@@ -162,7 +171,7 @@ def envelope(
             "kind",
             f"a table publishes only {', '.join(TABLE_KINDS)}, not {publish.topic!r}",
         )
-    floats = _FloatWatch()
+    known, floats = floats, _FloatWatch()
     message = {
         "v": VERSION,
         "table": table_id,
@@ -179,7 +188,7 @@ def envelope(
     }
     if copy:
         floats.seen_any |= any(isinstance(v, float) for v in message.values())
-    validate(publish.topic, message, floats=floats.seen_any if copy else None)
+    validate(publish.topic, message, floats=floats.seen_any if copy else known)
     return message
 
 

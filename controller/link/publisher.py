@@ -1,8 +1,17 @@
 """The table's side of the jackpot link: the outbox, published over MQTT 5 (docs/outbox.md).
 
 :class:`TablePublisher` runs one thread that owns the paho-mqtt client (paho's callbacks run
-inside ``client.loop()`` on that thread, so nothing is shared but :meth:`health`'s snapshot
-and the alarms). It:
+on that thread, so nothing is shared but :meth:`~TablePublisher.health`'s snapshot, the
+meters and the alarms). This module is its lifecycle: the thread, the connection and the
+table's status; its other parts are in their own modules:
+
+- controller/link/sending.py (:class:`~controller.link.sending.OutboxStream`): choosing and
+  framing what to send, the window, the PUBACKs;
+- controller/link/inbound.py (:class:`~controller.link.inbound.ControllerMessages`): the
+  jackpot controller's acks, resend requests, awards, meters and heartbeat;
+- controller/link/link_health.py: :class:`Alarm` and the health it reports.
+
+The thread:
 
 - connects with MQTT 5, ``clean_start=False``, a session expiry, client id = table id, and
   reconnects with jittered exponential backoff;
@@ -12,34 +21,25 @@ and the alarms). It:
 - subscribes in ``on_connect`` to ``bj/v1/jackpot/{table}/ack``, ``/resend`` and ``/award``,
   and to the controller's signed ``bj/v1/jackpot/status`` (its heartbeat: ``online`` again
   every 2 s; at QoS 0, so heartbeats a broker queued while the table was away never pass for
-  fresh ones): :meth:`health` says how long ago the last one came (``controller``), and the
-  runtime's link watch calls the controller lost when it is too old or said ``offline``
-  (issue 28 item 3);
-- signs everything it publishes (envelopes, birth, will, clean death) with the table's key
-  (``signer``) and accepts an ack, resend or award only with a valid signature by one of the
-  jackpot controller's keys (``verifier``); anything else raises a ``signature`` alarm and
-  changes nothing (controller/link/signing.py);
-- publishes the outbox's pending rows in ``seq`` order at QoS 1 as the v1 envelope (one row
-  waiting: a single message; more: batch frames of up to ``batch_rows`` rows (64) and
-  32768 bytes under one signature, controller/link/frames.py; nothing waits to fill one), at most
-  ``window`` rows (default 256) beyond the last application ack, looking at the outbox within
-  ``poll_s`` (5 ms) of the table's journal commit; after each (re)connect it starts again
-  from the last ack + 1 (at-least-once: the controller keys on ``(table, seq)``), and after
-  a resend request from its ``from``; paho's own in-flight limit stays at its 20, Mosquitto's
-  Receive Maximum (the broker PUBACKs at once: the window is the application ack's);
-- on an ack: ``Outbox.acknowledge(seq)`` (one below the last ack is old news, a copy the
-  broker kept: counted and logged, not an alarm); on a resend: rewinds to ``from`` (one from
-  beyond what the table wrote is refused with an alarm, and the stream carries on); on an award:
-  hands ``on_award`` the :class:`~controller.table.events.JackpotAward` event
-  (``controller.link.awards.award_event``, ``t`` = the clock in ms); the runtime gives it to
-  the table, which ignores a repeated ``award_id`` (the controller re-offers on each birth);
+  fresh ones): :meth:`~TablePublisher.health` says how long ago the last one came
+  (``controller``), and the runtime's link watch calls the controller lost when it is too
+  old or said ``offline`` (issue 28 item 3);
+- signs everything it publishes (envelopes, frames, birth, will, clean death) with the
+  table's key (``signer``) and accepts an ack, resend or award only with a valid signature by
+  one of the jackpot controller's keys (``verifier``); anything else raises a ``signature``
+  alarm and changes nothing (controller/link/signing.py);
+- waits in ``select`` for the broker or a :meth:`~TablePublisher.wake` (the table's loop
+  calls it after each event that wrote outbox rows, once the dealer's prompt is out), at
+  most ``poll_s`` (:data:`POLL_S`, 50 ms: a write nobody announced, say another process's,
+  is seen by the journal's ``PRAGMA data_version``), then looks at the outbox; after each
+  (re)connect the stream starts again from the last ack + 1 (at-least-once: the controller
+  keys on ``(table, seq)``), and after a resend request from its ``from``; paho's own
+  in-flight limit stays at its 20, Mosquitto's Receive Maximum (the broker PUBACKs at once:
+  the window is the application ack's);
 - raises alarms (``alarms`` list, ``on_alarm`` callback, counted in ``health()``) for a
-  PUBACK or SUBACK failure reason code (the row stays pending; the stream pauses and retries
-  from the last ack after a backoff), a refused or malformed ack/resend/award, or one for
-  another table (nothing changes, ``on_award`` is not called; the detail, which may quote the
-  message, is escaped and cut by :func:`~controller.link.messages.loggable`),
-  and a row that fails the schema or exceeds the size limit (never sent, and the stream stops
-  there rather than skip a sequence number).
+  CONNACK, PUBACK or SUBACK failure reason code, a refused or malformed message from the
+  controller, a row that fails the schema or exceeds the size limit (the detail, which may
+  quote a message, is escaped and cut by :func:`~controller.link.messages.loggable`).
 
 paho keeps nothing on disk: the outbox is emptied only by the controller's application ack.
 """
@@ -50,13 +50,11 @@ import contextlib
 import json
 import logging
 import random
+import select
 import socket
-import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
@@ -68,24 +66,22 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from controller import build
 from controller.backoff import jittered_backoff
-from controller.errors import JournalError, TableControllerError
-from controller.journal.outbox import Outbox, OutboxError
-from controller.link.awards import award_event
+from controller.errors import TableControllerError
+from controller.journal.outbox import Outbox
 from controller.link.brokers import BrokerList
-from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, plan, wire_frame
+from controller.link.frames import BATCH_ROWS
+from controller.link.inbound import STALE_LOG_EVERY_S, ControllerMessages
+from controller.link.link_health import Alarm, LinkHealth
 from controller.link.messages import (
     JACKPOT_STATUS_TOPIC,
     PREFIX,
     VERSION,
-    LinkMessageError,
-    envelope,
     loggable,
-    parse_message,
     topic_for,
     validate,
 )
-from controller.link.signing import SignatureError, Signer, Verifier, canonical
-from controller.table.effects import Publish
+from controller.link.sending import MAX_PAYLOAD, PUMP_EVERY_S, WINDOW, OutboxStream
+from controller.link.signing import Signer, Verifier
 from controller.table.events import JackpotAward
 
 log = logging.getLogger("table-controller.link")
@@ -96,20 +92,13 @@ SESSION_EXPIRY_S = 86_400
 METERS = f"{PREFIX}/meters/+"
 #: MQTT 5 "Disconnect with Will Message", for a thread that fails.
 WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
-#: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
-#: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
-MAX_PAYLOAD = 60_000
-#: Rows sent beyond the last application ack. The controller applies what arrives together
-#: in one transaction (group commit), so a deeper window means fewer, larger commits.
-WINDOW = 256
-#: Seconds the link's thread waits for the network before it looks at the outbox again: a
-#: journaled message leaves within about this long (``PRAGMA data_version`` says whether the
-#: table wrote anything, so an idle table costs one cheap query per look).
-POLL_S = 0.005
-#: The outbox is read at least this often whatever happened (a resumed pause, say).
-PUMP_EVERY_S = 0.05
-#: At most one log line about stale acknowledgements in this many seconds.
-STALE_LOG_EVERY_S = 60.0
+#: Seconds the link's thread waits for the network or a :meth:`TablePublisher.wake` before it
+#: looks at the outbox anyway: the safety net for a write nobody announced (``PRAGMA
+#: data_version`` says whether the journal changed, so an idle table costs one cheap query
+#: per look). The table's loop wakes the thread after each event that wrote rows, so a
+#: journaled message does not wait for this; waking every 5 ms instead, as before, took the
+#: GIL from the loop while it made the dealer's prompt (docs/runtime.md, Benchmarks).
+POLL_S = 0.05
 
 
 def _no_delay(client: mqtt.Client) -> None:
@@ -119,49 +108,7 @@ def _no_delay(client: mqtt.Client) -> None:
         client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Alarm:
-    """Something a technician must look at. ``kind``: ``puback``, ``suback``, ``invalid``,
-    ``too_large``, ``ack_refused``, ``ack_malformed``, ``resend_refused`` (from beyond what
-    the table wrote), ``resend_malformed``, ``award_malformed``, ``award_refused`` (the
-    ``on_award`` callback raised), ``meter_malformed``, ``connect``, ``signature`` (an ack,
-    resend, award or meter not signed by a key of the jackpot controller). ``detail`` is for
-    the technician (the log): printable ASCII, at most ``DETAIL_MAX`` characters."""
-
-    kind: str
-    detail: str
-    seq: int | None = None
-    reason_code: int | None = None
-    t: float = 0.0
-
-
-@dataclass
-class _Controller:
-    """What the table last heard of the jackpot controller's status (its heartbeat)."""
-
-    state: str | None = None  # "online", "offline"; None: nothing heard since the start
-    boot: int = 0
-    sent_t: int = 0
-    heard: float | None = None  # monotonic s of the last live heartbeat
-    heartbeats: int = 0
-    stale: int = 0  # statuses older than one already heard (a copy kept, a late will)
-
-
-@dataclass
-class _Health:
-    connected: bool = False
-    depth: int = 0
-    last_ack: int = 0
-    last_ack_t: float | None = None
-    next_seq: int = 1
-    stopped_at: int | None = None
-    frames: int = 0  # batch frames sent
-    framed_rows: int = 0  # the rows they carried
-    errors: Counter[str] = field(default_factory=Counter)
-    controller: _Controller = field(default_factory=_Controller)
-
-
-class TablePublisher:
+class TablePublisher(OutboxStream, ControllerMessages):
     """Publishes the outbox of the journal at ``outbox_path`` for table ``table_id``.
 
     ``clock()`` gives wall time in seconds (``sent_t``); ``rng`` draws the reconnect jitter;
@@ -226,7 +173,7 @@ class TablePublisher:
         self.on_award = on_award
         self.alarms: list[Alarm] = []
         self._lock = threading.Lock()
-        self._health = _Health()
+        self._health = LinkHealth()
         self._stop = threading.Event()
         self._closed = False
         # Opened here to fail fast on a bad path; used only by the thread afterwards
@@ -274,6 +221,11 @@ class TablePublisher:
         self._pumped = 0.0
         self._stale_logged: float | None = None  # monotonic s of the last stale-ack log line
         self._stale_held = 0  # stale acks since that line
+        # wake(): a byte on this pair ends the thread's select at once (paho's own pair is
+        # made only by its loop(), which this thread does not use)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._thread = threading.Thread(target=self._run, name=f"link-{table_id}", daemon=True)
         self._thread.start()
 
@@ -312,6 +264,13 @@ class TablePublisher:
                 },
             }
 
+    def wake(self) -> None:
+        """The table wrote outbox rows: the thread looks at the outbox now, not at its next
+        :data:`POLL_S`. Any thread; never blocks (a wake already pending is enough)."""
+        self._kick = True
+        with contextlib.suppress(OSError):  # full: one is pending; closed: nothing to wake
+            self._wake_w.send(b"\0")
+
     def alive(self) -> bool:
         """Whether its thread runs (the daemon's watchdog and /healthz ask)."""
         return self._thread.is_alive()
@@ -322,7 +281,11 @@ class TablePublisher:
             return
         self._closed = True
         self._stop.set()
+        self.wake()
         self._thread.join(timeout + 2.0)
+        if not self._thread.is_alive():
+            self._wake_r.close()
+            self._wake_w.close()
 
     def __enter__(self) -> TablePublisher:
         return self
@@ -400,7 +363,7 @@ class TablePublisher:
                 if not socket_up:
                     socket_up = self._connect()
                     continue
-                rc = self._client.loop(timeout=self.poll_s)
+                rc = self._network(self.poll_s)
                 if not self._health.connected and time.monotonic() > self._connack_deadline:
                     with self._lock:  # a socket without a CONNACK: drop it and try again
                         self._health.errors["connack_timeout"] += 1
@@ -428,16 +391,45 @@ class TablePublisher:
             self._set(connected=False)
             self._outbox.close()
 
+    def _network(self, timeout: float) -> mqtt.MQTTErrorCode:
+        """paho's ``loop(timeout)`` with :meth:`wake`'s socket in the select: wait up to
+        ``timeout`` s for the broker or a wake, then read, write and keep alive through
+        paho's external-loop calls (``loop_read``, ``loop_write``, ``loop_misc``)."""
+        client = self._client
+        sock = client.socket()
+        if sock is None:
+            return mqtt.MQTT_ERR_NO_CONN
+        pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: bytes decrypted
+        try:
+            readable, _, _ = select.select(
+                [sock, self._wake_r], [sock] if client.want_write() else [], [],
+                0.0 if pending else timeout,
+            )  # fmt: skip
+        except (TypeError, ValueError, OSError):  # the socket was closed under us
+            return mqtt.MQTT_ERR_CONN_LOST
+        if self._wake_r in readable:
+            with contextlib.suppress(OSError):
+                self._wake_r.recv(4096)
+        if sock in readable or pending:
+            rc = client.loop_read()
+            if rc or client.socket() is None:
+                return rc
+        if client.want_write():  # a publish made in a callback waits here (paho's own loop
+            rc = client.loop_write()  # is woken by its pair for that)
+            if rc or client.socket() is None:
+                return rc
+        return client.loop_misc()
+
     def _say_goodbye(self, timeout: float = 3.0) -> None:
         topic, payload = self._status("offline", clean=True)
         info = self._client.publish(topic, payload, qos=1, retain=True)
         self._inflight[info.mid] = 0
         deadline = time.monotonic() + timeout
         while info.mid in self._inflight and time.monotonic() < deadline:
-            if self._client.loop(timeout=0.05) != mqtt.MQTT_ERR_SUCCESS:
+            if self._network(0.05) != mqtt.MQTT_ERR_SUCCESS:
                 break
         self._client.disconnect()
-        self._client.loop(timeout=0.05)
+        self._network(0.05)
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
@@ -489,256 +481,15 @@ class TablePublisher:
                 meters, PREFIX,
             )  # fmt: skip
 
-    def meters(self) -> list[dict[str, Any]]:
-        """The progressive meters as the jackpot controller last published them, each
-        checked against its schema and the controller's signature: ``pool``, ``amount``
-        (whole cents), ``seq``, ``must_hit_by`` (the Mystery's ceiling, or None); by pool."""
-        with self._lock:
-            return [dict(self._meters[pool]) for pool in sorted(self._meters)]
 
-    def _read_signed(
-        self, message, kind: str, refused: str, short: str | None = None
-    ) -> dict | None:
-        """The body of a controller's ``kind`` message that parses, is of that kind and is
-        signed by the controller; else None, with the alarm raised (``signature``, or
-        ``<short>_malformed``; ``short`` defaults to ``kind``). Nothing a message holds may
-        stop the link."""
-        malformed = f"{short or kind}_malformed"
-        try:
-            got, _, body = parse_message(message.topic, message.payload)
-            if got != kind:
-                raise LinkMessageError(got, "kind", f"a {got} on {message.topic}, not a {kind}")
-            self.verifier.verify(message.topic, body, kind)
-        except SignatureError as exc:
-            self._alarm("signature", f"{exc}; {refused}")
-        except LinkMessageError as exc:
-            self._alarm(malformed, str(exc))
-        except Exception as exc:
-            self._alarm(malformed, f"{short or kind} unreadable: {type(exc).__name__}")
-        else:
-            return body
-        return None
-
-    def _on_meter(self, client, userdata, message) -> None:
-        body = self._read_signed(message, "meter", "a meter refused, nothing shown")
-        if body is None:
-            return
-        with self._lock:
-            known = self._meters.get(body["pool"])
-            if known is None or body["seq"] > known["seq"]:  # a lower one is an older copy
-                self._meters[body["pool"]] = {
-                    "pool": body["pool"],
-                    "amount": body["amount"],
-                    "seq": body["seq"],
-                    "must_hit_by": body.get("must_hit_by"),
-                }
-
-    def _on_controller_status(self, client, userdata, message) -> None:
-        """The jackpot controller's signed status: ``online`` again every heartbeat, or
-        ``offline`` (its will, its clean stop). A live one (not the retained copy the broker
-        hands over at subscribe) is a heartbeat; one from an older boot, or not newer than one
-        heard (a copy kept, a late will of a controller that has since restarted), is stale."""
-        body = self._read_signed(
-            message, "jackpot_status", "a controller status refused, nothing changed", "status"
-        )
-        if body is None:
-            return
-        with self._lock:
-            c = self._health.controller
-            if c.state is not None and (body["boot"], body["sent_t"]) <= (c.boot, c.sent_t):
-                c.stale += 1
-                return
-            c.state, c.boot, c.sent_t = body["state"], body["boot"], body["sent_t"]
-            if not message.retain and body["state"] == "online":
-                c.heard = time.monotonic()
-                c.heartbeats += 1
-
-    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
-        seq = self._inflight.pop(mid, None)
-        if reason_code.is_failure:  # 16 "no matching subscribers" is a success
-            self._alarm(
-                "puback",
-                f"PUBACK {reason_code.value} {reason_code} for "
-                + (f"seq {seq}" if seq else "the status"),
-                seq or None,
-                reason_code.value,
-            )
-            if seq:  # the row stays pending; retry from the last ack after a backoff
-                self._inflight.clear()
-                self._next_seq = self._outbox.last_acknowledged() + 1
-                self._pause_until = time.monotonic() + self._delay()
-
-    def _on_message(self, client, userdata, message) -> None:
-        with self._lock:
-            self._health.errors["unexpected_message"] += 1
-
-    def _parse(self, message, kind: str) -> dict[str, Any] | None:
-        try:
-            got, table_id, body = parse_message(message.topic, message.payload)
-        except LinkMessageError as exc:
-            self._alarm(f"{kind}_malformed", str(exc))
-            return None
-        except Exception as exc:  # nothing a message holds may stop the link
-            self._alarm(f"{kind}_malformed", f"{kind} unreadable: {type(exc).__name__}")
-            return None
-        if got != kind or table_id != self.table_id:
-            self._alarm(f"{kind}_malformed", f"{kind} for {table_id!r} on {message.topic}")
-            return None
-        try:
-            self.verifier.verify(message.topic, body, kind)
-        except SignatureError as exc:
-            self._alarm("signature", f"{exc}; refused, nothing changed")
-            return None
-        return body
-
-    def _on_ack(self, client, userdata, message) -> None:
-        body = self._parse(message, "ack")
-        if body is None:
-            return
-        try:
-            acked = self._outbox.last_acknowledged()
-            if body["seq"] < acked:  # signed and old: the broker kept it, not a forgery
-                self._stale_ack(body["seq"], acked)
-                return
-            self._outbox.acknowledge(body["seq"])
-        except (OutboxError, JournalError) as exc:
-            self._alarm("ack_refused", str(exc), body["seq"])
-            return
-        self._failures = 0
-        self._kick = True  # room in the window
-        if body["seq"] >= self._next_seq:
-            self._next_seq = body["seq"] + 1
-        self._set(last_ack=body["seq"], last_ack_t=time.monotonic())
-
-    def _on_resend(self, client, userdata, message) -> None:
-        body = self._parse(message, "resend")
-        if body is None:
-            return
-        written = self._outbox.last_written()
-        if body["from"] > written + 1:  # the stream would wait for rows never written
-            self._alarm(
-                "resend_refused",
-                f"resend from {body['from']} refused: the table has written only up to "
-                f"{written}; a jackpot controller ahead of the table means a wrong table id, "
-                "a replaced journal or a forged message; the stream carries on",
-                body["from"],
-            )
-            return
-        self._next_seq = max(body["from"], self._outbox.last_acknowledged() + 1)
-        self._pause_until = 0.0
-        self._kick = True
-
-    def _stale_ack(self, seq: int, acked: int) -> None:
-        """A validly signed ack below the last one: a copy the broker kept (redelivered
-        after its restart) or a replay of an old one. Old news: counted (``ack_stale``) and
-        logged at most once per :data:`STALE_LOG_EVERY_S`, never an alarm."""
-        with self._lock:
-            self._health.errors["ack_stale"] += 1
-        self._stale_held += 1
-        now = time.monotonic()
-        if self._stale_logged is None or now - self._stale_logged >= STALE_LOG_EVERY_S:
-            log.info(
-                "jackpot link: %d stale acknowledgement(s) ignored (the last of seq %d, "
-                "below the acknowledged %d): a copy the broker kept or an old one replayed",
-                self._stale_held, seq, acked,
-            )  # fmt: skip
-            self._stale_logged, self._stale_held = now, 0
-
-    def _on_award(self, client, userdata, message) -> None:
-        body = self._parse(message, "award")
-        if body is None or self.on_award is None:
-            return
-        event = award_event(body, int(self.clock() * 1000))
-        try:
-            self.on_award(event)
-        except Exception as exc:  # the sink's fault must not stop the link
-            self._alarm("award_refused", f"award {event.award_id}: on_award raised {exc!r}")
-
-    def _due(self) -> bool:
-        """Whether to read the outbox now: an ack, a resend or a connect happened, the table
-        wrote to its journal since the last look, or :data:`PUMP_EVERY_S` went by."""
-        try:
-            version = self._outbox.db.execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error:
-            version = None  # the outbox's own reads say what is wrong
-        now = time.monotonic()
-        if self._kick or version != self._data_version or now - self._pumped >= PUMP_EVERY_S:
-            self._kick, self._data_version, self._pumped = False, version, now
-            return True
-        return False
-
-    def _pump(self) -> None:
-        outbox = self._outbox
-        acked = outbox.last_acknowledged()
-        self._set(depth=outbox.depth(), last_ack=acked, next_seq=self._next_seq)
-        if self._stopped_at is not None or time.monotonic() < self._pause_until:
-            return
-        room = acked + self.window - self._next_seq + 1
-        if room <= 0:
-            return
-        expected = max(self._next_seq, acked + 1)
-        sent_t = int(self.clock() * 1000)
-        messages: list[dict[str, Any]] = []
-        invalid = None
-        for row in outbox.resend_from(expected, room):
-            if row.seq != expected:
-                break  # a hole cannot be: the outbox's recovery check refuses one
-            expected += 1
-            try:
-                messages.append(envelope(
-                    self.table_id,
-                    self.boot,
-                    row.seq,
-                    Publish(topic=row.kind, key=row.key, payload=row.payload),
-                    sent_t,
-                    copy=False,  # the row's payload was just read from the outbox
-                ))  # fmt: skip
-            except LinkMessageError as exc:
-                invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
-                break
-        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES);
-        # the live case (one row) is not encoded here only to be measured
-        framing = self.batch_rows > 1 and len(messages) > 1
-        sizes = [len(canonical(m)) if framing else 0 for m in messages]
-        start = 0
-        for count in plan(sizes, self.batch_rows, min(BATCH_BYTES, self.max_payload)):
-            if not self._send(messages[start : start + count]):
-                return
-            start += count
-        if invalid is not None:
-            self._stop_stream(invalid[0], "invalid", invalid[1])
-
-    def _send(self, group: list[dict[str, Any]]) -> bool:
-        """Publish ``group`` (consecutive envelopes): one row as a single message, more as
-        one batch frame (controller/link/frames.py). False if the stream must stop here (a
-        row too large: alarmed) or the connection is lost (the loop reconnects and starts
-        again from the last ack)."""
-        if not group:
-            return True
-        last = group[-1]["seq"]
-        if len(group) == 1:
-            topic = topic_for(self.table_id, group[0]["kind"])
-            data = self.signer.wire(topic, group[0])
-            if len(data) > self.max_payload:
-                self._stop_stream(
-                    last, "too_large", f"seq {last} is {len(data)} bytes > {self.max_payload}"
-                )
-                return False
-        else:
-            topic = topic_for(self.table_id, BATCH)
-            data = wire_frame(self.signer, self.table_id, self.boot, group[0]["sent_t"], group)
-        info = self._client.publish(topic, data, qos=1)
-        if info.rc != mqtt.MQTT_ERR_SUCCESS:
-            return False
-        self._inflight[info.mid] = group[0]["seq"]  # a PUBACK failure names the first row
-        self._next_seq = last + 1
-        if len(group) > 1:
-            with self._lock:
-                self._health.frames += 1
-                self._health.framed_rows += len(group)
-        return True
-
-    def _stop_stream(self, seq: int, kind: str, detail: str) -> None:
-        self._stopped_at = seq
-        self._set(stopped_at=seq)
-        self._alarm(kind, detail + "; not sent, the stream stops here (call a technician)", seq)
+__all__ = [
+    "MAX_PAYLOAD",
+    "METERS",
+    "POLL_S",
+    "PUMP_EVERY_S",
+    "SESSION_EXPIRY_S",
+    "STALE_LOG_EVERY_S",
+    "WINDOW",
+    "Alarm",
+    "TablePublisher",
+]

@@ -15,12 +15,13 @@ systemd hears WATCHDOG (:func:`notify`) from the loop's ticks while the table is
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import logging
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -339,7 +340,26 @@ def open_parts(daemon: Any, password: str) -> None:
         trace_file = open(trace_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         daemon.parts.append(("trace", trace_file.close))
 
+        collections: deque[tuple[int, int]] = deque(maxlen=64)  # (start, end) ns
+        started = [0]
+
+        def on_gc(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                started[0] = time.monotonic_ns()
+            else:
+                collections.append((started[0], time.monotonic_ns()))
+
+        gc.callbacks.append(on_gc)
+        daemon.parts.append(("trace gc", lambda: gc.callbacks.remove(on_gc)))
+
         def trace(record: dict[str, Any]) -> None:
+            # the garbage collections (any thread's: each holds the GIL) inside the event's
+            # path, from the driver's read (or its queueing) to its effects carried out
+            begin = record["read_ns"] or record["queued_ns"]
+            end = record["carried_out_ns"]
+            record["gc_ns"] = sum(
+                min(b, end) - max(a, begin) for a, b in collections if b > begin and a < end
+            )
             trace_file.write(json.dumps(record) + "\n")
 
     journal_cfg = cfg.journal
@@ -366,6 +386,8 @@ def open_parts(daemon: Any, password: str) -> None:
         rotator=daemon.rotator,
         recall_ms=cfg.web.recall_s * 1000,  # the dealer display's recall_last (issue 30)
         hold_ms=cfg.web.hold_settlement_s * 1000,
+        on_outbox=daemon.publisher.wake,  # after the prompt: the link sends the rows
+        collect_garbage=True,  # between events, never in a prompt's path
     )
     daemon._runtime = daemon.runtime
     for event in daemon._pending:

@@ -8,8 +8,17 @@ carries out the effects:
 
 - :class:`~controller.table.effects.Light`: the ``lights`` adapter (``GpioDriver.apply``);
 - prompts, alarms, refusals and settlements: the dealer's feed (:meth:`recent`, the log);
-- publish requests: nothing to do, the journal wrote them to the outbox in the same
-  transaction, and the link's thread sends them from there.
+- publish requests: the journal wrote them to the outbox in the same transaction, and the
+  link's thread sends them from there: ``on_outbox()`` wakes it once the events waiting
+  are handled (after their prompts, so the link's thread does not take the GIL from the
+  loop before the dealer's display has its prompt).
+
+With ``collect_garbage`` (the daemon), :meth:`TableRuntime.run` takes Python's cyclic garbage
+collection into its own hands: the objects of the start-up are frozen (never scanned again)
+and the collector runs only on the loop's thread, between events, once their prompts are out
+(:data:`GC_EVERY`), where CPython would run it in whichever allocation crosses its
+threshold: a dealer's prompt among them (a collection of the young generations took 1-10 ms
+in the running daemon on a loaded machine, a full one 75 ms; docs/runtime.md, Benchmarks).
 
 Every ``tick_ms`` it polls the inputs (GPIO debounce), samples the health of the drivers
 and of the link through the watchers (:mod:`controller.runtime.watch`), hands the table a
@@ -25,6 +34,7 @@ once a second from the tick, or at once when asked (:meth:`TableRuntime.rotate_j
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import queue
 import threading
@@ -37,11 +47,12 @@ from typing import Any
 from controller.errors import EventError, JournalError
 from controller.journal import JournaledTable
 from controller.journal.file import WAL_CHECKPOINT_EVENTS
-from controller.runtime.lighttest import (
+from controller.runtime.lighttest import (  # noqa: F401 - the tests' names, from here
     LIGHT_TEST_OFF_MS,
     LIGHT_TEST_ON_MS,
     LampTest,
     LightTest,
+    LightTests,
 )
 from controller.runtime.recall import RecallLast, SettledRound
 from controller.runtime.rotator import JournalRotator
@@ -52,6 +63,7 @@ from controller.table.effects import (
     Effect,
     Light,
     Prompt,
+    Publish,
     Refused,
     Settled,
     Step,
@@ -61,6 +73,11 @@ log = logging.getLogger("table-controller")
 
 FEED_LENGTH = 50
 """Prompts, alarms, refusals and settlements kept for the dealer display and diagnostics."""
+
+GC_EVERY = 700
+"""With ``collect_garbage``: the loop collects the youngest generation once this many
+container objects were allocated (net) since the last collection, as CPython's own first
+threshold; every 10th collection takes the middle generation too, every 100th all three."""
 
 
 class RuntimeClock:
@@ -109,7 +126,7 @@ def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
     return out
 
 
-class TableRuntime:
+class TableRuntime(LightTests):
     """Runs ``table``; see the module docstring.
 
     ``lights(effect)`` carries out a light; ``safe_state(reason | None)`` latches (a reason)
@@ -125,6 +142,9 @@ class TableRuntime:
     ``recall_ms``: how long the console's ``recall_last`` shows the last settled round on
     the dealer display; ``hold_ms``: how long the settlement stays there after end round (0:
     not at all) (:mod:`controller.runtime.recall`; display only, nothing journaled).
+    ``on_outbox()`` is called on the loop's thread after events that wrote outbox rows are
+    handled, their effects carried out (``TablePublisher.wake``). ``collect_garbage``:
+    :meth:`run` collects Python's cyclic garbage itself, between events (module docstring).
     """
 
     def __init__(
@@ -144,6 +164,8 @@ class TableRuntime:
         rotator: JournalRotator | None = None,
         recall_ms: int = 30_000,
         hold_ms: int = 0,
+        on_outbox: Callable[[], None] | None = None,
+        collect_garbage: bool = False,
     ):
         self.table = table
         self.clock = clock
@@ -157,6 +179,11 @@ class TableRuntime:
         self._trace = trace
         self._lamp_test = lamp_test
         self._rotator = rotator
+        self._on_outbox = on_outbox
+        self._rows_written = False  # outbox rows the link's thread has not been told of
+        self._collect_garbage = collect_garbage
+        self._gc_managed = False  # run() holds the collector (disabled, collected here)
+        self.collections = 0  # garbage collections the loop made
         self.settled_round = SettledRound(recall_ms, hold_ms)
         self._light_test: LightTest | None = None
         self._light_test_pending: str | None = None  # who asked, for the next round break
@@ -191,13 +218,6 @@ class TableRuntime:
         self._queue.put(_Item(None, reply, fn))
         return reply.result(timeout_s)
 
-    def start_light_test(self, by: str) -> tuple[bool, str]:
-        """Each light on, then off, one after the other; only between rounds and with no
-        fault latched: asked during a round it is queued and runs at the round break (the
-        answer says ``queued``). Returns (accepted, what happened or why not). Any
-        thread."""
-        return self.call(lambda: self._start_light_test(by))
-
     ROTATE_TIMEOUT_S = 600.0
     """How long :meth:`rotate_journal` waits for the loop (a first rotation of a large
     journal copies the whole file)."""
@@ -217,25 +237,6 @@ class TableRuntime:
                 "error": f"the table loop did not answer within {self.ROTATE_TIMEOUT_S:g} s; "
                 "a rotation may still be running: see the status' journal entry",
             }
-
-    def light_test_state(self) -> dict[str, Any] | None:
-        pending = self._light_test_pending
-        if pending is not None:
-            names = self._lamp_test.light_names() if self._lamp_test is not None else ()
-            return {
-                "running": False,
-                "pending": True,
-                "by": pending,
-                "light": None,
-                "lights": len(names),
-                "done": 0,
-                "result": None,
-                "waiting_for": "the fault to be cleared"
-                if self._fault_reason() is not None
-                else "the round break",
-            }
-        test = self._light_test
-        return None if test is None else test.to_dict()
 
     def wait_change(self, timeout_s: float) -> bool:
         """Wait until the loop publishes a new status after a journaled event (or the
@@ -269,9 +270,32 @@ class TableRuntime:
         self._publish_status()
 
     def run(self, stop: threading.Event) -> None:
-        """Take events until ``stop`` is set, ticking every ``tick_ms``."""
-        while not stop.is_set():
-            self.run_once()
+        """Take events until ``stop`` is set, ticking every ``tick_ms`` (with
+        ``collect_garbage``: collecting the garbage between events, the collector given
+        back as it was when it returns)."""
+        managed = self._collect_garbage and gc.isenabled()
+        if managed:
+            gc.collect()
+            gc.freeze()  # the start-up's objects: never scanned again
+            gc.disable()
+            self._gc_managed = True
+        try:
+            while not stop.is_set():
+                self.run_once()
+        finally:
+            if managed:
+                self._gc_managed = False
+                gc.unfreeze()
+                gc.enable()
+
+    def _collect(self) -> None:
+        """One collection, if :data:`GC_EVERY` objects were allocated since the last: on
+        the loop's thread, with the events waiting handled (``run`` with
+        ``collect_garbage``)."""
+        if self._gc_managed and gc.get_count()[0] >= GC_EVERY:
+            self.collections += 1
+            n = self.collections
+            gc.collect(2 if n % 100 == 0 else 1 if n % 10 == 0 else 0)
 
     def run_once(self, max_wait_s: float | None = None) -> None:
         """Handle the events waiting (or wait up to the next tick for one), then tick if due."""
@@ -289,8 +313,11 @@ class TableRuntime:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 item = None
+        self._wake_link()
         if self.clock() >= self._next_tick:
             self._tick()
+            self._wake_link()
+        self._collect()
 
     def drain(self) -> int:
         """Handle every event already queued (shutdown: finish writing); returns how many."""
@@ -299,9 +326,21 @@ class TableRuntime:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
+                self._wake_link()
                 return n
             self._handle(item)
             n += 1
+
+    def _wake_link(self) -> None:
+        """Tell the link's thread that outbox rows were written (``on_outbox``), once for
+        the events handled since the last call."""
+        if self._rows_written:
+            self._rows_written = False
+            if self._on_outbox is not None:
+                try:
+                    self._on_outbox()
+                except Exception:  # the link looks at the outbox on its own timeout too
+                    log.exception("waking the jackpot link failed")
 
     def _tick(self) -> None:
         now = self.clock()
@@ -401,6 +440,8 @@ class TableRuntime:
         committed_ns = time.monotonic_ns()
         if step.journal:
             self.events_handled += 1
+            if not self._rows_written:
+                self._rows_written = any(isinstance(e, Publish) for e in step.effects)
         if isinstance(event, ev.EndRound) and step.accepted:
             self.settled_round.ended(event.t or self.clock())
         lines: list[tuple[int, str, tuple[Any, ...]]] = []
@@ -480,68 +521,6 @@ class TableRuntime:
             self._update_safe_state()
         if not isinstance(event, ev.Tick) and (step.effects or step.accepted):
             self._publish_status()  # before the reply: who asked sees the change at once
-
-    # -- the light test ------------------------------------------------------------------
-
-    def _start_light_test(self, by: str) -> tuple[bool, str]:
-        lamps = self._lamp_test
-        names = lamps.light_names() if lamps is not None else ()
-        if not names:
-            return False, "light test refused: this table has no lights in its pin map"
-        if self._light_test is not None and not self._light_test.result:
-            return False, f"light test refused: {self._light_test.by} is running one now"
-        if self._light_test_pending is not None:
-            return False, (
-                f"light test refused: {self._light_test_pending} queued one already; it runs "
-                "at the round break"
-            )
-        reason = self._fault_reason()
-        if reason is not None:
-            return False, (
-                f"light test refused: a fault holds the lights safe ({reason}); fix and "
-                "clear it first"
-            )
-        if self.table.round_in_progress:
-            snap = self.table.snapshot()
-            self._light_test_pending = by
-            log.info("light test queued by %s for the break after round %s", by, snap["round"])
-            self._publish_status()
-            return True, (
-                f"light test queued: round {snap['round']} is in progress "
-                f"({str(snap['phase']).replace('_', ' ')}); it runs at the round break"
-            )
-        steps: list[tuple[str, str, int]] = []
-        for name in names:
-            steps += [(name, "on", LIGHT_TEST_ON_MS), (name, "off", LIGHT_TEST_OFF_MS)]
-        self._light_test = LightTest(by, steps, next_ms=self.clock())
-        log.info("light test started by %s: %d lights", by, len(names))
-        self._step_light_test(self.clock())
-        return True, f"light test started: {len(names)} lights, each on then off"
-
-    def _step_light_test(self, now: int) -> None:
-        test = self._light_test
-        lamps = self._lamp_test
-        assert test is not None and lamps is not None
-        stop = None
-        if self.table.round_in_progress:
-            stop = "stopped: a round started (lights back to the table)"
-        elif self._fault_reason() is not None:
-            stop = "stopped: a fault was latched (lights safe)"
-        if stop is None and now < test.next_ms:
-            return
-        if stop is None and test.index < len(test.steps):
-            name, state, hold = test.steps[test.index]
-            if not lamps.test_light(name, state):
-                stop = f"stopped: light {name} could not be set"
-            else:
-                test.index += 1
-                test.next_ms = now + hold
-                return
-        test.result = (
-            stop or "finished: each light was switched on, then off (report any that stayed dark)"
-        )
-        lamps.end_light_test()
-        log.info("light test by %s %s", test.by, test.result)
 
     # -- journal rotation ------------------------------------------------------------------
 

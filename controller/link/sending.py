@@ -1,0 +1,158 @@
+"""Choosing and framing what the table sends: the outbox's rows, in order, within the window.
+
+The methods of :class:`~controller.link.publisher.TablePublisher` that run the stream on the
+link's thread. Each look (``_due``: the table's loop woke the thread, an ack, a resend or a
+connect happened, the journal changed, or :data:`PUMP_EVERY_S` went by) reads the rows from
+``_next_seq`` on, at most ``window`` beyond the last application ack, checks each against
+its kind's schema and publishes them at QoS 1: one row waiting as a single message, more in
+batch frames of up to ``batch_rows`` rows and :data:`~controller.link.frames.BATCH_BYTES`
+under one signature (controller/link/frames.py; nothing waits to fill one). Each row is
+encoded once: the bytes that size a frame are the bytes it carries.
+
+A row that fails the schema or exceeds ``max_payload`` is never sent, and the stream stops
+there (an alarm) rather than skip a sequence number. A PUBACK failure leaves the row pending:
+the stream pauses and starts again from the last ack after a backoff.
+
+State it reads and changes: ``_outbox``, ``_client``, ``_next_seq``, ``_inflight``
+(mid -> first seq of the message), ``_pause_until``, ``_stopped_at``, ``_kick``,
+``_data_version``, ``_pumped``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import paho.mqtt.client as mqtt
+
+from controller.link.frames import BATCH, BATCH_BYTES, plan, wire_frame
+from controller.link.messages import LinkMessageError, envelope, topic_for
+from controller.link.signing import canonical
+from controller.table.effects import Publish
+
+#: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
+#: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
+MAX_PAYLOAD = 60_000
+#: Rows sent beyond the last application ack. The controller applies what arrives together
+#: in one transaction (group commit), so a deeper window means fewer, larger commits.
+WINDOW = 256
+#: The outbox is read at least this often whatever happened (a resumed pause, say).
+PUMP_EVERY_S = 0.05
+
+
+class OutboxStream:
+    """The outbox's stream, for :class:`~controller.link.publisher.TablePublisher` (a part
+    of it: the attributes are the publisher's)."""
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        seq = self._inflight.pop(mid, None)
+        if reason_code.is_failure:  # 16 "no matching subscribers" is a success
+            self._alarm(
+                "puback",
+                f"PUBACK {reason_code.value} {reason_code} for "
+                + (f"seq {seq}" if seq else "the status"),
+                seq or None,
+                reason_code.value,
+            )
+            if seq:  # the row stays pending; retry from the last ack after a backoff
+                self._inflight.clear()
+                self._next_seq = self._outbox.last_acknowledged() + 1
+                self._pause_until = time.monotonic() + self._delay()
+
+    def _due(self) -> bool:
+        """Whether to read the outbox now: an ack, a resend or a connect happened, the table
+        wrote to its journal since the last look, or :data:`PUMP_EVERY_S` went by."""
+        try:
+            version = self._outbox.db.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            version = None  # the outbox's own reads say what is wrong
+        now = time.monotonic()
+        if self._kick or version != self._data_version or now - self._pumped >= PUMP_EVERY_S:
+            self._kick, self._data_version, self._pumped = False, version, now
+            return True
+        return False
+
+    def _pump(self) -> None:
+        outbox = self._outbox
+        written, acked = outbox.counts()
+        self._set(depth=written - acked, last_ack=acked, next_seq=self._next_seq)
+        if self._stopped_at is not None or time.monotonic() < self._pause_until:
+            return
+        room = acked + self.window - self._next_seq + 1
+        if room <= 0:
+            return
+        expected = max(self._next_seq, acked + 1)
+        sent_t = int(self.clock() * 1000)
+        messages: list[dict[str, Any]] = []
+        invalid = None
+        for row in outbox.resend_from(expected, room):
+            if row.seq != expected:
+                break  # a hole cannot be: the outbox's recovery check refuses one
+            expected += 1
+            try:
+                messages.append(envelope(
+                    self.table_id,
+                    self.boot,
+                    row.seq,
+                    Publish(topic=row.kind, key=row.key, payload=row.payload),
+                    sent_t,
+                    copy=False,  # the row's payload was just read from the outbox
+                    floats=row.floats,  # known from reading it: the schema check walks none
+                ))  # fmt: skip
+            except LinkMessageError as exc:
+                invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
+                break
+        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES),
+        # each row encoded once: the bytes that size a frame are the bytes it carries (the
+        # live case, one row, is not encoded here only to be measured)
+        framing = self.batch_rows > 1 and len(messages) > 1
+        encoded = [canonical(m) for m in messages] if framing else [b""] * len(messages)
+        start = 0
+        for count in plan(
+            [len(e) for e in encoded], self.batch_rows, min(BATCH_BYTES, self.max_payload)
+        ):
+            end = start + count
+            if not self._send(messages[start:end], encoded[start:end]):
+                return
+            start = end
+        if invalid is not None:
+            self._stop_stream(invalid[0], "invalid", invalid[1])
+
+    def _send(self, group: list[dict[str, Any]], encoded: list[bytes]) -> bool:
+        """Publish ``group`` (consecutive envelopes; ``encoded``: their canonical JSON when
+        they go as a frame): one row as a single message, more as one batch frame
+        (controller/link/frames.py). False if the stream must stop here (a row too large:
+        alarmed) or the connection is lost (the loop reconnects and starts again from the
+        last ack)."""
+        if not group:
+            return True
+        last = group[-1]["seq"]
+        if len(group) == 1:
+            topic = topic_for(self.table_id, group[0]["kind"])
+            data = self.signer.wire(topic, group[0])
+            if len(data) > self.max_payload:
+                self._stop_stream(
+                    last, "too_large", f"seq {last} is {len(data)} bytes > {self.max_payload}"
+                )
+                return False
+        else:
+            topic = topic_for(self.table_id, BATCH)
+            data = wire_frame(
+                self.signer, self.table_id, self.boot, group[0]["sent_t"], group, encoded
+            )
+        info = self._client.publish(topic, data, qos=1)
+        if info.rc != mqtt.MQTT_ERR_SUCCESS:
+            return False
+        self._inflight[info.mid] = group[0]["seq"]  # a PUBACK failure names the first row
+        self._next_seq = last + 1
+        if len(group) > 1:
+            with self._lock:
+                self._health.frames += 1
+                self._health.framed_rows += len(group)
+        return True
+
+    def _stop_stream(self, seq: int, kind: str, detail: str) -> None:
+        self._stopped_at = seq
+        self._set(stopped_at=seq)
+        self._alarm(kind, detail + "; not sent, the stream stops here (call a technician)", seq)
