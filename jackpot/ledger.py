@@ -352,18 +352,19 @@ class Ledger(KindRules):
         texts: Sequence[str] | None = None,
         received: Sequence[int] | None = None,
     ) -> list[Result]:
-        """Apply ``messages`` in order in one transaction (group commit: one fsync for the
-        burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
-        would give: each message sees what the ones before it changed, and a refused one rolls
-        back only its own savepoint. Nothing is committed if the transaction fails (the
-        exception propagates: acknowledge none of them), a :class:`LedgerFenced` from the
-        fence included. The transaction first asks the fence, then holds every meter row
-        (PostgreSQL: ``FOR UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file).
-        ``checked``: the caller got them from ``parse_message``, which checked them against
-        their schemas (the service does; checking twice was half the controller's time).
-        ``texts``: each message as it arrived (JSON), kept in ``applied.message`` as the
-        signed record; without them the message is written out again. ``received``: the
-        controller's UTC ms each message arrived (default: now, for the whole batch)."""
+        """Apply ``messages`` in order in one transaction (group commit: one fsync for the burst)
+        and return one :class:`Result` each, exactly as successive :meth:`apply` calls
+        would give: each message sees what the ones before it changed, and a refused one
+        writes nothing but its own record (its kind's checks all run before its first
+        write). Nothing is committed if the transaction fails (the exception propagates:
+        acknowledge none of them), a :class:`LedgerFenced` from the fence included. The
+        transaction first asks the fence, then holds every meter row (PostgreSQL: ``FOR
+        UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file). ``checked``: the caller
+        got them from ``parse_message``, which checked them against their schemas (the
+        service does; checking twice was half the controller's time). ``texts``: each
+        message as it arrived (JSON), kept in ``applied.message`` as the signed record;
+        without them the message is written out again. ``received``: the controller's
+        UTC ms each message arrived (default: now, for the whole batch)."""
         if texts is not None and len(texts) != len(messages):
             raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
         if received is not None and len(received) != len(messages):
@@ -476,10 +477,6 @@ class Ledger(KindRules):
             reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
             return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason)
         self._changed: list[str] = []
-        # what the savepoint cannot undo: the meters kept here until the batch's end
-        kept = (dict(self._meters), dict(self._hit_counts),
-                {pool: list(n) for pool, n in self._unwritten.items()})  # fmt: skip
-        db.execute("SAVEPOINT work")
         alarm = None
         try:
             if kind not in KEY_ASKED_BY_KIND:
@@ -487,16 +484,12 @@ class Ledger(KindRules):
                     "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
                 ).fetchone())  # fmt: skip
             awards = getattr(self, f"_apply_{kind}")(message)
-            db.execute("RELEASE work")
             status, reason = Status.APPLIED, None
         except Refused as refused:
-            db.execute("ROLLBACK TO work")
-            db.execute("RELEASE work")
-            # as before the message: the savepoint undid what it wrote and linked (the chains'
-            # heads and the live draws are read again), and its meter moves are dropped
-            self._meters, self._hit_counts, self._unwritten = kept
-            self._heads.forget()
-            self.draws.hold()
+            # every kind runs all its checks before its first write (jackpot/ledger_kinds.py):
+            # a refused message wrote nothing and moved no meter, so there is nothing to undo
+            # and no savepoint a message (PostgreSQL: two statements less a message, and no
+            # subtransaction: over 64 in a transaction overflowed its subtransaction cache)
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)

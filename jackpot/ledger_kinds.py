@@ -1,11 +1,13 @@
-"""The rules of each table message kind, as the ledger applies them (jackpot/ledger.py):
-a contribution moves the meters (and may hit the Must-Hit-By Mystery), a round result is kept
-as the proof of the round's cards, a hit claim is paid only on that proof, an award confirm
+"""The rules of each table message kind, as the ledger applies them (jackpot/ledger.py): a
+contribution moves the meters (and may hit the Must-Hit-By Mystery), a round result is kept as
+the proof of the round's cards, a hit claim is paid only on that proof, an award confirm
 commits an offered award, an event is kept. Each refuses (:class:`Refused`) what is off the
-game's terms, out of order or unproven; the ledger rolls the message back to its savepoint
-and records the refusal. A mixin of :class:`~jackpot.ledger.Ledger`: its methods run inside
-the ledger's batch transaction and write through the ledger's ``_move``, ``_set_meter`` and
-``_insert_award`` (so the chains and the batch's kept meters stay right).
+game's terms, out of order or unproven, and does so before its first write: every check of a
+kind runs before it writes a row or moves a meter, so a refused message has written nothing and
+the ledger needs no savepoint a message (it records the refusal and goes on). A mixin of
+:class:`~jackpot.ledger.Ledger`: its methods run inside the ledger's batch transaction and
+write through the ledger's ``_move``, ``_set_meter`` and ``_insert_award`` (so the chains and
+the batch's kept meters stay right).
 """
 
 from __future__ import annotations
@@ -150,6 +152,24 @@ class KindRules:
                 "contribution_duplicate", f"round {p['round']} spot {p['spot']} already "
                 f"contributed to {pool.name} (seq {twin}): one contribution per spot and round"
             )  # fmt: skip
+        # the Mystery's checks too, before the first write: a refused contribution writes
+        # nothing (the ledger keeps no savepoint a message)
+        step = cycle = None
+        if mystery is not None:
+            added_mystery = contribution(mystery, p["stake"])
+            meter = self._meter(mystery.name)
+            if problem := mystery_ceiling_problem(mystery, added_mystery):
+                raise Refused(
+                    "mystery_ceiling",
+                    f"{mystery.name}: {problem} ({mystery.must_hit_by} cents): the pool's "
+                    "contribution is too large for its range; fix the jackpot config",
+                )
+            trigger, cycle = self.draws.live(mystery.name)
+            try:
+                step = mystery_step(mystery, meter, added_mystery, trigger)
+            except ValueError as exc:  # only after a restart above a fresh trigger
+                raise Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
+            del trigger
         self._db.execute(
             "INSERT INTO contributions VALUES (?, ?, ?, ?, ?)",
             (table, p["round"], p["spot"], pool.name, seq),
@@ -159,21 +179,7 @@ class KindRules:
         self._set_meter(pool.name, self._meter(pool.name) + added)
         if mystery is None:
             return []
-        added = contribution(mystery, p["stake"])
-        meter = self._meter(mystery.name)
-        if problem := mystery_ceiling_problem(mystery, added):
-            raise Refused(
-                "mystery_ceiling",
-                f"{mystery.name}: {problem} ({mystery.must_hit_by} cents): the pool's "
-                "contribution is too large for its range; fix the jackpot config",
-            )
-        self._move(mystery.name, table, seq, "contribution", added)
-        trigger, cycle = self.draws.live(mystery.name)
-        try:
-            step = mystery_step(mystery, meter, added, trigger)
-        except ValueError as exc:  # only after a restart above a fresh trigger
-            raise Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
-        del trigger
+        self._move(mystery.name, table, seq, "contribution", added_mystery)
         if not step.hit:
             self._set_meter(mystery.name, step.meter)
             return []
