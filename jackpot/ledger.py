@@ -53,6 +53,17 @@ __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
+#: The tables whose rows a batch writes at its end, one statement each: column -> type.
+BATCHED_COLUMNS = {
+    "applied": (("table_id", "text"), ("seq", "int"), ("key", "text"), ("kind", "text"),
+                ("boot", "int"), ("outcome", "text"), ("reason", "text"),
+                ("message", "text"), ("digest", "text"), ("received_utc", "int"),
+                ("gaming_day", "text"), ("chain", "text")),
+    "movements": (("pool", "text"), ("table_id", "text"), ("seq", "int"), ("what", "text"),
+                  ("amount", "text"), ("t_utc", "int"), ("gaming_day", "text"),
+                  ("change_n", "int"), ("chain", "text")),
+}  # fmt: skip
+
 
 class Ledger(KindRules):
     """The ledger at ``location`` (an SQLite file path, or a ``postgresql://`` URL) for
@@ -97,6 +108,13 @@ class Ledger(KindRules):
         # inside apply_batch: pool -> [meter updates, hits] not yet written (the meters rows
         # are written once a batch, at its end: see _set_meter)
         self._unwritten: dict[str, list[int]] | None = None
+        # inside apply_batch: the applied and movements rows not yet written (each table's
+        # written in one statement at the batch's end: nothing in a batch reads them back
+        # but through what is kept here: each row's key, its digest, a round's result)
+        self._rows: dict[str, list[tuple[Any, ...]]] | None = None
+        self._batch_keys: set[tuple[str, str]] = set()
+        self._batch_digests: dict[tuple[str, int], str | None] = {}
+        self._batch_results: dict[tuple[str, int], str] = {}
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -393,6 +411,9 @@ class Ledger(KindRules):
                     if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                         moved[result.table] = result.seq
                     results.append(result)
+                for name, rows in self._rows.items():  # each one statement a batch
+                    if rows:
+                        db.insert_rows(name, BATCHED_COLUMNS[name], rows)
                 for table, seq in moved.items():  # once a table a batch, not once a message
                     db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
                 for pool, (updates, hits) in self._unwritten.items():  # once a pool a batch
@@ -406,6 +427,8 @@ class Ledger(KindRules):
             raise
         finally:
             self._acked = self._meters = self._hit_counts = self._unwritten = None
+            self._rows = None
+            self._batch_keys, self._batch_digests, self._batch_results = set(), {}, {}
             self._heads.forget()
             self.draws.release()
         return results
@@ -421,6 +444,7 @@ class Ledger(KindRules):
         db.lock_money()
         self.draws.hold()
         self._unwritten = {}
+        self._rows = {"applied": [], "movements": []}
         if not db.round_trips:
             self._terms_current()
             self._meters, self._hit_counts, self._acked = {}, {}, {}
@@ -461,9 +485,12 @@ class Ledger(KindRules):
                 )
             acked = self._acked[table] = row[0]
         if seq <= acked:
-            stored = db.execute(
-                "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
-            ).fetchone()
+            if (table, seq) in self._batch_digests:  # applied earlier in this batch
+                stored = (self._batch_digests[(table, seq)],)
+            else:
+                stored = db.execute(
+                    "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
+                ).fetchone()
             if stored is not None and stored[0] != content:
                 reason = (
                     f"seq {seq} was applied with other content: the table reused a sequence "
@@ -495,14 +522,15 @@ class Ledger(KindRules):
                 self._insert_award(award)
             status, reason, awards = Status.REFUSED, refused.reason, refused.awards
             alarm = refused.alarm
-        row = (table, seq, message["key"], kind, message["boot"], status.value, reason,
-               json.dumps(message, sort_keys=True) if text is None else text, content,
-               self._now, self._day)  # fmt: skip
-        db.execute(
-            "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
-            " digest, received_utc, gaming_day, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*row, self._heads.next("applied", row)),
-        )
+        if text is None:
+            text = json.dumps(message, sort_keys=True)
+        row = (table, seq, message["key"], kind, message["boot"], status.value, reason, text,
+               content, self._now, self._day)  # fmt: skip
+        self._rows["applied"].append((*row, self._heads.next("applied", row)))
+        self._batch_keys.add((table, message["key"]))
+        self._batch_digests[(table, seq)] = content
+        if kind == "round_result" and status is Status.APPLIED:  # a claim's proof
+            self._batch_results[(table, message["payload"]["round"])] = text
         self._acked[table] = seq  # the tables row is written once, at the batch's end
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
@@ -511,6 +539,9 @@ class Ledger(KindRules):
     def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
               change_n: int | None = None):  # fmt: skip
         row = (pool, table, seq, what, str(amount), self._now, self._day, change_n)
+        if self._rows is not None:  # inside apply_batch: written at its end
+            self._rows["movements"].append((*row, self._heads.next("movements", row)))
+            return
         self._db.execute(
             "INSERT INTO movements (pool, table_id, seq, what, amount, t_utc, gaming_day,"
             " change_n, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -48,7 +48,7 @@ class KindRules:
     def _key_replay(self, message: dict[str, Any], found: Any) -> None:
         """Refuse ``message`` if its key was applied before (``found``: the ledger's
         answer, truthy if so): a replay under a new sequence number."""
-        if found:
+        if found or (message["table"], message["key"]) in self._batch_keys:
             reason = f"key {message['key']!r} was already applied (a replay)"
             raise Refused("key_replay", reason, self._claim_refusal(message, reason))
 
@@ -253,11 +253,15 @@ class KindRules:
             raise refuse("claim_terms", f"no evaluator for wager {p['wager']!r}")
         # the proof: the round as the table reported it before the claim
         rnd, spot_no = p["round"], p["spot"]
-        row = self._db.execute(
-            "SELECT a.message FROM round_results r JOIN applied a"
-            " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
-            (table, rnd),
-        ).fetchone()
+        row = self._batch_results.get((table, rnd))  # reported earlier in this batch
+        if row is not None:
+            row = (row,)
+        else:
+            row = self._db.execute(
+                "SELECT a.message FROM round_results r JOIN applied a"
+                " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
+                (table, rnd),
+            ).fetchone()
         if row is None:
             raise refuse(
                 "claim_unproven", f"round {rnd} has no round_result from {table}: a table "
