@@ -115,6 +115,7 @@ class Ledger(KindRules):
         self._batch_keys: set[tuple[str, str]] = set()
         self._batch_digests: dict[tuple[str, int], str | None] = {}
         self._batch_results: dict[tuple[str, int], str] = {}
+        self._digest: str | None = None  # the message being applied's, from the intake
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -369,6 +370,7 @@ class Ledger(KindRules):
         checked: bool = False,
         texts: Sequence[str] | None = None,
         received: Sequence[int] | None = None,
+        digests: Sequence[str | None] | None = None,
     ) -> list[Result]:
         """Apply ``messages`` in order in one transaction (group commit: one fsync for the burst)
         and return one :class:`Result` each, exactly as successive :meth:`apply` calls
@@ -382,11 +384,15 @@ class Ledger(KindRules):
         service does; checking twice was half the controller's time). ``texts``: each
         message as it arrived (JSON), kept in ``applied.message`` as the signed record;
         without them the message is written out again. ``received``: the controller's
-        UTC ms each message arrived (default: now, for the whole batch)."""
+        UTC ms each message arrived (default: now, for the whole batch). ``digests``: each
+        message's content digest where the caller has it (jackpot/intake.py
+        ``content_digest``; None: computed here)."""
         if texts is not None and len(texts) != len(messages):
             raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
         if received is not None and len(received) != len(messages):
             raise ValueError(f"{len(received)} times for {len(messages)} messages")
+        if digests is not None and len(digests) != len(messages):
+            raise ValueError(f"{len(digests)} digests for {len(messages)} messages")
         now = self.now_ms()
         db = self._db
         results: list[Result] = []
@@ -407,6 +413,7 @@ class Ledger(KindRules):
                     table = message.get("table") if isinstance(message, dict) else None
                     self._stamp(table if isinstance(table, str) else None,
                                 received[i] if received else now)  # fmt: skip
+                    self._digest = digests[i] if digests else None
                     result = self._apply_one(message, checked, texts[i] if texts else None)
                     if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                         moved[result.table] = result.seq
@@ -473,7 +480,7 @@ class Ledger(KindRules):
         except LinkMessageError as exc:
             return Result(Status.MALFORMED, None, None, reason=str(exc), alarm="malformed")
         table, seq = message["table"], message["seq"]
-        content = digest(message)
+        content = self._digest or digest(message)  # the intake's, if it had it
         db = self._db
         acked = self._acked.get(table)
         if acked is None:

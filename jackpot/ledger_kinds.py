@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -377,19 +376,26 @@ def _cards_problem(result: dict[str, Any], decks: int) -> str | None:
     """What makes a round_result payload's cards impossible in a shoe of ``decks`` decks:
     a spot listed twice, first two cards that are not among the spot's hands, or a card
     dealt (dealer and every hand) more often than the shoe holds it. None if possible."""
-    counts: Counter[str] = Counter(result["dealer"])
+    counts: dict[str, int] = {}
+    for card in result["dealer"]:
+        counts[card] = counts.get(card, 0) + 1
     spots: set[int] = set()
     for spot in result["spots"]:
         if spot["spot"] in spots:
             return f"round {result['round']}: spot {spot['spot']} is listed twice"
         spots.add(spot["spot"])
-        held = Counter(card for hand in spot["hands"] for card in hand)
-        if Counter(spot["first_two"]) - held:
+        held: dict[str, int] = {}
+        for hand in spot["hands"]:
+            for card in hand:
+                held[card] = held.get(card, 0) + 1
+        first_two = spot["first_two"]
+        if any(held.get(card, 0) < first_two.count(card) for card in first_two):
             return (
                 f"round {result['round']}: spot {spot['spot']}'s first two cards "
                 f"{spot['first_two']} are not in its hands {spot['hands']}"
             )
-        counts += held
+        for card, n in held.items():
+            counts[card] = counts.get(card, 0) + n
     for card, count in sorted(counts.items()):
         if count > decks:
             return (

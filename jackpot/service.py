@@ -141,14 +141,16 @@ class _Queued:
     """A received message waiting for its PUBACK: ``rows`` are its checked table messages
     for the next ledger transaction (one for a single message, several for a batch frame;
     none for one refused, or a status, that only needs its PUBACK in turn), each with the
-    text the ledger keeps as its signed record; ``t`` the controller's UTC ms it arrived (the
-    ledger's central time)."""
+    text the ledger keeps as its signed record, and ``digests`` their content digests where
+    the intake has them; ``t`` the controller's UTC ms it arrived (the ledger's central
+    time)."""
 
-    __slots__ = ("mid", "qos", "rows", "t")
+    __slots__ = ("digests", "mid", "qos", "rows", "t")
 
     def __init__(self, mid: int, qos: int, t: int = 0) -> None:
         self.mid, self.qos, self.t = mid, qos, t
         self.rows: list[tuple[dict[str, Any], str]] = []
+        self.digests: list[str | None] = []
 
 
 def bump_boot(ledger: Ledger) -> int:
@@ -746,7 +748,7 @@ class JackpotService:
             boot = got.rows[0][0]["boot"]  # a frame's rows are all of its boot
             if boot > self._boots.get(table, 0):
                 self._boots[table] = boot
-            queued.rows = got.rows
+            queued.rows, queued.digests = got.rows, got.digests
             if len(got.rows) > 1:
                 self._count("frame")
         else:  # controller kinds never arrive on bj/v1/table/...; parse_message routes them
@@ -766,9 +768,12 @@ class JackpotService:
         bodies = [body for q in queue for body, _text in q.rows]
         texts = [text for q in queue for _body, text in q.rows]
         times = [q.t for q in queue for _row in q.rows]
+        digests = [d for q in queue for d in q.digests]
         try:
             results = (
-                self._ledger.apply_batch(bodies, checked=True, texts=texts, received=times)
+                self._ledger.apply_batch(
+                    bodies, checked=True, texts=texts, received=times, digests=digests
+                )
                 if bodies
                 else []
             )
