@@ -43,6 +43,7 @@ from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
 from jackpot import chain as chains
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
+from jackpot.ledger_facts import BatchFacts
 from jackpot.ledger_kinds import KEY_ASKED_BY_KIND, KindRules
 from jackpot.ledger_results import AWARD_COLUMNS, Award, Refused, Result, Status, frac
 from jackpot.parameters import TERMS_KEY
@@ -116,6 +117,7 @@ class Ledger(KindRules):
         self._batch_digests: dict[tuple[str, int], str | None] = {}
         self._batch_results: dict[tuple[str, int], str] = {}
         self._digest: str | None = None  # the message being applied's, from the intake
+        self._facts: BatchFacts | None = None  # PostgreSQL: the checks' facts, once a batch
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -408,7 +410,7 @@ class Ledger(KindRules):
                 if not fenced:
                     db.begin_write()
                 self._fenced()  # its own round trip: nothing is held before it answers
-                self._start_batch()
+                self._start_batch(messages)
                 for i, message in enumerate(messages):
                     table = message.get("table") if isinstance(message, dict) else None
                     self._stamp(table if isinstance(table, str) else None,
@@ -434,19 +436,21 @@ class Ledger(KindRules):
             raise
         finally:
             self._acked = self._meters = self._hit_counts = self._unwritten = None
-            self._rows = None
+            self._rows = self._facts = None
             self._batch_keys, self._batch_digests, self._batch_results = set(), {}, {}
             self._heads.forget()
             self.draws.release()
         return results
 
-    def _start_batch(self) -> None:
+    def _start_batch(self, messages: Sequence[Any]) -> None:
         """Hold the meter rows and read what the batch starts from, in one round trip:
         every meter and its hits, every table's acked sequence, the chains' heads, the terms
         in force (refused with :class:`LedgerFenced` if another controller changed them).
         The batch keeps them up to date as it writes (the rows are held: no one else
         moves them until it ends). Where a read costs no round trip (SQLite) each is read
-        when first needed instead: a batch of one reads less."""
+        when first needed instead: a batch of one reads less. On PostgreSQL the same round
+        trip reads what the batch's contributions and round results are checked against
+        (jackpot/ledger_facts.py)."""
         db = self._db
         db.lock_money()
         self.draws.hold()
@@ -460,13 +464,19 @@ class Ledger(KindRules):
         meters = db.execute("SELECT pool, value, hits FROM meters")
         acked = db.execute("SELECT table_id, acked FROM tables")
         heads = db.execute(self._heads.read_sql())
-        row = terms.fetchone()  # the first read waits for all five answers
+        facts = BatchFacts(messages)
+        if facts:
+            facts.ask(db.execute)
+        row = terms.fetchone()  # the first read waits for all the answers
         self._check_terms(row[0] if row else None)
         rows = meters.fetchall()
         self._meters = {pool: frac(value) for pool, value, _ in rows}
         self._hit_counts = {pool: hits for pool, _, hits in rows}
         self._acked = dict(acked.fetchall())
         self._heads.known(heads.fetchone())
+        if facts:
+            facts.read()
+            self._facts = facts
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its

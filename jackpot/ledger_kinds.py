@@ -108,16 +108,21 @@ class KindRules:
         # statement (one round trip to PostgreSQL instead of five), checked in the order of
         # the rules below (the pool as the payload names it: the twin matters only once
         # _wager_terms found that very pool)
-        replayed, reported, last_reported, latest, twin = self._db.execute(
-            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
-            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
-            " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
-            " (SELECT seq FROM contributions"
-            "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
-            (table, message["key"], table, p["round"], table, table, table, p["round"],
-             p["spot"], p["pool"]),
-        ).fetchone()  # fmt: skip
+        # (PostgreSQL: read for the whole batch at its start, jackpot/ledger_facts.py)
+        facts = self._facts
+        if facts is not None and facts.known(message):
+            replayed, reported, last_reported, latest, twin = facts.contribution(message)
+        else:
+            replayed, reported, last_reported, latest, twin = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+                " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+                " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
+                " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
+                " (SELECT seq FROM contributions"
+                "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
+                (table, message["key"], table, p["round"], table, table, table, p["round"],
+                 p["spot"], p["pool"]),
+            ).fetchone()  # fmt: skip
         self._key_replay(message, replayed)
         profile, _, pool = self._wager_terms(table, p, terms)
         eligible = profile.mystery.offered and p["wager"] in profile.mystery.eligible_wagers
@@ -173,6 +178,11 @@ class KindRules:
             "INSERT INTO contributions VALUES (?, ?, ?, ?, ?)",
             (table, p["round"], p["spot"], pool.name, seq),
         )
+        if facts is not None:  # the batch's facts follow its own rows
+            if facts.known(message):
+                facts.contributed(table, p["round"], p["spot"], pool.name, seq)
+            else:
+                self._facts = None
         added = contribution(pool, p["stake"])
         self._move(pool.name, table, seq, "contribution", added)
         self._set_meter(pool.name, self._meter(pool.name) + added)
@@ -203,12 +213,16 @@ class KindRules:
         """Recorded as the proof of the round's cards; no money moves."""
         table, p = message["table"], message["payload"]
         # the key's replay check and the table's reports so far: one statement
-        replayed, reported, last = self._db.execute(
-            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
-            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=?)",
-            (table, message["key"], table, p["round"], table),
-        ).fetchone()
+        facts = self._facts
+        if facts is not None and facts.known(message):
+            replayed, reported, last = facts.round_result(message)
+        else:
+            replayed, reported, last = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+                " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+                " (SELECT MAX(round) FROM round_results WHERE table_id=?)",
+                (table, message["key"], table, p["round"], table),
+            ).fetchone()
         self._key_replay(message, replayed)
         profile = self._profile(table, p["game"], "round_result_terms")
         for spot in sorted({s["spot"] for s in p["spots"] + p["settlements"]}):
@@ -225,6 +239,11 @@ class KindRules:
         self._db.execute(
             "INSERT INTO round_results VALUES (?, ?, ?)", (table, p["round"], message["seq"])
         )
+        if facts is not None:  # the batch's facts follow its own rows
+            if facts.known(message):
+                facts.reported(table, p["round"], message["seq"])
+            else:
+                self._facts = None
         return []
 
     @staticmethod
