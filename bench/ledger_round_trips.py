@@ -113,6 +113,14 @@ def run(
                 return real(sql, params)
 
             led._db.execute = execute
+            real_many = led._db.executemany
+
+            def executemany(sql, rows):  # each row a statement stepped, as for psycopg
+                rows = list(rows)
+                counts["statements"] += len(rows)
+                return real_many(sql, rows)
+
+            led._db.executemany = executemany
         with contextlib.nullcontext() if sqlite else counting(counts):
             pids = server._processes() if server is not None else []
             t0, s0 = time.process_time(), proc_cpu_s(pids)

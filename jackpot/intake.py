@@ -17,6 +17,7 @@ docs/jackpot/controller.md ("Service") and docs/jackpot/threat-model.md.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from controller.errors import TableControllerError
 from controller.link.frames import BATCH, BATCH_BYTES, verify_frame
 from controller.link.messages import TABLE_KINDS, LinkMessageError, parse_message
-from controller.link.signing import SignatureError, Verifier
+from controller.link.signing import SignatureError, Verifier, digest
 
 
 class Refusal(TableControllerError, ValueError):
@@ -45,12 +46,15 @@ class Received:
     """A message that passed: ``kind`` (a table kind, ``batch``, ``status``...), ``table``,
     ``rows``: the table messages for the ledger, in order, each with the text the ledger
     keeps as its signed record (one for a single message, several for a frame, none for a
-    status); ``body``: the message as parsed."""
+    status); ``digests``: each row's content digest where the intake has it already (a
+    frame's rows, from the canonical text the signature check encoded; None: the ledger
+    computes it); ``body``: the message as parsed."""
 
     kind: str
     table: str
     body: dict[str, Any]
     rows: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    digests: list[str | None] = field(default_factory=list)
 
 
 class Intake:
@@ -87,9 +91,33 @@ class Intake:
         received = Received(kind, table, body)
         if kind == BATCH:
             received.rows = list(zip(body["rows"], texts, strict=True))
+            received.digests = [content_digest(row, text) for row, text in received.rows]
         elif kind in TABLE_KINDS:
             received.rows = [(body, bytes(payload).decode("utf-8"))]  # parse_message decoded it
+            received.digests = [None]
         return received
+
+
+#: The fields of a frame's row (controller/link/messages.py ``envelope``), sorted.
+_ROW_FIELDS = frozenset(("boot", "key", "kind", "payload", "sent_t", "seq", "table", "v"))
+
+
+def content_digest(row: Mapping[str, Any], record: str) -> str:
+    """:func:`~controller.link.signing.digest` of a frame's ``row`` without encoding it
+    again: its stored ``record`` begins with the row's canonical JSON (sorted keys, ASCII),
+    from which the digest's text is the same less ``boot`` (the first key) and ``sent_t``
+    (the one before ``seq``, ``table`` and ``v``, whose values hold no such text). A row with
+    other fields, or not of that shape, is encoded again (:func:`digest`)."""
+    if row.keys() != _ROW_FIELDS or type(row["boot"]) is not int or type(row["sent_t"]) is not int:
+        return digest(row)
+    end = record.rfind(',"frame":{')
+    head = f'{{"boot":{row["boot"]},'
+    tail = f',"sent_t":{row["sent_t"]},"seq":'
+    cut = record.rfind(tail, 0, end)
+    if end < 0 or cut < 0 or not record.startswith(head):
+        return digest(row)
+    content = "{" + record[len(head) : cut] + ',"seq":' + record[cut + len(tail) : end] + "}"
+    return hashlib.sha256(content.encode("ascii")).hexdigest()
 
 
 def _seq(body: Mapping[str, Any]) -> Any:

@@ -43,6 +43,7 @@ from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
 from jackpot import chain as chains
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
+from jackpot.ledger_facts import BatchFacts
 from jackpot.ledger_kinds import KEY_ASKED_BY_KIND, KindRules
 from jackpot.ledger_results import AWARD_COLUMNS, Award, Refused, Result, Status, frac
 from jackpot.parameters import TERMS_KEY
@@ -52,6 +53,17 @@ from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, ope
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+
+#: The tables whose rows a batch writes at its end, one statement each: column -> type.
+BATCHED_COLUMNS = {
+    "applied": (("table_id", "text"), ("seq", "int"), ("key", "text"), ("kind", "text"),
+                ("boot", "int"), ("outcome", "text"), ("reason", "text"),
+                ("message", "text"), ("digest", "text"), ("received_utc", "int"),
+                ("gaming_day", "text"), ("chain", "text")),
+    "movements": (("pool", "text"), ("table_id", "text"), ("seq", "int"), ("what", "text"),
+                  ("amount", "text"), ("t_utc", "int"), ("gaming_day", "text"),
+                  ("change_n", "int"), ("chain", "text")),
+}  # fmt: skip
 
 
 class Ledger(KindRules):
@@ -97,6 +109,15 @@ class Ledger(KindRules):
         # inside apply_batch: pool -> [meter updates, hits] not yet written (the meters rows
         # are written once a batch, at its end: see _set_meter)
         self._unwritten: dict[str, list[int]] | None = None
+        # inside apply_batch: the applied and movements rows not yet written (each table's
+        # written in one statement at the batch's end: nothing in a batch reads them back
+        # but through what is kept here: each row's key, its digest, a round's result)
+        self._rows: dict[str, list[tuple[Any, ...]]] | None = None
+        self._batch_keys: set[tuple[str, str]] = set()
+        self._batch_digests: dict[tuple[str, int], str | None] = {}
+        self._batch_results: dict[tuple[str, int], str] = {}
+        self._digest: str | None = None  # the message being applied's, from the intake
+        self._facts: BatchFacts | None = None  # PostgreSQL: the checks' facts, once a batch
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -351,23 +372,29 @@ class Ledger(KindRules):
         checked: bool = False,
         texts: Sequence[str] | None = None,
         received: Sequence[int] | None = None,
+        digests: Sequence[str | None] | None = None,
     ) -> list[Result]:
-        """Apply ``messages`` in order in one transaction (group commit: one fsync for the
-        burst) and return one :class:`Result` each, exactly as successive :meth:`apply` calls
-        would give: each message sees what the ones before it changed, and a refused one rolls
-        back only its own savepoint. Nothing is committed if the transaction fails (the
-        exception propagates: acknowledge none of them), a :class:`LedgerFenced` from the
-        fence included. The transaction first asks the fence, then holds every meter row
-        (PostgreSQL: ``FOR UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file).
-        ``checked``: the caller got them from ``parse_message``, which checked them against
-        their schemas (the service does; checking twice was half the controller's time).
-        ``texts``: each message as it arrived (JSON), kept in ``applied.message`` as the
-        signed record; without them the message is written out again. ``received``: the
-        controller's UTC ms each message arrived (default: now, for the whole batch)."""
+        """Apply ``messages`` in order in one transaction (group commit: one fsync for the burst)
+        and return one :class:`Result` each, exactly as successive :meth:`apply` calls
+        would give: each message sees what the ones before it changed, and a refused one
+        writes nothing but its own record (its kind's checks all run before its first
+        write). Nothing is committed if the transaction fails (the exception propagates:
+        acknowledge none of them), a :class:`LedgerFenced` from the fence included. The
+        transaction first asks the fence, then holds every meter row (PostgreSQL: ``FOR
+        UPDATE``; SQLite: ``BEGIN IMMEDIATE`` holds the file). ``checked``: the caller
+        got them from ``parse_message``, which checked them against their schemas (the
+        service does; checking twice was half the controller's time). ``texts``: each
+        message as it arrived (JSON), kept in ``applied.message`` as the signed record;
+        without them the message is written out again. ``received``: the controller's
+        UTC ms each message arrived (default: now, for the whole batch). ``digests``: each
+        message's content digest where the caller has it (jackpot/intake.py
+        ``content_digest``; None: computed here)."""
         if texts is not None and len(texts) != len(messages):
             raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
         if received is not None and len(received) != len(messages):
             raise ValueError(f"{len(received)} times for {len(messages)} messages")
+        if digests is not None and len(digests) != len(messages):
+            raise ValueError(f"{len(digests)} digests for {len(messages)} messages")
         now = self.now_ms()
         db = self._db
         results: list[Result] = []
@@ -383,15 +410,19 @@ class Ledger(KindRules):
                 if not fenced:
                     db.begin_write()
                 self._fenced()  # its own round trip: nothing is held before it answers
-                self._start_batch()
+                self._start_batch(messages)
                 for i, message in enumerate(messages):
                     table = message.get("table") if isinstance(message, dict) else None
                     self._stamp(table if isinstance(table, str) else None,
                                 received[i] if received else now)  # fmt: skip
+                    self._digest = digests[i] if digests else None
                     result = self._apply_one(message, checked, texts[i] if texts else None)
                     if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                         moved[result.table] = result.seq
                     results.append(result)
+                for name, rows in self._rows.items():  # each one statement a batch
+                    if rows:
+                        db.insert_rows(name, BATCHED_COLUMNS[name], rows)
                 for table, seq in moved.items():  # once a table a batch, not once a message
                     db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
                 for pool, (updates, hits) in self._unwritten.items():  # once a pool a batch
@@ -405,21 +436,26 @@ class Ledger(KindRules):
             raise
         finally:
             self._acked = self._meters = self._hit_counts = self._unwritten = None
+            self._rows = self._facts = None
+            self._batch_keys, self._batch_digests, self._batch_results = set(), {}, {}
             self._heads.forget()
             self.draws.release()
         return results
 
-    def _start_batch(self) -> None:
+    def _start_batch(self, messages: Sequence[Any]) -> None:
         """Hold the meter rows and read what the batch starts from, in one round trip:
         every meter and its hits, every table's acked sequence, the chains' heads, the terms
         in force (refused with :class:`LedgerFenced` if another controller changed them).
         The batch keeps them up to date as it writes (the rows are held: no one else
         moves them until it ends). Where a read costs no round trip (SQLite) each is read
-        when first needed instead: a batch of one reads less."""
+        when first needed instead: a batch of one reads less. On PostgreSQL the same round
+        trip reads what the batch's contributions and round results are checked against
+        (jackpot/ledger_facts.py)."""
         db = self._db
         db.lock_money()
         self.draws.hold()
         self._unwritten = {}
+        self._rows = {"applied": [], "movements": []}
         if not db.round_trips:
             self._terms_current()
             self._meters, self._hit_counts, self._acked = {}, {}, {}
@@ -428,13 +464,19 @@ class Ledger(KindRules):
         meters = db.execute("SELECT pool, value, hits FROM meters")
         acked = db.execute("SELECT table_id, acked FROM tables")
         heads = db.execute(self._heads.read_sql())
-        row = terms.fetchone()  # the first read waits for all five answers
+        facts = BatchFacts(messages)
+        if facts:
+            facts.ask(db.execute)
+        row = terms.fetchone()  # the first read waits for all the answers
         self._check_terms(row[0] if row else None)
         rows = meters.fetchall()
         self._meters = {pool: frac(value) for pool, value, _ in rows}
         self._hit_counts = {pool: hits for pool, _, hits in rows}
         self._acked = dict(acked.fetchall())
         self._heads.known(heads.fetchone())
+        if facts:
+            facts.read()
+            self._facts = facts
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
@@ -448,7 +490,7 @@ class Ledger(KindRules):
         except LinkMessageError as exc:
             return Result(Status.MALFORMED, None, None, reason=str(exc), alarm="malformed")
         table, seq = message["table"], message["seq"]
-        content = digest(message)
+        content = self._digest or digest(message)  # the intake's, if it had it
         db = self._db
         acked = self._acked.get(table)
         if acked is None:
@@ -460,9 +502,12 @@ class Ledger(KindRules):
                 )
             acked = self._acked[table] = row[0]
         if seq <= acked:
-            stored = db.execute(
-                "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
-            ).fetchone()
+            if (table, seq) in self._batch_digests:  # applied earlier in this batch
+                stored = (self._batch_digests[(table, seq)],)
+            else:
+                stored = db.execute(
+                    "SELECT digest FROM applied WHERE table_id=? AND seq=?", (table, seq)
+                ).fetchone()
             if stored is not None and stored[0] != content:
                 reason = (
                     f"seq {seq} was applied with other content: the table reused a sequence "
@@ -476,10 +521,6 @@ class Ledger(KindRules):
             reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
             return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason)
         self._changed: list[str] = []
-        # what the savepoint cannot undo: the meters kept here until the batch's end
-        kept = (dict(self._meters), dict(self._hit_counts),
-                {pool: list(n) for pool, n in self._unwritten.items()})  # fmt: skip
-        db.execute("SAVEPOINT work")
         alarm = None
         try:
             if kind not in KEY_ASKED_BY_KIND:
@@ -487,29 +528,26 @@ class Ledger(KindRules):
                     "SELECT 1 FROM applied WHERE table_id=? AND key=?", (table, message["key"])
                 ).fetchone())  # fmt: skip
             awards = getattr(self, f"_apply_{kind}")(message)
-            db.execute("RELEASE work")
             status, reason = Status.APPLIED, None
         except Refused as refused:
-            db.execute("ROLLBACK TO work")
-            db.execute("RELEASE work")
-            # as before the message: the savepoint undid what it wrote and linked (the chains'
-            # heads and the live draws are read again), and its meter moves are dropped
-            self._meters, self._hit_counts, self._unwritten = kept
-            self._heads.forget()
-            self.draws.hold()
+            # every kind runs all its checks before its first write (jackpot/ledger_kinds.py):
+            # a refused message wrote nothing and moved no meter, so there is nothing to undo
+            # and no savepoint a message (PostgreSQL: two statements less a message, and no
+            # subtransaction: over 64 in a transaction overflowed its subtransaction cache)
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)
             status, reason, awards = Status.REFUSED, refused.reason, refused.awards
             alarm = refused.alarm
-        row = (table, seq, message["key"], kind, message["boot"], status.value, reason,
-               json.dumps(message, sort_keys=True) if text is None else text, content,
-               self._now, self._day)  # fmt: skip
-        db.execute(
-            "INSERT INTO applied (table_id, seq, key, kind, boot, outcome, reason, message,"
-            " digest, received_utc, gaming_day, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*row, self._heads.next("applied", row)),
-        )
+        if text is None:
+            text = json.dumps(message, sort_keys=True)
+        row = (table, seq, message["key"], kind, message["boot"], status.value, reason, text,
+               content, self._now, self._day)  # fmt: skip
+        self._rows["applied"].append((*row, self._heads.next("applied", row)))
+        self._batch_keys.add((table, message["key"]))
+        self._batch_digests[(table, seq)] = content
+        if kind == "round_result" and status is Status.APPLIED:  # a claim's proof
+            self._batch_results[(table, message["payload"]["round"])] = text
         self._acked[table] = seq  # the tables row is written once, at the batch's end
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
@@ -518,6 +556,9 @@ class Ledger(KindRules):
     def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
               change_n: int | None = None):  # fmt: skip
         row = (pool, table, seq, what, str(amount), self._now, self._day, change_n)
+        if self._rows is not None:  # inside apply_batch: written at its end
+            self._rows["movements"].append((*row, self._heads.next("movements", row)))
+            return
         self._db.execute(
             "INSERT INTO movements (pool, table_id, seq, what, amount, t_utc, gaming_day,"
             " change_n, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

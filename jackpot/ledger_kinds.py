@@ -1,18 +1,19 @@
-"""The rules of each table message kind, as the ledger applies them (jackpot/ledger.py):
-a contribution moves the meters (and may hit the Must-Hit-By Mystery), a round result is kept
-as the proof of the round's cards, a hit claim is paid only on that proof, an award confirm
+"""The rules of each table message kind, as the ledger applies them (jackpot/ledger.py): a
+contribution moves the meters (and may hit the Must-Hit-By Mystery), a round result is kept as
+the proof of the round's cards, a hit claim is paid only on that proof, an award confirm
 commits an offered award, an event is kept. Each refuses (:class:`Refused`) what is off the
-game's terms, out of order or unproven; the ledger rolls the message back to its savepoint
-and records the refusal. A mixin of :class:`~jackpot.ledger.Ledger`: its methods run inside
-the ledger's batch transaction and write through the ledger's ``_move``, ``_set_meter`` and
-``_insert_award`` (so the chains and the batch's kept meters stay right).
+game's terms, out of order or unproven, and does so before its first write: every check of a
+kind runs before it writes a row or moves a meter, so a refused message has written nothing and
+the ledger needs no savepoint a message (it records the refusal and goes on). A mixin of
+:class:`~jackpot.ledger.Ledger`: its methods run inside the ledger's batch transaction and
+write through the ledger's ``_move``, ``_set_meter`` and ``_insert_award`` (so the chains and
+the batch's kept meters stay right).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -46,7 +47,7 @@ class KindRules:
     def _key_replay(self, message: dict[str, Any], found: Any) -> None:
         """Refuse ``message`` if its key was applied before (``found``: the ledger's
         answer, truthy if so): a replay under a new sequence number."""
-        if found:
+        if found or (message["table"], message["key"]) in self._batch_keys:
             reason = f"key {message['key']!r} was already applied (a replay)"
             raise Refused("key_replay", reason, self._claim_refusal(message, reason))
 
@@ -107,16 +108,21 @@ class KindRules:
         # statement (one round trip to PostgreSQL instead of five), checked in the order of
         # the rules below (the pool as the payload names it: the twin matters only once
         # _wager_terms found that very pool)
-        replayed, reported, last_reported, latest, twin = self._db.execute(
-            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
-            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
-            " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
-            " (SELECT seq FROM contributions"
-            "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
-            (table, message["key"], table, p["round"], table, table, table, p["round"],
-             p["spot"], p["pool"]),
-        ).fetchone()  # fmt: skip
+        # (PostgreSQL: read for the whole batch at its start, jackpot/ledger_facts.py)
+        facts = self._facts
+        if facts is not None and facts.known(message):
+            replayed, reported, last_reported, latest, twin = facts.contribution(message)
+        else:
+            replayed, reported, last_reported, latest, twin = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+                " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+                " (SELECT MAX(round) FROM round_results WHERE table_id=?),"
+                " (SELECT MAX(round) FROM contributions WHERE table_id=?),"
+                " (SELECT seq FROM contributions"
+                "  WHERE table_id=? AND round=? AND spot=? AND pool=?)",
+                (table, message["key"], table, p["round"], table, table, table, p["round"],
+                 p["spot"], p["pool"]),
+            ).fetchone()  # fmt: skip
         self._key_replay(message, replayed)
         profile, _, pool = self._wager_terms(table, p, terms)
         eligible = profile.mystery.offered and p["wager"] in profile.mystery.eligible_wagers
@@ -150,30 +156,39 @@ class KindRules:
                 "contribution_duplicate", f"round {p['round']} spot {p['spot']} already "
                 f"contributed to {pool.name} (seq {twin}): one contribution per spot and round"
             )  # fmt: skip
+        # the Mystery's checks too, before the first write: a refused contribution writes
+        # nothing (the ledger keeps no savepoint a message)
+        step = cycle = None
+        if mystery is not None:
+            added_mystery = contribution(mystery, p["stake"])
+            meter = self._meter(mystery.name)
+            if problem := mystery_ceiling_problem(mystery, added_mystery):
+                raise Refused(
+                    "mystery_ceiling",
+                    f"{mystery.name}: {problem} ({mystery.must_hit_by} cents): the pool's "
+                    "contribution is too large for its range; fix the jackpot config",
+                )
+            trigger, cycle = self.draws.live(mystery.name)
+            try:
+                step = mystery_step(mystery, meter, added_mystery, trigger)
+            except ValueError as exc:  # only after a restart above a fresh trigger
+                raise Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
+            del trigger
         self._db.execute(
             "INSERT INTO contributions VALUES (?, ?, ?, ?, ?)",
             (table, p["round"], p["spot"], pool.name, seq),
         )
+        if facts is not None:  # the batch's facts follow its own rows
+            if facts.known(message):
+                facts.contributed(table, p["round"], p["spot"], pool.name, seq)
+            else:
+                self._facts = None
         added = contribution(pool, p["stake"])
         self._move(pool.name, table, seq, "contribution", added)
         self._set_meter(pool.name, self._meter(pool.name) + added)
         if mystery is None:
             return []
-        added = contribution(mystery, p["stake"])
-        meter = self._meter(mystery.name)
-        if problem := mystery_ceiling_problem(mystery, added):
-            raise Refused(
-                "mystery_ceiling",
-                f"{mystery.name}: {problem} ({mystery.must_hit_by} cents): the pool's "
-                "contribution is too large for its range; fix the jackpot config",
-            )
-        self._move(mystery.name, table, seq, "contribution", added)
-        trigger, cycle = self.draws.live(mystery.name)
-        try:
-            step = mystery_step(mystery, meter, added, trigger)
-        except ValueError as exc:  # only after a restart above a fresh trigger
-            raise Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
-        del trigger
+        self._move(mystery.name, table, seq, "contribution", added_mystery)
         if not step.hit:
             self._set_meter(mystery.name, step.meter)
             return []
@@ -198,12 +213,16 @@ class KindRules:
         """Recorded as the proof of the round's cards; no money moves."""
         table, p = message["table"], message["payload"]
         # the key's replay check and the table's reports so far: one statement
-        replayed, reported, last = self._db.execute(
-            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
-            " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=?)",
-            (table, message["key"], table, p["round"], table),
-        ).fetchone()
+        facts = self._facts
+        if facts is not None and facts.known(message):
+            replayed, reported, last = facts.round_result(message)
+        else:
+            replayed, reported, last = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
+                " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
+                " (SELECT MAX(round) FROM round_results WHERE table_id=?)",
+                (table, message["key"], table, p["round"], table),
+            ).fetchone()
         self._key_replay(message, replayed)
         profile = self._profile(table, p["game"], "round_result_terms")
         for spot in sorted({s["spot"] for s in p["spots"] + p["settlements"]}):
@@ -220,6 +239,11 @@ class KindRules:
         self._db.execute(
             "INSERT INTO round_results VALUES (?, ?, ?)", (table, p["round"], message["seq"])
         )
+        if facts is not None:  # the batch's facts follow its own rows
+            if facts.known(message):
+                facts.reported(table, p["round"], message["seq"])
+            else:
+                self._facts = None
         return []
 
     @staticmethod
@@ -247,11 +271,15 @@ class KindRules:
             raise refuse("claim_terms", f"no evaluator for wager {p['wager']!r}")
         # the proof: the round as the table reported it before the claim
         rnd, spot_no = p["round"], p["spot"]
-        row = self._db.execute(
-            "SELECT a.message FROM round_results r JOIN applied a"
-            " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
-            (table, rnd),
-        ).fetchone()
+        row = self._batch_results.get((table, rnd))  # reported earlier in this batch
+        if row is not None:
+            row = (row,)
+        else:
+            row = self._db.execute(
+                "SELECT a.message FROM round_results r JOIN applied a"
+                " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
+                (table, rnd),
+            ).fetchone()
         if row is None:
             raise refuse(
                 "claim_unproven", f"round {rnd} has no round_result from {table}: a table "
@@ -367,19 +395,26 @@ def _cards_problem(result: dict[str, Any], decks: int) -> str | None:
     """What makes a round_result payload's cards impossible in a shoe of ``decks`` decks:
     a spot listed twice, first two cards that are not among the spot's hands, or a card
     dealt (dealer and every hand) more often than the shoe holds it. None if possible."""
-    counts: Counter[str] = Counter(result["dealer"])
+    counts: dict[str, int] = {}
+    for card in result["dealer"]:
+        counts[card] = counts.get(card, 0) + 1
     spots: set[int] = set()
     for spot in result["spots"]:
         if spot["spot"] in spots:
             return f"round {result['round']}: spot {spot['spot']} is listed twice"
         spots.add(spot["spot"])
-        held = Counter(card for hand in spot["hands"] for card in hand)
-        if Counter(spot["first_two"]) - held:
+        held: dict[str, int] = {}
+        for hand in spot["hands"]:
+            for card in hand:
+                held[card] = held.get(card, 0) + 1
+        first_two = spot["first_two"]
+        if any(held.get(card, 0) < first_two.count(card) for card in first_two):
             return (
                 f"round {result['round']}: spot {spot['spot']}'s first two cards "
                 f"{spot['first_two']} are not in its hands {spot['hands']}"
             )
-        counts += held
+        for card, n in held.items():
+            counts[card] = counts.get(card, 0) + n
     for card, count in sorted(counts.items()):
         if count > decks:
             return (

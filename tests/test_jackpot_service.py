@@ -502,12 +502,12 @@ def test_a_burst_applied_in_batches_gives_the_ledger_of_one_by_one(
     failures = []  # the burst's first batch: the disk fails
     apply_batch = Ledger.apply_batch
 
-    def recording(self, messages, *, checked=False, texts=None, received=None):
+    def recording(self, messages, **options):
         if failures == [] and len(messages) > 1:
             failures.append([m["seq"] for m in messages])
             raise sqlite3.OperationalError("disk I/O error")
         batches.append([m["seq"] for m in messages])
-        return apply_batch(self, messages, checked=checked, texts=texts, received=received)
+        return apply_batch(self, messages, **options)
 
     monkeypatch.setattr(Ledger, "apply_batch", recording)
     spy = broker.client(OBSERVER)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -137,6 +137,9 @@ _ENDED = {
 }
 
 
+_PG_TYPES = {"text": "text", "int": "bigint"}
+
+
 def _translate(sql: str) -> str:
     """``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
@@ -155,7 +158,7 @@ class PostgresStore(Store):
         super().__init__(dsn, error)
         self._dsn = dsn
         self.session = session
-        self._sql: dict[str, str] = {}
+        self._sql: dict[Any, str] = {}  # SQL as written (or a key) -> psycopg's
         self._conn: psycopg.Connection | None = None
         self._piped = False  # inside :meth:`pipeline`: no reconnect mid-transaction
         self._connect()
@@ -202,6 +205,28 @@ class PostgresStore(Store):
         try:
             with self._live().cursor() as cur:
                 cur.executemany(_translate(sql), [tuple(r) for r in rows])
+        except psycopg.Error as exc:
+            raise self.failed("ledger database error", exc) from exc
+
+    def insert_rows(
+        self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """One statement for all ``rows``, in their order: each column's values as one
+        array, ``unnest`` in step, ordered by position (an identity column numbers them as
+        one ``INSERT`` each would). Its SQL is fixed text for a table, so it runs prepared."""
+        key = ("rows", table)
+        query = self._sql.get(key)
+        if query is None:
+            names = ", ".join(name for name, _ in columns)
+            arrays = ", ".join(f"%s::{_PG_TYPES[kind]}[]" for _, kind in columns)
+            cols = ", ".join(f"c{i}" for i in range(len(columns)))
+            query = self._sql[key] = (
+                f"INSERT INTO {table} ({names}) SELECT {cols} FROM unnest({arrays})"
+                f" WITH ORDINALITY AS u({cols}, o) ORDER BY o"
+            )
+        values = [list(column) for column in zip(*rows, strict=True)]
+        try:
+            self._live().execute(query, values)
         except psycopg.Error as exc:
             raise self.failed("ledger database error", exc) from exc
 

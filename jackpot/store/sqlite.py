@@ -100,6 +100,12 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise self.failed("ledger database error", exc) from exc
 
+    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
+        try:
+            self._db.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise self.failed("ledger database error", exc) from exc
+
     @property
     def cursor(self) -> sqlite3.Cursor:
         return self._db.cursor()

@@ -1,0 +1,55 @@
+"""A batch's checks read once at its start (jackpot/ledger_facts.py, PostgreSQL) and its rows
+written at its end (jackpot/ledger.py) give what one-by-one application gives, where a
+message depends on one before it in the same batch: a twin spot, a replayed key, a round
+reported then contributed to, an older round after a newer one, a result reported twice, a
+claim proven by a result of the same batch, a resend of a sequence the batch applied (the
+same content and other content). Both backends; every result and every stored row compared.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pg_server import ledger_at, pg_server  # noqa: F401
+from test_jackpot_ledger import CONFIG, T1, T2, claim, contrib, fixed, result, state
+
+from jackpot.ledger import Ledger, Status
+
+
+def _stream() -> list[dict]:
+    seven = ["7D", "7D"]
+    out = [
+        contrib(T1, 1, 1, spot=1),
+        contrib(T1, 2, 1, spot=2),
+        contrib(T1, 3, 1, spot=1),  # seq 1's key again: a replay, refused
+        result(T1, 4, 1, seven, "7D"),
+        claim(T1, 5, 1, seven, "7D"),  # proven by seq 4, in the same batch
+        contrib(T1, 6, 1, spot=3),  # round 1 was reported: refused
+        result(T1, 7, 1, seven, "7D"),  # reported twice: refused
+        contrib(T1, 8, 3, spot=1),
+        contrib(T1, 9, 2, spot=1),  # before round 3: refused
+        contrib(T2, 1, 1, spot=1),
+        contrib(T2, 2, 2, spot=1),
+        {**contrib(T2, 3, 2, spot=1), "key": "other/key"},  # a twin under a new key: refused
+        contrib(T2, 2, 2, spot=1),  # a resend of seq 2, the same content
+        {**contrib(T2, 2, 9, spot=4), "key": "x"},  # seq 2 with other content: a conflict
+        result(T2, 4, 2, ["2C", "3D"], "KS", meter=None),
+        contrib(T2, 5, 2, spot=2),  # round 2 reported in this batch: refused
+    ]
+    return out
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_a_batch_that_depends_on_itself_gives_what_one_by_one_gives(ledger_at, size):  # noqa: F811
+    stream = _stream()
+    one = Ledger(ledger_at("one"), CONFIG, randbelow=fixed(3), clock=lambda: 1_800_000_000.0)
+    many = Ledger(ledger_at("many"), CONFIG, randbelow=fixed(3), clock=lambda: 1_800_000_000.0)
+    with one, many:
+        singles = [one.apply(m) for m in stream]
+        batched = []
+        for start in range(0, len(stream), size):
+            batched += many.apply_batch(stream[start : start + size])
+        assert batched == singles
+        statuses = [r.status for r in singles]
+        assert statuses.count(Status.REFUSED) >= 5 and Status.CONFLICT in statuses
+        assert Status.DUPLICATE in statuses and singles[4].awards  # the claim was paid
+        assert state(many) == state(one)
