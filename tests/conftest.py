@@ -46,6 +46,22 @@ def _trigger_key() -> None:
 _trigger_key()
 
 
+def _par_cache() -> None:
+    """Every table daemon and demo these tests start computes its game's par sheet and main
+    edge for the diagnostics page's charts (seconds of CPU each, beside its table): they share
+    them through one folder of this test run, $TABLE_CONTROLLER_PAR_CACHE
+    (controller/runtime/history.py, :func:`shared_par`), so each game's figures are computed
+    once a run, by whichever daemon asks first. tests/test_history.py runs without it."""
+    if os.environ.get("TABLE_CONTROLLER_PAR_CACHE"):
+        return
+    import tempfile
+
+    os.environ["TABLE_CONTROLLER_PAR_CACHE"] = tempfile.mkdtemp(prefix="par-cache-")
+
+
+_par_cache()
+
+
 def profile_text(name: str) -> str:
     """The TOML text of a shipped profile."""
     return find_game(name).read_text(encoding="utf-8")
