@@ -46,6 +46,22 @@ def _trigger_key() -> None:
 _trigger_key()
 
 
+def _par_cache() -> None:
+    """Every table daemon and demo these tests start computes its game's par sheet and main
+    edge for the diagnostics page's charts (seconds of CPU each, beside its table): they share
+    them through one folder of this test run, $TABLE_CONTROLLER_PAR_CACHE
+    (controller/runtime/history.py, :func:`shared_par`), so each game's figures are computed
+    once a run, by whichever daemon asks first. tests/test_history.py runs without it."""
+    if os.environ.get("TABLE_CONTROLLER_PAR_CACHE"):
+        return
+    import tempfile
+
+    os.environ["TABLE_CONTROLLER_PAR_CACHE"] = tempfile.mkdtemp(prefix="par-cache-")
+
+
+_par_cache()
+
+
 def profile_text(name: str) -> str:
     """The TOML text of a shipped profile."""
     return find_game(name).read_text(encoding="utf-8")
@@ -115,22 +131,26 @@ def no_peek() -> Callable[[str], HouseRules]:
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The test files that take longest, longest first (seconds summed from ``--durations=0``
-#: of a whole run; re-measure when a file grows). With ``--dist loadfile
-#: --no-loadscope-reorder`` (scripts/test.sh) pytest-xdist hands files out in collection
-#: order, so starting the long ones first keeps one worker from being left with a
-#: two-minute file at the end while the other idles (longest-processing-time-first).
+#: The test files that take longest, longest first (seconds per file, setup, call and
+#: teardown summed, from a whole run on two workers, 2026-11-28 18:53-19:29 UTC at load
+#: 4-15; re-measure when a file grows). With ``--dist loadfile --no-loadscope-reorder``
+#: (scripts/test.sh) pytest-xdist hands files out in collection order, so starting the long
+#: ones first keeps one worker from being left with a two-minute file at the end while the
+#: other idles (longest-processing-time-first).
+#: test_release_bundle.py first: its bundle build (and the off-line install test_verify.py
+#: shares) is what test_verify.py waits for.
 LONGEST_FILES = (
-    "test_web_browser.py", "test_release_bundle.py", "test_web_limits.py", "test_installer.py",
-    "test_diag_page.py", "test_jackpot_failover.py", "test_diag_summary.py", "test_web_front.py",
-    "test_jackpot_takeover_pause.py", "test_power_loss.py", "test_web_server.py",
-    "test_wheel_install.py", "test_broker_failover.py", "test_rotation_kill.py",
-    "test_accounts.py", "test_dealer_display.py", "test_dealer_screen.py", "test_recovery.py",
-    "test_cli.py", "test_table_properties.py", "test_main_ev.py", "test_demo.py",
-    "test_jackpot_faults.py", "test_parsheet.py", "test_main_hold_sim.py", "test_hand_pay.py",
-    "test_enclosure_power.py", "test_link_forgery.py", "test_jackpot_ledger.py",
-    "test_table_daemon.py", "test_recall_files.py", "test_web_accounts.py",
-    "test_dealer_legibility.py", "test_journal_set_aside.py", "test_jackpot_service.py",
+    "test_release_bundle.py", "test_installer.py", "test_web_limits.py", "test_main_ev.py",
+    "test_diag_page.py", "test_jackpot_failover.py", "test_parsheet.py", "test_web_browser.py",
+    "test_wheel_install.py", "test_diag_summary.py", "test_broker_failover.py",
+    "test_web_server.py", "test_jackpot_takeover_pause.py", "test_jackpot_ledger.py",
+    "test_recovery.py", "test_cli.py", "test_web_front.py", "test_power_loss.py",
+    "test_rotation_kill.py", "test_dealer_screen.py", "test_main_hold_sim.py",
+    "test_accounts.py", "test_table_properties.py", "test_demo.py", "test_dealer_display.py",
+    "test_link_forgery.py", "test_checkpoint.py", "test_jackpot_faults.py", "test_config.py",
+    "test_enclosure_power.py", "test_hand_pay.py", "test_table_daemon.py",
+    "test_jackpot_service.py", "test_web_accounts.py", "test_link_batches.py",
+    "test_recall_files.py", "test_bench_web_pages.py", "test_journal_rotation_runtime.py",
     # test_verify.py waits for the bundle test_release_bundle.py builds (one build a run):
     # late, so that its worker does not sit idle on the lock
     "test_verify.py",

@@ -13,6 +13,7 @@ stops it must exit 0 with no refusal: nothing the page did was refused by the ta
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -198,6 +199,16 @@ def open_diag(page, demo, *, hold_history: bool = False):
     return info.value.json()
 
 
+@functools.cache
+def _edge(demo) -> float:
+    """The basic-strategy edge of the demo's profile, computed here (not the daemon's): once
+    for the module, not at each of the page's sizes (seconds of CPU each)."""
+    from controller.config import load_table_config
+    from controller.rules.ev import basic_strategy_edge
+
+    return basic_strategy_edge(load_table_config(demo.work / "run" / "table.toml").rules)
+
+
 def shown(values: list) -> int:
     return sum(v is not None for v in values)
 
@@ -252,10 +263,7 @@ def test_the_main_games_hold_is_drawn_beside_the_basic_strategy_edge_as_a_refere
     journal) beside the basic-strategy edge of the demo's own profile, with its band,
     labelled as a reference and never coloured as a problem; until the daemon has computed
     the edge (off the request path) the page says it is being computed."""
-    from controller.config import load_table_config
-    from controller.rules.ev import basic_strategy_edge
-
-    edge = basic_strategy_edge(load_table_config(demo.work / "run" / "table.toml").rules)
+    edge = _edge(demo)
     words = (
         f"Main game hold seen, basic-strategy edge {edge * 100:.2f}% "
         "(a reference, not an alarm: players do not all play basic strategy)"

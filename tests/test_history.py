@@ -36,6 +36,13 @@ HOUR_MS = 3_600_000
 T0 = 1_770_000_000_000
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_par(monkeypatch):
+    """What the store itself keeps and computes, without the run's shared par figures
+    (tests/conftest.py; tests/test_par_cache.py tests them)."""
+    monkeypatch.delenv("TABLE_CONTROLLER_PAR_CACHE", raising=False)
+
+
 # -- the bands ------------------------------------------------------------------------------
 
 

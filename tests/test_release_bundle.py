@@ -16,9 +16,11 @@ import fcntl
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,16 +91,22 @@ def _build_bundle(work: Path) -> Bundle:
     return Bundle(path, work / "release-key.txt", result.stdout)
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Bundle:
-    """One bundle for the run: this module and tests/test_verify.py take the same one, built
-    by whichever xdist worker asks first while the other waits on a lock (a bundle build is
-    about two minutes; pytest-xdist's documented way to run a session fixture once)."""
+def _shared_folder(tmp_path_factory) -> Path:
+    """This run's folder for what its xdist workers share (the bundle, its install)."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # this run's folder, shared by its workers
     work = base / "release-bundle"
     work.mkdir(exist_ok=True)
+    return work
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Bundle:
+    """One bundle for the run: this module and tests/test_verify.py take the same one, built
+    by whichever xdist worker asks first while the other waits on a lock (a bundle build is
+    about two minutes; pytest-xdist's documented way to run a session fixture once)."""
+    work = _shared_folder(tmp_path_factory)
     with open(work / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         built = sorted((work / "dist").glob("table-controller-*.tar"))
@@ -133,16 +141,42 @@ def test_the_bundle_holds_both_machines_wheels_and_a_signed_manifest(bundle):
     key.verify(files[f"{top}/MANIFEST.sig"], manifest)  # raises if it does not verify
 
 
-@pytest.fixture(scope="module")
-def installed(bundle, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    unpacked = tmp_path_factory.mktemp("unpacked")
+def _install_offline(bundle: Bundle, work: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    unpacked = work / "unpacked"
+    shutil.rmtree(unpacked, ignore_errors=True)
     with tarfile.open(bundle.path) as tar:
         tar.extractall(unpacked, filter="data")
     (script,) = unpacked.glob("*/scripts/install-pi.sh")  # the bundle's own installer
-    root = tmp_path_factory.mktemp("offline") / "root"
+    root = work / "root"
+    shutil.rmtree(root, ignore_errors=True)  # a run stopped half-way: from the start
     result = install(script, bundle.path, root, "--release-key", str(bundle.public_key))
     assert result.returncode == 0, result.stdout + result.stderr
+    (work / "installed.out").write_text(result.stdout)  # last: the install is complete
     return root, result
+
+
+@pytest.fixture(scope="module")
+def _offline_install(bundle, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One off-line install of the bundle for the run, like the bundle: this module and
+    tests/test_verify.py use the same scratch root, installed by the worker that asks first."""
+    work = _shared_folder(tmp_path_factory) / "offline"
+    work.mkdir(exist_ok=True)
+    with open(work / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (work / "installed.out").is_file():
+            printed = (work / "installed.out").read_text()
+            return work / "root", subprocess.CompletedProcess([], 0, printed, "")
+        return _install_offline(bundle, work)
+
+
+@pytest.fixture
+def installed(_offline_install) -> Iterator[tuple[Path, subprocess.CompletedProcess]]:
+    """The run's off-line install, one test at a time (a test of tests/test_verify.py alters
+    a file of it and puts it back): an exclusive lock held for the whole test."""
+    root, _result = _offline_install
+    with open(root.parent / ".use-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield _offline_install
 
 
 def test_an_offline_install_from_the_bundle_runs_and_keeps_the_signed_manifest(

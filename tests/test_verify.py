@@ -4,7 +4,8 @@ added or a missing file named, exit 1; a manifest whose signature fails refused;
 challenge's HMAC the same from the table and from the bundle, and not once a file changed.
 
 The bundle and the install (``unshare -rn``, ``--destdir``) are test_release_bundle's
-fixtures; each test puts back what it changed.
+fixtures, one of each for the run, shared with that module: each test holds the install's
+lock and puts back what it changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from test_installer import INSTALLED_VENV
-from test_release_bundle import bundle, installed  # noqa: F401  (the module's fixtures)
+from test_release_bundle import _offline_install, bundle, installed  # noqa: F401  (its fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 

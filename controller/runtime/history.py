@@ -94,6 +94,9 @@ CATCH_UP_ROUNDS = 2000
 """At most this many journal rounds are counted in one sample (the rest at the next)."""
 SCHEMA = 1
 NOT_SIDE_BETS = frozenset({"main", "double_down", "double_up", "insurance", "even_money"})
+PAR_CACHE_ENV = "TABLE_CONTROLLER_PAR_CACHE"
+"""A folder of par figures shared by every daemon on the machine (:func:`shared_par`): a
+new ``data_dir`` (a demo's, a history moved aside) reads them instead of computing them."""
 
 
 # -- the store ---------------------------------------------------------------------------
@@ -226,6 +229,41 @@ class HistoryStore:
             db, self._db = self._db, None
         if db is not None:
             db.close()
+
+
+def shared_par(key: str) -> dict[str, Any] | None:
+    """The figures of ``key`` (a :meth:`HistoryStore.keep_par` key) in the folder
+    ``$TABLE_CONTROLLER_PAR_CACHE`` names, one ``<key>.json`` per rules' SHA-256 (None: no
+    folder, no file, or one that does not read as a JSON object)."""
+    import os
+
+    folder = os.environ.get(PAR_CACHE_ENV)
+    if not folder:
+        return None
+    try:
+        figures = json.loads((Path(folder) / f"{key.replace(':', '-')}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return figures if isinstance(figures, dict) else None
+
+
+def share_par(key: str, figures: dict[str, Any]) -> None:
+    """Write ``figures`` where :func:`shared_par` reads them, whole or not at all (a file
+    renamed into place); a folder that cannot be written is logged, and only costs time."""
+    import os
+    import tempfile
+
+    folder = os.environ.get(PAR_CACHE_ENV)
+    if not folder:
+        return
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".par-")
+        with os.fdopen(fd, "w") as out:
+            json.dump(figures, out)
+        os.replace(tmp, Path(folder) / f"{key.replace(':', '-')}.json")
+    except OSError as exc:
+        log.warning("history: par figures not shared in %s: %s", folder, exc)
 
 
 # -- counting rounds -------------------------------------------------------------------------
@@ -421,7 +459,10 @@ class HistoryRecorder:
             key = hashlib.sha256(repr(self._rules).encode()).hexdigest()
             kept = self.store.par(key)
             if kept is None:
-                kept = par_figures(compute_par_sheet(self._rules))
+                kept = shared_par(key)
+                if kept is None:
+                    kept = par_figures(compute_par_sheet(self._rules))
+                    share_par(key, kept)
                 self.store.keep_par(key, kept)
             self.par = kept
         except Exception as exc:  # the charts then show what was seen, without par
@@ -445,7 +486,10 @@ class HistoryRecorder:
             key = "main:" + hashlib.sha256(repr(self._rules).encode()).hexdigest()
             kept = self.store.par(key)
             if kept is None:
-                kept = {"edge": float(basic_strategy_edge(self._rules))}
+                kept = shared_par(key)
+                if kept is None:
+                    kept = {"edge": float(basic_strategy_edge(self._rules))}
+                    share_par(key, kept)
                 self.store.keep_par(key, kept)
             self.main_edge = float(kept["edge"])
         except Exception as exc:  # the chart then shows the hold seen, without a reference
