@@ -11,8 +11,10 @@ removed, not the other hands' cards): agreement within 0.001% of a wager is aske
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import io
 import json
 
 import pytest
@@ -26,13 +28,25 @@ from controller.rules.ev.engine import expected_value
 from controller.rules.ev.game import Game
 from controller.rules.profile import SECTIONS, DealerRules
 
+
+@functools.cache
+def _ev(game: Game) -> float:
+    """The best-play EV of ``game`` (a frozen dataclass), computed once for this module: the
+    tests below that compare rule sets share their base games (six decks without surrender is
+    asked for by three of them), and the figure of a game never changes."""
+    return expected_value(game)[0]
+
+
 # --- published figures -------------------------------------------------------------------------
 
 
+def _basic(game: Game) -> float:
+    """The basic-strategy house edge (the chart's play)."""
+    return -expected_value(game, ChartPolicy(build_chart(game)))[0]
+
+
 def _edges(game: Game) -> tuple[float, float]:
-    optimal = -expected_value(game)[0]
-    basic = -expected_value(game, ChartPolicy(build_chart(game)))[0]
-    return basic, optimal
+    return _basic(game), -_ev(game)
 
 
 def test_six_decks_s17_das_resplit_to_four_against_the_wizard_of_odds_calculator():
@@ -66,7 +80,7 @@ def test_single_deck_s17_and_h17_against_the_published_rule_table():
     s17 = Game(decks=1, max_hands=4, surrender=False, double_after_split=False)
     h17 = dataclasses.replace(s17, hit_soft_17=True)
     basic_s17, optimal_s17 = _edges(s17)
-    basic_h17, _ = _edges(h17)
+    basic_h17 = _basic(h17)  # its optimal figure is not asked
     assert basic_s17 == pytest.approx(-0.0002, abs=5e-4)
     assert basic_h17 == pytest.approx(-0.0002 + 0.0020, abs=5e-4)
     assert basic_h17 - basic_s17 == pytest.approx(0.0020, abs=3e-4)
@@ -77,7 +91,7 @@ def test_six_decks_h17_das_resplit_to_four_is_near_the_calculator():
     """6 decks, H17, DAS, aces split once, up to 4 hands, 3:2, no surrender: the calculator's
     0.639% quoted in https://wizardofvegas.com/forum/questions-and-answers/math/39582-how-were-house-edges-for-bj-games-determined
     (with a cut card, which adds about 0.02% to the full-shoe figure)."""
-    basic, _ = _edges(Game(decks=6, hit_soft_17=True, max_hands=4, surrender=False))
+    basic = _basic(Game(decks=6, hit_soft_17=True, max_hands=4, surrender=False))
     assert 0.0060 < basic < 0.00639
 
 
@@ -87,31 +101,31 @@ def test_six_decks_h17_das_resplit_to_four_is_near_the_calculator():
 def test_a_fourth_split_hand_is_worth_about_five_in_a_hundred_thousand():
     three = Game(decks=6, max_hands=3, surrender=False)
     four = dataclasses.replace(three, max_hands=4)
-    gain = expected_value(four)[0] - expected_value(three)[0]
+    gain = _ev(four) - _ev(three)
     assert 3e-5 < gain < 1.2e-4
 
 
 def test_original_bets_only_without_peek_equals_a_peek_without_surrender():
     peek = Game(decks=2, surrender=False)
     obo = dataclasses.replace(peek, peek=False, original_bets_only=True)
-    assert expected_value(obo)[0] == pytest.approx(expected_value(peek)[0], abs=1e-12)
+    assert _ev(obo) == pytest.approx(_ev(peek), abs=1e-12)
 
 
 def test_no_hole_card_losing_every_wager_costs_the_player():
     peek = Game(decks=6, surrender=False)
     enhc = dataclasses.replace(peek, peek=False)
-    assert 0.0005 < expected_value(peek)[0] - expected_value(enhc)[0] < 0.0025
+    assert 0.0005 < _ev(peek) - _ev(enhc) < 0.0025
 
 
 def test_rules_move_the_figure_the_known_way():
     base = Game(decks=6, surrender=False)
-    ev = expected_value(base)[0]
-    assert expected_value(dataclasses.replace(base, hit_soft_17=True))[0] < ev
-    assert expected_value(dataclasses.replace(base, surrender=True))[0] > ev
-    assert expected_value(dataclasses.replace(base, double_after_split=False))[0] < ev
-    six_five = expected_value(dataclasses.replace(base, blackjack_pays=6 / 5))[0]
+    ev = _ev(base)
+    assert _ev(dataclasses.replace(base, hit_soft_17=True)) < ev
+    assert _ev(dataclasses.replace(base, surrender=True)) > ev
+    assert _ev(dataclasses.replace(base, double_after_split=False)) < ev
+    six_five = _ev(dataclasses.replace(base, blackjack_pays=6 / 5))
     assert ev - six_five == pytest.approx(0.0136, abs=0.001)  # 6:5 costs about 1.4%
-    assert expected_value(dataclasses.replace(base, two_card_21_wins=True))[0] > ev
+    assert _ev(dataclasses.replace(base, two_card_21_wins=True)) > ev
 
 
 # --- brute force --------------------------------------------------------------------------------
@@ -261,10 +275,19 @@ def test_a_rule_the_analysis_does_not_know_is_refused_by_name(monkeypatch):
     assert "ends_on_16" in {f.name for f in dataclasses.fields(DealerRules)}
 
 
-def test_par_sheet_json_has_the_main_game(capsys):
-    assert main(["par-sheet", "--game", "online-6deck", "--decks", "2", "--json"]) == 0
-    sheet = json.loads(capsys.readouterr().out)
-    figures = sheet["main"]
+@pytest.fixture(scope="module")
+def online_two_decks() -> dict:
+    """``par-sheet --game online-6deck --decks 2 --json``'s sheet, run once for the module
+    (two tests read it: its main-game figures, and the peek game the no-peek one is set
+    against)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["par-sheet", "--game", "online-6deck", "--decks", "2", "--json"]) == 0
+    return json.loads(printed.getvalue())
+
+
+def test_par_sheet_json_has_the_main_game(online_two_decks):
+    figures = online_two_decks["main"]
     for name in ("basic", "optimal"):
         assert figures[name]["house_edge"] == pytest.approx(-figures[name]["ev"])
         assert 0 < figures[name]["house_edge"] < 0.01
@@ -334,12 +357,13 @@ def test_no_peek_original_wager_only_is_refused_by_name(tmp_path, capsys):
     assert "[dealer] key 'blackjack_takes'" in capsys.readouterr().err
 
 
-def test_no_peek_every_wager_lost_is_analysed_and_costs_the_player(tmp_path, capsys):
+def test_no_peek_every_wager_lost_is_analysed_and_costs_the_player(
+    tmp_path, capsys, online_two_decks
+):
     path = _profile_file(tmp_path, ('peek = "electronic"', 'peek = "none"'))
     assert main(["par-sheet", "--game", path, "--decks", "2", "--json"]) == 0
     enhc = json.loads(capsys.readouterr().out)["main"]
-    assert main(["par-sheet", "--game", "online-6deck", "--decks", "2", "--json"]) == 0
-    peek = json.loads(capsys.readouterr().out)["main"]
+    peek = online_two_decks["main"]
     for name in ("basic", "optimal"):
         assert enhc[name]["house_edge"] > peek[name]["house_edge"] + 0.0005
     assert any("no peek" in text for text in enhc["assumptions"])
