@@ -440,11 +440,13 @@ def test_the_running_daemon_stops_for_a_silent_shoe_and_recalls_on_its_button(
         rig.bets()
         rig.act("press", name="console.lockout")
         rig.deal()  # spot 1's first card: spot 2's is next
-        rig.shoe.stdin.write("silence 8000\n")  # the shoe says nothing past its 3 s heartbeat
+        # the shoe says nothing past its 3 s heartbeat, until the screens have been seen
+        rig.shoe.stdin.write("silence 600000\n")
         rig.wait(lambda a: a["status"]["snapshot"]["shoe"]["fault"] == "offline", "offline", 30)
         headline_is(pages, "Stop: the shoe is offline. Deal no card; call a technician", stop=True)
         for page in pages.values():
             screenshot(page, f"daemon-shoe-offline-{page.viewport_size['width']}")
+        rig.shoe.stdin.write("silence 1\n")  # it talks again (its silence ends in 1 ms)
         rig.wait(lambda a: not a["status"]["snapshot"]["shoe"]["fault"], "back online", 30)
         headline_is(pages, "Deal spot 2 its first card", stop=False)
         for _ in range(5):

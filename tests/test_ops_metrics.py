@@ -23,9 +23,9 @@ from pathlib import Path
 import prometheus_client
 import pytest
 import yaml
-from mqtt_broker import broker  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 from table_rig import ROOT, TABLE, Rig, free_port
+from test_web_server import started_broker
 
 from controller.web.metrics import TableMetrics
 from jackpot.metrics import JackpotMetrics
@@ -152,41 +152,82 @@ def wait_for(predicate, what: str, timeout: float = 20.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture
-def live(tmp_path, broker):  # noqa: F811
-    """A table that played a Blazing 7's round, saw shoe garbage and latched a shoe fault, and the
-    jackpot controller that applied its messages: (rig, table scrape, jackpot scrape)."""
-    port = free_port()
-    rig = Rig(tmp_path, broker, web=f'bind = "127.0.0.1"\nport = {port}')
-    config = rig.config.read_text(encoding="utf-8")  # a shoe fault latches after 1 s, not 30
-    rig.config.write_text(config.replace("fault_after_s = 30", "fault_after_s = 1"))
-    try:
-        rig.start_table()
-        rig.wait(lambda a: (a["health"].get("link") or {}).get("connected"), "the link")
-        rig.wait(lambda a: a["status"]["jackpot_link"], "progressive wagers open")
-        rig.bets()
-        rig.play_round()
-        rig.wait(lambda a: a["health"]["link"]["depth"] == 0, "the outbox drained")
-        rig.shoe.stdin.write("garbage 64\n")
-        rig.wait(lambda a: sum(a["health"]["shoe"]["errors"].values()) > 0, "shoe errors")
-        rig.shoe.stdin.write("hangup 3000\n")  # the shoe's cable out for 3 s
-        rig.wait(lambda a: "shoe" in a["status"]["faults"], "the shoe fault latched")
-        # the shoe's offline report and the fault are significant events: their messages
-        # reach the jackpot controller too (issue 28 item 4) before the figures are read
-        rig.wait(lambda a: a["health"]["link"]["depth"] == 0, "the events delivered", timeout=60)
-        found = wait_for(
-            lambda: re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", rig.log("jackpot")),
-            "the jackpot controller's metrics address in its log",
-        )
-        jackpot_port = int(found[1])
+def settled_scrapes(rig: Rig, port: int, jackpot_port: int, timeout: float = 60.0):
+    """Both scrapes, read together at a moment when nothing was on its way between the table
+    and the jackpot controller: (table status, table text, jackpot text).
+
+    The table keeps talking after the fixture's last wait (the shoe's cable comes back 3 s
+    after the hangup: a significant event, one more message), so a scrape read once can catch
+    a message in the outbox, or applied by the ledger while its ack is still on its way back
+    to the table. Read the table's status, both scrapes, the status again; keep them when the
+    link's figures did not move in between (no message written or acked meanwhile), the outbox
+    was empty and the ledger's last applied seq is the table's last ack; else read again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = rig.status()
         status, ctype, table_text = get(port)
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), ctype
         status, ctype, jackpot_text = get(jackpot_port)
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), ctype
-        rig.scrapes = (table_text, jackpot_text)
-        yield rig, samples(table_text), samples(jackpot_text)
-    finally:
-        rig.stop()
+        after = rig.status()
+        link_before, link_after = before["health"]["link"], after["health"]["link"]
+        table, jackpot = samples(table_text), samples(jackpot_text)
+        seen = {
+            "acked": (link_before["last_ack"], link_after["last_ack"]),
+            "depth": (link_before["depth"], link_after["depth"]),
+            "outbox_depth": table.get(("table_controller_outbox_depth", ())),
+            "ledger_seq": jackpot.get(("jackpot_controller_table_last_seq", (("table", TABLE),))),
+        }
+        if (
+            seen["acked"][0] == seen["acked"][1] == seen["ledger_seq"]
+            and seen["depth"] == (0, 0)
+            and seen["outbox_depth"] == 0
+        ):
+            return after, table_text, jackpot_text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the table and the ledger never settled together: {seen}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A table that played a Blazing 7's round, saw shoe garbage and latched a shoe fault, and the
+    jackpot controller that applied its messages: (rig, table scrape, jackpot scrape), read
+    together (:func:`settled_scrapes`; ``rig.settled`` is the table's status of that moment).
+    One for the module: its tests only read the scrapes and the logs."""
+    tmp = tmp_path_factory.mktemp("ops-metrics")
+    with started_broker(tmp) as broker:
+        port = free_port()
+        rig = Rig(tmp, broker, web=f'bind = "127.0.0.1"\nport = {port}')
+        config = rig.config.read_text(encoding="utf-8")  # a shoe fault latches after 1 s, not 30
+        rig.config.write_text(config.replace("fault_after_s = 30", "fault_after_s = 1"))
+        try:
+            rig.start_table()
+            rig.wait(lambda a: (a["health"].get("link") or {}).get("connected"), "the link")
+            rig.wait(lambda a: a["status"]["jackpot_link"], "progressive wagers open")
+            rig.bets()
+            rig.play_round()
+            rig.wait(lambda a: a["health"]["link"]["depth"] == 0, "the outbox drained")
+            rig.shoe.stdin.write("garbage 64\n")
+            rig.wait(lambda a: sum(a["health"]["shoe"]["errors"].values()) > 0, "shoe errors")
+            rig.shoe.stdin.write("hangup 3000\n")  # the shoe's cable out for 3 s
+            rig.wait(lambda a: "shoe" in a["status"]["faults"], "the shoe fault latched")
+            # the shoe's offline report and the fault are significant events: their messages
+            # reach the jackpot controller too (issue 28 item 4) before the figures are read
+            rig.wait(
+                lambda a: a["health"]["link"]["depth"] == 0, "the events delivered", timeout=60
+            )
+            found = wait_for(
+                lambda: re.search(
+                    r"metrics at http://127\.0\.0\.1:(\d+)/metrics", rig.log("jackpot")
+                ),
+                "the jackpot controller's metrics address in its log",
+            )
+            rig.settled, table_text, jackpot_text = settled_scrapes(rig, port, int(found[1]))
+            rig.scrapes = (table_text, jackpot_text)
+            yield rig, samples(table_text), samples(jackpot_text)
+        finally:
+            rig.stop()
 
 
 def test_every_metric_the_alerts_and_the_dashboard_name_is_in_a_live_scrape(live):
@@ -203,7 +244,7 @@ def test_every_metric_the_alerts_and_the_dashboard_name_is_in_a_live_scrape(live
 def test_the_live_figures_are_the_tables_and_the_ledgers(live):
     rig, table, jackpot = live
     t, j = "table_controller_", "jackpot_controller_"
-    answer = rig.status()
+    answer = rig.settled  # the table's status read with the scrapes, not a later one
     # the table: its identity, link, the shoe's fault and errors; process metrics beside
     (info,) = [dict(labels) for name, labels in table if name == t + "info"]
     assert info["table"] == TABLE and info["config_checksum"] == answer["config_checksum"]

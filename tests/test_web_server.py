@@ -8,6 +8,7 @@ CSRF tokens, the live streams, recall downloads, ``/healthz`` and ``/metrics``.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -15,9 +16,11 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from mqtt_broker import broker  # noqa: F401
+from mqtt_broker import MosquittoBroker, broker, find_mosquitto  # noqa: F401
 from table_rig import ROOT, Rig, free_port, replayed_settlements, settlement_keys
 
 from controller.journal import Journal
@@ -100,10 +103,24 @@ def web_section(port: int, password_hash: str) -> str:
     return f'bind = "127.0.0.1"\nport = {port}\npassword_hash = "{password_hash}"'
 
 
-@pytest.fixture
-def web_rig(tmp_path, broker):  # noqa: F811
+@contextlib.contextmanager
+def started_broker(tmp: Path) -> Iterator[MosquittoBroker]:
+    """A Mosquitto of its own in ``tmp``, for a fixture wider than one test (the ``broker``
+    fixture is one test's)."""
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed (scripts/setup.sh installs it)")
+    b = MosquittoBroker(tmp / "broker")
+    b.start()
+    try:
+        yield b
+    finally:
+        b.kill()
+
+
+@contextlib.contextmanager
+def running_web_rig(tmp: Path, broker: MosquittoBroker) -> Iterator[Rig]:  # noqa: F811
     port = free_port()
-    rig = Rig(tmp_path, broker, web=web_section(port, hash_password(PASSWORD, n=2**10)))
+    rig = Rig(tmp, broker, web=web_section(port, hash_password(PASSWORD, n=2**10)))
     rig.http_port = port
     try:
         rig.start_table()
@@ -111,6 +128,24 @@ def web_rig(tmp_path, broker):  # noqa: F811
         yield rig
     finally:
         rig.stop()
+
+
+@pytest.fixture
+def web_rig(tmp_path, broker):  # noqa: F811
+    """A table of this test's own: for a test that changes what the others would see (plays
+    a round, acknowledges an alarm, counts wrong passwords, holds connections)."""
+    with running_web_rig(tmp_path, broker) as rig:
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def shared_web_rig(tmp_path_factory):
+    """One table for a module's tests that change nothing another of them looks at: they
+    read, or are refused (a table of its own is a broker, the jackpot controller, the shoe
+    and the daemon started: seconds each)."""
+    tmp = tmp_path_factory.mktemp("shared-web-rig")
+    with started_broker(tmp) as b, running_web_rig(tmp, b) as rig:
+        yield rig
 
 
 def wait_http(port: int, timeout: float = 180.0, rig: Rig | None = None) -> None:
@@ -129,8 +164,8 @@ def wait_http(port: int, timeout: float = 180.0, rig: Rig | None = None) -> None
     raise AssertionError(f"the web server on port {port} never answered in {timeout:g} s\n{log}")
 
 
-def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
-    anon = Http(web_rig.http_port)
+def test_actions_need_a_login_and_the_sessions_csrf_token(shared_web_rig):
+    anon = Http(shared_web_rig.http_port)
     for method, path in [
         ("GET", "/api/status"),
         ("GET", "/api/stream"),
@@ -151,7 +186,7 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
     assert anon.request("GET", "/api/dealer")[0] == 200
     assert anon.request("GET", "/healthz")[0] == 200
 
-    tech = Http(web_rig.http_port)
+    tech = Http(shared_web_rig.http_port)
     status, _h, answer = tech.login(password="not-the-password")
     assert status == 401 and answer["error"].startswith("wrong password")
     status, headers, answer = tech.login()
@@ -168,7 +203,7 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
         ],
     }
 
-    before = web_rig.events()
+    before = shared_web_rig.events()
     # logged in, but no token, a wrong token, or a foreign page's Origin: refused, nothing sent
     for headers_ in ({"X-CSRF-Token": ""}, {"X-CSRF-Token": "forged"}):
         status, _h, body = tech.request("POST", "/api/faults/clear", {}, headers_)
@@ -179,7 +214,7 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
         "POST", "/api/faults/clear", {}, {"Origin": "http://evil.example"}
     )
     assert status == 403
-    assert web_rig.events() == before  # nothing reached the table
+    assert shared_web_rig.events() == before  # nothing reached the table
     # with the token: no fault is latched, so the server answers itself and the table never
     # hears of it (no refusal in the journal, none on the dealer's screen)
     status, _h, body = tech.request("POST", "/api/faults/clear", {})
@@ -187,11 +222,11 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(web_rig):
     # an action the table decides reaches it, and is journaled whatever its answer
     status, _h, body = tech.request("POST", "/api/alarms/ack", {"alarm": 0})
     assert status in (200, 409), body
-    with Journal(web_rig.tmp / "data" / "journal.sqlite") as journal:
+    with Journal(shared_web_rig.tmp / "data" / "journal.sqlite") as journal:
         kinds = [e.event["type"] for e in journal.entries()]
     assert "clear_faults" not in kinds and kinds.count("acknowledge_alarm") == 1
     # another browser's cookie cannot use this session's token
-    other = Http(web_rig.http_port)
+    other = Http(shared_web_rig.http_port)
     other.login(name="Bo")
     status, _h, _b = other.request("POST", "/api/faults/clear", {}, {"X-CSRF-Token": tech.csrf})
     assert status == 403
@@ -422,11 +457,11 @@ def test_history_older_rounds_and_the_vendored_charts_are_served(web_rig):
         assert web.request("GET", path)[0] == 404, path
 
 
-def test_healthz_and_metrics(web_rig):
-    web = Http(web_rig.http_port)
+def test_healthz_and_metrics(shared_web_rig):
+    web = Http(shared_web_rig.http_port)
     deadline = time.monotonic() + 15  # the daemon answers before its link has connected
     while time.monotonic() < deadline:
-        if (web_rig.status().get("health") or {}).get("link", {}).get("connected"):
+        if (shared_web_rig.status().get("health") or {}).get("link", {}).get("connected"):
             break
         time.sleep(0.05)
     status, _h, body = web.request("GET", "/healthz")
@@ -438,15 +473,15 @@ def test_healthz_and_metrics(web_rig):
     sample = re.compile(r"^[a-z_]+" + labels + r" -?\d+(\.\d+)?(e[+-]?\d+)?$")
     for line in text.splitlines():
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or sample.match(line), line
-    checksum = web_rig.status()["config_checksum"]
+    checksum = shared_web_rig.status()["config_checksum"]
     assert f'config_checksum="{checksum}"' in text and 'table="hcm-bj-07"' in text
     assert re.search(r"^table_controller_link_connected 1(\.0)?$", text, re.M)
     assert re.search(r"^table_controller_round 1(\.0)?$", text, re.M)
     assert re.search(r'^table_controller_driver_connected\{driver="shoe"\} 1(\.0)?$', text, re.M)
 
 
-def test_the_pages_send_security_headers(web_rig):
-    web = Http(web_rig.http_port)
+def test_the_pages_send_security_headers(shared_web_rig):
+    web = Http(shared_web_rig.http_port)
     for path in ("/dealer", "/login", "/api/dealer"):
         _s, headers, _b = web.request("GET", path)
         assert "default-src 'self'" in headers["content-security-policy"]
@@ -482,11 +517,11 @@ def test_static_files_are_packaged():
     assert "MIT License" in (vendor / "uPlot.LICENSE").read_text()
 
 
-def test_a_plain_form_login_works_and_a_foreign_page_cannot_post_one(web_rig):
-    web = Http(web_rig.http_port)
+def test_a_plain_form_login_works_and_a_foreign_page_cannot_post_one(shared_web_rig):
+    web = Http(shared_web_rig.http_port)
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     body = f"name=Dee&password={PASSWORD}"
-    conn = http.client.HTTPConnection("127.0.0.1", web_rig.http_port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", shared_web_rig.http_port, timeout=10)
     conn.request("POST", "/login", body=body, headers={**form, "Origin": "http://evil.example"})
     resp = conn.getresponse()
     assert resp.status == 403 and resp.getheader("Set-Cookie") is None
