@@ -33,6 +33,7 @@ and returns their reason codes, so a refusal by the ACL is visible (135 Not auth
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import secrets
@@ -372,16 +373,24 @@ class BrokerClient:
         self._client.loop_stop()
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
+@contextlib.contextmanager
+def started_broker(tmp: Path) -> Iterator[MosquittoBroker]:
+    """A started Mosquitto of its own in ``tmp / "broker"``, killed on exit (for fixtures of
+    any scope; the ``broker`` fixture is one test's)."""
     if find_mosquitto() is None:
         pytest.skip("mosquitto is not installed (scripts/setup.sh installs it)")
-    b = MosquittoBroker(tmp_path / "broker")
+    b = MosquittoBroker(tmp / "broker")
     b.start()
     try:
         yield b
     finally:
         b.kill()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[MosquittoBroker]:
+    with started_broker(tmp_path) as b:
+        yield b
 
 
 @pytest.fixture

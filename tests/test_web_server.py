@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqtt_broker import MosquittoBroker, broker, find_mosquitto  # noqa: F401
+from mqtt_broker import MosquittoBroker, broker, started_broker  # noqa: F401
 from table_rig import ROOT, Rig, free_port, replayed_settlements, settlement_keys
 
 from controller.journal import Journal
@@ -101,20 +101,6 @@ class Http:
 
 def web_section(port: int, password_hash: str) -> str:
     return f'bind = "127.0.0.1"\nport = {port}\npassword_hash = "{password_hash}"'
-
-
-@contextlib.contextmanager
-def started_broker(tmp: Path) -> Iterator[MosquittoBroker]:
-    """A Mosquitto of its own in ``tmp``, for a fixture wider than one test (the ``broker``
-    fixture is one test's)."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed (scripts/setup.sh installs it)")
-    b = MosquittoBroker(tmp / "broker")
-    b.start()
-    try:
-        yield b
-    finally:
-        b.kill()
 
 
 @contextlib.contextmanager
