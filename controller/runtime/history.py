@@ -33,7 +33,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -234,9 +236,7 @@ class HistoryStore:
 def shared_par(key: str) -> dict[str, Any] | None:
     """The figures of ``key`` (a :meth:`HistoryStore.keep_par` key) in the folder
     ``$TABLE_CONTROLLER_PAR_CACHE`` names, one ``<key>.json`` per rules' SHA-256 (None: no
-    folder, no file, or one that does not read as a JSON object)."""
-    import os
-
+    folder, no file, or one that does not read as a JSON object: computed again)."""
     folder = os.environ.get(PAR_CACHE_ENV)
     if not folder:
         return None
@@ -250,9 +250,6 @@ def shared_par(key: str) -> dict[str, Any] | None:
 def share_par(key: str, figures: dict[str, Any]) -> None:
     """Write ``figures`` where :func:`shared_par` reads them, whole or not at all (a file
     renamed into place); a folder that cannot be written is logged, and only costs time."""
-    import os
-    import tempfile
-
     folder = os.environ.get(PAR_CACHE_ENV)
     if not folder:
         return
@@ -264,6 +261,21 @@ def share_par(key: str, figures: dict[str, Any]) -> None:
         os.replace(tmp, Path(folder) / f"{key.replace(':', '-')}.json")
     except OSError as exc:
         log.warning("history: par figures not shared in %s: %s", folder, exc)
+
+
+def kept_par(
+    store: HistoryStore, key: str, compute: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """The figures of ``key``: from the store, else the shared folder (:func:`shared_par`),
+    else ``compute()`` (then shared); kept in the store either way."""
+    kept = store.par(key)
+    if kept is None:
+        kept = shared_par(key)
+        if kept is None:
+            kept = compute()
+            share_par(key, kept)
+        store.keep_par(key, kept)
+    return kept
 
 
 # -- counting rounds -------------------------------------------------------------------------
@@ -457,14 +469,9 @@ class HistoryRecorder:
             from controller.parsheet import compute_par_sheet
 
             key = hashlib.sha256(repr(self._rules).encode()).hexdigest()
-            kept = self.store.par(key)
-            if kept is None:
-                kept = shared_par(key)
-                if kept is None:
-                    kept = par_figures(compute_par_sheet(self._rules))
-                    share_par(key, kept)
-                self.store.keep_par(key, kept)
-            self.par = kept
+            self.par = kept_par(
+                self.store, key, lambda: par_figures(compute_par_sheet(self._rules))
+            )
         except Exception as exc:  # the charts then show what was seen, without par
             self.par_problem = f"no par sheet: {exc}"
             log.exception("history: the par sheet could not be computed")
@@ -484,13 +491,9 @@ class HistoryRecorder:
             from controller.rules.ev import basic_strategy_edge
 
             key = "main:" + hashlib.sha256(repr(self._rules).encode()).hexdigest()
-            kept = self.store.par(key)
-            if kept is None:
-                kept = shared_par(key)
-                if kept is None:
-                    kept = {"edge": float(basic_strategy_edge(self._rules))}
-                    share_par(key, kept)
-                self.store.keep_par(key, kept)
+            kept = kept_par(
+                self.store, key, lambda: {"edge": float(basic_strategy_edge(self._rules))}
+            )
             self.main_edge = float(kept["edge"])
         except Exception as exc:  # the chart then shows the hold seen, without a reference
             self.main_edge_problem = f"basic-strategy edge not computed: {exc}"
