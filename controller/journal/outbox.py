@@ -35,6 +35,7 @@ from typing import Any
 
 from controller.errors import JournalError, TableControllerError
 from controller.journal.store import SCHEMA_VERSION, connect, dumps, rollback
+from controller.json_floats import FloatWatch
 from controller.table.effects import Publish
 
 KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
@@ -124,24 +125,11 @@ def next_boot(db: sqlite3.Connection) -> int:
     return int(boot)
 
 
-class _Floats:
-    """A ``parse_float`` hook noting that a float was parsed."""
-
-    __slots__ = ("seen",)
-
-    def __init__(self) -> None:
-        self.seen = False
-
-    def __call__(self, text: str) -> float:
-        self.seen = True
-        return float(text)
-
-
 def row(row: tuple[Any, ...]) -> OutboxRow:
     seq, event, kind, key, payload = row
-    floats = _Floats()
-    data = json.loads(payload, parse_float=floats)
-    return OutboxRow(int(seq), int(event), kind, key, data, floats.seen)
+    floats = FloatWatch()
+    data = json.loads(payload, parse_float=floats.seen)
+    return OutboxRow(int(seq), int(event), kind, key, data, floats.seen_any)
 
 
 class Outbox:

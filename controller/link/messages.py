@@ -34,6 +34,7 @@ import jsonschema
 import jsonschema_rs
 
 from controller.errors import TableControllerError
+from controller.json_floats import FloatWatch
 from controller.table.effects import Publish
 
 VERSION = 1
@@ -171,7 +172,7 @@ def envelope(
             "kind",
             f"a table publishes only {', '.join(TABLE_KINDS)}, not {publish.topic!r}",
         )
-    known, floats = floats, _FloatWatch()
+    known, floats = floats, FloatWatch()
     message = {
         "v": VERSION,
         "table": table_id,
@@ -431,20 +432,7 @@ _DIGITS = bytes.maketrans(bytes(range(256)), b"." * 48 + b"0" * 10 + b"." * 198)
 _LONG_RUN = b"0" * (MAX_INT_DIGITS + 1)
 
 
-class _FloatWatch:
-    """A ``parse_float`` hook for ``json.loads`` that notes whether a float was parsed."""
-
-    __slots__ = ("seen_any",)
-
-    def __init__(self) -> None:
-        self.seen_any = False
-
-    def seen(self, text: str) -> float:
-        self.seen_any = True
-        return float(text)
-
-
-def _loads(kind: str | None, payload: bytes, floats: _FloatWatch | None = None) -> Any:
+def _loads(kind: str | None, payload: bytes, floats: FloatWatch | None = None) -> Any:
     """UTF-8 JSON, or LinkMessageError: never any other exception, whatever the bytes
     (huge integers, NaN, nesting deeper than Python's stack)."""
     try:
@@ -480,7 +468,7 @@ def parse_message(topic: str, payload: bytes) -> tuple[str, str | None, dict[str
     (:func:`controller.link.frames.check_rows`); its signature is the receiver's to check.
     """
     kind, table_id, pool = _route(topic)
-    floats = _FloatWatch()
+    floats = FloatWatch()
     message = _loads(kind, payload, floats)
     if not isinstance(message, dict):
         raise LinkMessageError(kind, "json", f"a message is a JSON object, not {message!r:.40}")
