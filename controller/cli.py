@@ -39,6 +39,10 @@ Subcommands so far:
   hold against par, from the journal (``controller/report.py``);
 - ``demo [--rounds N]``: the whole table in simulation (``docs/demo.md``).
 
+The commands on the journal are in ``cli_journal``, those that watch a device in
+``cli_devices``, those that make credentials in ``cli_keys``, the reports in ``cli_report``
+and the users' audit in ``cli_users``; this module is the parser and the small ones.
+
 Errors the user can fix print one line naming what was wrong and exit 2.
 """
 
@@ -49,7 +53,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from controller import build
+from controller import build, cli_devices, cli_journal, cli_keys
 from controller.errors import TableControllerError
 
 
@@ -110,410 +114,6 @@ def _cmd_games(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from controller.errors import EventError
-    from controller.games import load_game
-    from controller.table.script import parse_script, replay
-
-    path = Path(args.file)
-    try:
-        text = sys.stdin.read() if args.file == "-" else path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EventError(f"cannot read event script {args.file}: {exc.strerror}") from None
-    script = parse_script(text, args.file)
-    game = args.game or script.header.get("game")
-    if not game:
-        raise EventError(f"{args.file}: no game: give --game PROFILE or a header line with game")
-    result = replay(script, load_game(game))
-    settlements = [s.to_dict() for s in result.settlements()]
-    if args.json:
-        out = {
-            "game": game,
-            "steps": [
-                {
-                    "line": item.line,
-                    "event": item.event.to_dict(),
-                    "accepted": step.accepted,
-                    "effects": [e.to_dict() for e in step.effects],
-                }
-                for item, step in result.steps
-            ],
-            "settlements": settlements,
-            "net_by_spot": _net_by_spot(settlements),
-            "final": result.table.snapshot(),
-            "expectations": {"checked": result.checked, "failed": result.failures},
-        }
-        print(json.dumps(out, indent=1))
-    else:
-        for item, step in result.steps:
-            mark = " " if step.accepted else "!"
-            print(f"{item.line:>4}{mark} {json.dumps(item.event.to_dict())}")
-            for effect in step.effects:
-                text = getattr(effect, "text", None) or getattr(effect, "reason", None)
-                if text and effect.KIND in ("prompt", "alarm", "refused"):
-                    print(f"        {effect.KIND}: {text}")
-        for spot, net in _net_by_spot(settlements).items():
-            print(f"spot {spot}: net {_signed_money(net)}")
-        print(f"expectations: {result.checked} checked, {len(result.failures)} failed")
-        for failure in result.failures:
-            print(f"  FAILED {failure}")
-    return 1 if result.failures else 0
-
-
-def _recall_source(args: argparse.Namespace) -> tuple[str, str | None]:
-    """The live journal's path and the time zone for recall: ``--config`` gives both (its
-    data_dir and its gaming day's zone), else the JOURNAL argument; ``--zone`` wins."""
-    zone = args.zone
-    if args.config:
-        if args.journal:
-            raise TableControllerError("recall: give JOURNAL or --config, not both")
-        from controller.config import load_table_config
-
-        config = load_table_config(args.config)
-        return str(config.journal_path), zone or config.gaming_day.zone
-    if not args.journal:
-        raise TableControllerError(
-            "recall: give the journal file (JOURNAL) or the table config (--config FILE)"
-        )
-    return args.journal, zone
-
-
-def _cmd_recall(args: argparse.Namespace) -> int:
-    import datetime
-
-    from controller.errors import JournalError
-    from controller.journal import Journal
-    from controller.journal.library import JournalLibrary, local_to_utc_ms
-    from controller.journal.rotation import GamingDay
-    from controller.recall import format_rounds
-    from controller.table.script import round_script
-
-    live, zone = _recall_source(args)
-    GamingDay(zone=zone)  # a wrong --zone is named before anything is read
-    if args.to and not args.at:
-        raise TableControllerError("recall: --to needs --at (the start of the time range)")
-    if args.at and args.round is not None:
-        raise TableControllerError("recall: give --round or --at, not both")
-    with Journal(live) as journal:  # the live file: the table's game and settings
-        meta = journal.meta()
-        runs = journal.runs()
-    library = JournalLibrary(live)
-    files = library.files()
-    for bad in (f for f in files if f.problem):
-        print(
-            f"table-controller: warning: journal file {bad.path} cannot be read, its rounds "
-            f"are not searched: {bad.problem}",
-            file=sys.stderr,
-        )
-    if args.round is not None:
-        one = library.find_round(args.round)
-        if one is None:
-            raise JournalError(_no_round_anywhere(live, files, args.round))
-        found = [one]
-        what = f"round {args.round}"
-    elif args.at:
-        start = local_to_utc_ms(args.at, zone)
-        if args.to:
-            end = local_to_utc_ms(args.to, zone)
-            if end < start:
-                raise TableControllerError(f"recall: --to {args.to} is before --at {args.at}")
-            found = library.rounds_between(start, end, args.count or 50)
-            what = f"the rounds settled from {args.at} to {args.to}, oldest first"
-        else:
-            found = library.nearest(start, args.count or 5)
-            what = f"the {len(found)} rounds nearest {args.at}, oldest first"
-        if not found:
-            raise JournalError(
-                f"journal {live}: no round settled {'then' if args.to else 'near that time'} "
-                f"in any file ({_span(files, zone)}); rounds written before schema version "
-                "4 have no time of day: find them with --round"
-            )
-    else:
-        found = library.last_rounds(args.last)
-        what = f"the last {len(found)}, newest first"
-    records = [f.record for f in found]
-    if args.script:
-        if not records:
-            raise JournalError(f"journal {live}: no round is recorded yet")
-        print(round_script(records[0]), end="")
-    elif args.json:
-        print(json.dumps(records[0] if args.round is not None else records, indent=1))
-    else:
-        first = min((f.first_round for f in files if f.first_round is not None), default=None)
-        last = max((f.last_round for f in files if f.last_round is not None), default=None)
-        count = sum(f.rounds for f in files)
-        header = (
-            f"Journal {live}: game {meta['game']}, {meta['table']['spots']} spots; "
-            f"{count} rounds recorded" + (f" ({first} to {last})" if count else "") + f"; {what}"
-        )
-        if len(files) > 1:
-            header += "\nFiles: " + "; ".join(_file_line(f) for f in files)
-        if runs:
-
-            def started(run: dict) -> str:
-                when = datetime.datetime.fromtimestamp(run["started_ms"] / 1000, datetime.UTC)
-                return f"{when:%Y-%m-%d %H:%M} UTC"
-
-            header += "\nSoftware: " + "; ".join(
-                f"{run['software']} from event {run['first_event']} (boot {run['boot']}, "
-                f"{started(run)})"
-                for run in runs[-5:]
-            )
-        from controller.games import load_game
-
-        print(
-            format_rounds(
-                records,
-                header,
-                load_game(meta["game"]),
-                zone=zone,
-                files=[f.file.name for f in found],
-            ),
-            end="",
-        )
-    return 0
-
-
-def _file_line(file) -> str:
-    """One journal file for recall's header: name, gaming day, rounds."""
-    if file.problem:
-        return f"{file.name} (cannot be read)"
-    rounds = (
-        f"rounds {file.first_round} to {file.last_round}"
-        if file.first_round is not None
-        else "no round"
-    )
-    day = f"gaming day {file.gaming_day}, " if file.gaming_day else ""
-    return f"{file.name} ({'live, ' if file.live else ''}{day}{rounds})"
-
-
-def _span(files, zone: str | None) -> str:
-    from controller.recall import format_local
-
-    times = [
-        t for f in files for t in (f.first_settled_utc_ms, f.last_settled_utc_ms) if t is not None
-    ]
-    if not times:
-        return "none has a time of day"
-    since, until = format_local(min(times), zone), format_local(max(times), zone)
-    return f"rounds settled from {since} to {until}"
-
-
-def _no_round_anywhere(live: str, files, number: int) -> str:
-    readable = [f for f in files if f.problem is None and f.first_round is not None]
-    if readable:
-        first = min(f.first_round for f in readable)
-        last = max(f.last_round for f in readable)
-        have = f"rounds {first} to {last} are recorded in {len(readable)} file(s)"
-    else:
-        have = "no round is recorded yet"
-    return (
-        f"journal {live}: no record of round {number} ({have}; a round in progress is "
-        "recorded when it is settled; files older than the retention are removed)"
-    )
-
-
-def _cmd_journal_set_aside(args: argparse.Namespace) -> int:
-    from controller.audit import command_line_account
-    from controller.cli_users import audited
-    from controller.config import load_table_config
-    from controller.errors import JournalError
-    from controller.journal import Journal
-    from controller.journal.rotation import set_aside
-    from controller.table import checkpoint
-
-    config = load_table_config(args.config)
-    live = config.journal_path
-    _, record = audited(config, "journal_set_aside")
-    if not live.is_file():
-        record("refused", detail="no journal to set aside")
-        raise JournalError(f"no journal at {live}: nothing to set aside (check data_dir)")
-    try:
-        done = set_aside(
-            live, config.rules, config.settings, gaming_day=config.gaming_day,
-            by=f"{command_line_account()} (command line)",
-        )  # fmt: skip
-    except Exception as exc:
-        record("refused", detail=str(exc))
-        raise
-    record(object=str(done.archive), detail=f"events {done.first_event} to {done.last_event}, "
-                                            f"sha256 {done.sha256[:16]}")  # fmt: skip
-    with Journal(live) as journal:
-        origin = journal.origin()
-        written, acked, pending = journal.outbox_rows()
-    next_round = checkpoint.decode(origin.state).round_number if origin else 1
-    print(f"set aside journal {live}: events {done.first_event} to {done.last_event}")
-    print(f"archive: {done.archive} (gaming day {done.gaming_day}, read-only)")
-    print(f"sha256: {done.sha256}")
-    print(f"new journal {live}: the next round is round {next_round}")
-    kept = len(pending) - 1  # the last is the set-aside's own record for the center
-    print(
-        f"jackpot link: {kept} unacknowledged message(s) kept and the set-aside's record "
-        f"(sequence {acked + 1} to {written}); they are sent when the table controller starts"
-    )
-    print(
-        "a round in progress at the set-aside is not carried on: settle its wagers by hand "
-        "(table-controller recall shows its events in the archive)"
-    )
-    return 0
-
-
-def _cmd_journal_export(args: argparse.Namespace) -> int:
-    from controller.journal import Journal
-
-    with Journal(args.journal) as journal:
-        if args.open_round:
-            print(
-                "table-controller: warning: the export includes the round in progress and its "
-                "hole card",
-                file=sys.stderr,
-            )
-        for line in journal.script_lines(open_round=args.open_round):
-            sys.stdout.write(line + "\n")
-    return 0
-
-
-SHOE_WORDS = {
-    "online": "shoe online",
-    "offline": "shoe OFFLINE",
-    "missed_frames": "frames missed (a card may be missing)",
-    "shuffle": "shuffled",
-    "new_shoe": "new shoe",
-    "door_open": "door opened",
-    "door_closed": "door closed",
-    "cut_card": "cut card out",
-    "fault": "shoe FAULT",
-    "fault_cleared": "shoe fault cleared",
-}
-"""A shoe event's name in the text mode of ``shoe-watch`` (others: underscores as spaces)."""
-
-
-def shoe_watch_text(line: dict) -> str:
-    """One ``shoe-watch`` line (a decoded event, or an error) in words, for ``--text``.
-
-    >>> shoe_watch_text({"type": "card", "card": "QH", "source": "shoe", "t": 5})
-    'card Q\u2665 (QH)'
-    >>> shoe_watch_text({"type": "error", "error": "bad_checksum", "detail": "frame discarded"})
-    'ERROR bad checksum: frame discarded'
-    >>> shoe_watch_text({"type": "shoe", "event": "door_open", "detail": ""})
-    'door opened'
-    """
-    from controller.recall import card_text
-
-    kind = line.get("type")
-    detail = line.get("detail") or ""
-    if kind == "card":
-        return f"card {card_text(str(line.get('card')), True)} ({line.get('card')})"
-    if kind == "out_of_order_card":
-        from controller.recall import out_of_order_words
-
-        return out_of_order_words(line)
-    if kind == "error":
-        text = f"ERROR {str(line.get('error')).replace('_', ' ')}"
-    elif kind == "shoe":
-        event = str(line.get("event"))
-        text = SHOE_WORDS.get(event, event.replace("_", " "))
-    else:
-        fields = [f"{k} {v}" for k, v in line.items() if k not in ("type", "t") and v != ""]
-        text = " ".join([str(kind).replace("_", " "), *fields])
-        detail = ""
-    return f"{text}: {detail}" if detail else text
-
-
-def _shoe_port_missing(url: str) -> str | None:
-    """Why a shoe ``url`` that is a device path cannot be a port (None: it may be one)."""
-    import os
-    import stat
-
-    if "://" in url:
-        return None  # socket://, spy://, loop://: the reader says what fails
-    try:
-        mode = os.stat(url).st_mode
-    except FileNotFoundError:
-        return (
-            f"no serial port at {url}: check the shoe's cable and power, and the port's name "
-            "(ls -l /dev/serial/by-id/; the udev rule makes /dev/bj-shoe)"
-        )
-    except OSError as exc:
-        return f"cannot look at {url}: {exc.strerror}"
-    if not stat.S_ISCHR(mode):
-        return f"{url} is not a serial port (not a character device): give the shoe's port"
-    return None
-
-
-def _cmd_shoe_watch(args: argparse.Namespace) -> int:
-    import queue
-    import time
-
-    from drivers.shoe import ShoeReader
-
-    missing = _shoe_port_missing(args.url)
-    if missing:
-        print(f"shoe-watch: {missing}", file=sys.stderr)
-        return 1
-    lines: queue.Queue[tuple[bool, dict]] = queue.Queue()
-    count = 0
-    opened = False
-    try:
-        with ShoeReader(
-            args.url,
-            lambda event: lines.put((True, event.to_dict())),
-            heartbeat_timeout_ms=args.heartbeat_timeout_ms,
-            baudrate=args.baud,
-            on_problem=lambda problem: lines.put((False, {"type": "error", **problem})),
-        ) as reader:
-            while args.count is None or count < args.count:
-                opened = opened or bool(reader.health().get("connected"))
-                try:
-                    is_event, line = lines.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if not is_event and line.get("error") == "open_failed" and not opened:
-                    # never opened: a port that is not there, or not ours (a watcher that
-                    # retried for ever would only repeat it)
-                    print(
-                        f"shoe-watch: cannot open the shoe's port {args.url}: "
-                        f"{line.get('detail') or 'open failed'}",
-                        file=sys.stderr,
-                    )
-                    return 1
-                if args.text:
-                    stamp = time.strftime("%H:%M:%S")
-                    print(f"{stamp}  {shoe_watch_text(line)}", flush=True)
-                else:
-                    print(json.dumps(line), flush=True)
-                count += is_event
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def _cmd_camera_watch(args: argparse.Namespace) -> int:
-    import queue
-
-    from drivers.camera import CameraReader
-
-    cards: queue.Queue[dict] = queue.Queue()
-    count = 0
-    try:
-        with CameraReader(args.source, lambda event: cards.put(event.to_dict())) as camera:
-            while args.count is None or count < args.count:
-                try:
-                    line = cards.get(timeout=0.2)
-                except queue.Empty:
-                    if camera.wait(0):  # a file or image folder has ended
-                        break
-                    continue
-                print(json.dumps(line), flush=True)
-                count += 1
-            print(json.dumps({"type": "health", **camera.health()}), file=sys.stderr)
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
 def _cmd_check_config(args: argparse.Namespace) -> int:
     from controller.config import check_config
 
@@ -529,14 +129,6 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
-def _signed_money(cents: int) -> str:
-    """``-5700`` -> ``-$57.00``; ``0`` -> ``$0.00``; ``250`` -> ``+$2.50``."""
-    from controller.rules.pays import format_cents
-
-    sign = "-" if cents < 0 else "+" if cents > 0 else ""
-    return sign + format_cents(abs(cents))
-
-
 def _yes_no(value: object) -> str:
     return "unknown" if value is None else "yes" if value else "no"
 
@@ -545,14 +137,6 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
-
-
-def _net_by_spot(settlements: list[dict]) -> dict[str, int]:
-    nets: dict[str, int] = {}
-    for line in settlements:
-        key = str(line["spot"])
-        nets[key] = nets.get(key, 0) + line["paid"] + line["returned"] - line["stake"]
-    return dict(sorted(nets.items(), key=lambda item: int(item[0])))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -599,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("file", help="event script (JSON Lines; '-' reads stdin)")
     rep.add_argument("--game", help="game profile (default: the script header's game)")
     rep.add_argument("--json", action="store_true", help="print JSON")
-    rep.set_defaults(run=_cmd_replay)
+    rep.set_defaults(run=cli_journal.cmd_replay)
 
     report = commands.add_parser("report", help="reports computed from the journal")
     kinds = report.add_subparsers(dest="report", required=True, metavar="REPORT")
@@ -649,14 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the round's event script (the last round without --round) for replay",
     )
     recall.add_argument("--json", action="store_true", help="print the round records as JSON")
-    recall.set_defaults(run=_cmd_recall)
+    recall.set_defaults(run=cli_journal.cmd_recall)
 
     aside = commands.add_parser(
         "journal-set-aside",
         help="keep the journal as a read-only archive and start a new one (table stopped)",
     )
     aside.add_argument("--config", required=True, help="the table config: its data_dir and game")
-    aside.set_defaults(run=_cmd_journal_set_aside)
+    aside.set_defaults(run=cli_journal.cmd_journal_set_aside)
 
     export = commands.add_parser(
         "journal-export",
@@ -669,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="include the events after the last settled round (the round in progress and its "
         "hole card); default: stop at the last settled round",
     )
-    export.set_defaults(run=_cmd_journal_export)
+    export.set_defaults(run=cli_journal.cmd_journal_export)
 
     watch = commands.add_parser(
         "shoe-watch",
@@ -695,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one line of plain words per event and error, with the time of day (default: "
         "JSON lines)",
     )
-    watch.set_defaults(run=_cmd_shoe_watch)
+    watch.set_defaults(run=cli_devices.cmd_shoe_watch)
 
     cam = commands.add_parser(
         "camera-watch",
@@ -705,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         "source", help="device index or /dev/videoN, a stream URL, a video file or image folder"
     )
     cam.add_argument("--count", type=_positive_int, help="stop after N cards (default: Ctrl-C)")
-    cam.set_defaults(run=_cmd_camera_watch)
+    cam.set_defaults(run=cli_devices.cmd_camera_watch)
 
     check = commands.add_parser(
         "check-config",
@@ -745,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the password from the first line of standard input (scripts), not the terminal",
     )
-    hashpw.set_defaults(run=_cmd_hash_password)
+    hashpw.set_defaults(run=cli_keys.cmd_hash_password)
 
     linkkey = commands.add_parser(
         "link-key",
@@ -756,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--out", help="where to write the key (with --key-id)")
     linkkey.add_argument("--key-id", help="the key id (default with --config: its key_id)")
     linkkey.add_argument("--owner", help="give the file to this user (as root): table-controller")
-    linkkey.set_defaults(run=_cmd_link_key)
+    linkkey.set_defaults(run=cli_keys.cmd_link_key)
 
     status = commands.add_parser("status", help="the running table's status (control socket)")
     where = status.add_mutually_exclusive_group(required=True)
@@ -781,14 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
     backup.add_argument(
         "--keep", type=_positive_int, default=14, help="copies kept, newest (default 14)"
     )
-    backup.set_defaults(run=_cmd_backup)
+    backup.set_defaults(run=cli_journal.cmd_backup)
 
     restore = commands.add_parser(
         "restore", help="put a journal backup in place of the journal (table stopped)"
     )
     restore.add_argument("--config", required=True, help="the table config: its data_dir")
     restore.add_argument("backup", help="the backup file (journal-...sqlite)")
-    restore.set_defaults(run=_cmd_restore)
+    restore.set_defaults(run=cli_journal.cmd_restore)
 
     from controller.cli_users import add_user_parser
 
@@ -805,119 +389,6 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_arguments(demo)
         demo.set_defaults(run=stage.main)
     return parser
-
-
-def _cmd_backup(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from controller.backup import backup_journal
-    from controller.config import load_table_config
-
-    config = load_table_config(args.config)
-    folder = Path(args.to) if args.to else config.data_dir / "backups"
-    done = backup_journal(config.journal_path, folder, keep=args.keep)
-    print(done.report())
-    return 0
-
-
-def _cmd_restore(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from controller.audit import command_line_account
-    from controller.backup import restore_journal
-    from controller.cli_users import audited
-    from controller.config import load_table_config
-    from controller.journal.maintenance import record_change
-    from controller.table.significant import printable
-
-    config = load_table_config(args.config)
-    _, record = audited(config, "restore")
-    by = f"{command_line_account()} (command line)"
-
-    def journal_the_restore(copy: Path) -> None:  # the restored file's next event says so
-        detail = printable(f"backup {Path(args.backup).name}")
-        record_change(copy, config.rules, config.settings, "restore", by=by, detail=detail)
-
-    try:
-        done = restore_journal(args.backup, config.journal_path, carry_on=journal_the_restore)
-    except Exception as exc:
-        record("refused", object=str(args.backup), detail=str(exc))
-        raise
-    record(object=str(args.backup), detail=done.summary)
-    print(f"restored {args.backup} as {done.journal}: {done.summary}")
-    if done.kept is not None:
-        print(f"the journal it replaced is kept as {done.kept} (with its -wal, if any)")
-    print(
-        "before starting the table: the jackpot controller must not have acknowledged more "
-        "than the outbox's 'written' above for this table, else see docs/journal.md, "
-        '"Restoring" (the messages after the backup are gone)'
-    )
-    return 0
-
-
-def _cmd_link_key(args: argparse.Namespace) -> int:
-    from controller.link.signing import make_link_key
-
-    table_id = None
-    if args.config:
-        from controller.cli_users import audited
-        from controller.config import load_table_config
-
-        config = load_table_config(args.config)
-        path, key_id, table_id = config.mqtt.signing_key, config.mqtt.key_id, config.table_id
-        key_id = args.key_id or key_id
-        _, record = audited(config, "link_key")
-        try:
-            public = make_link_key(path, key_id, args.owner)
-        except Exception as exc:
-            record("refused", object=key_id, detail=str(exc))
-            raise
-        record(object=key_id, detail=f"a new signing key {path}")
-        return _print_link_key(path, key_id, public, table_id)
-    else:
-        if not args.key_id:
-            print("link-key: --out needs --key-id (e.g. hcm-bj-07-1)", file=sys.stderr)
-            return 2
-        path, key_id = args.out, args.key_id
-    return _print_link_key(path, key_id, make_link_key(path, key_id, args.owner), table_id)
-
-
-def _print_link_key(path: object, key_id: str, public: str, table_id: str | None) -> int:
-    print(f"wrote the signing key {path} (mode 0600); keep it on this machine only")
-    print(f"key id: {key_id}")
-    print(f"public key: {public}")
-    print("In the jackpot controller's config:")
-    print(f"[tables.{table_id or 'TABLE-ID'}]")
-    print(f'keys = {{ "{key_id}" = "{public}" }}')
-    return 0
-
-
-def _cmd_hash_password(args: argparse.Namespace) -> int:
-    import getpass
-
-    from controller.web.auth import MIN_PASSWORD, hash_password
-
-    if args.stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = getpass.getpass("Technicians' password: ")
-        if getpass.getpass("Again: ") != password:
-            print("hash-password: the two passwords differ; nothing printed", file=sys.stderr)
-            return 2
-    if len(password) < MIN_PASSWORD:
-        print(
-            f"hash-password: the password needs at least {MIN_PASSWORD} characters "
-            f"(got {len(password)}); nothing printed",
-            file=sys.stderr,
-        )
-        return 2
-    print(f'password_hash = "{hash_password(password)}"')
-    print(
-        "hash-password: put this line in the [web] section of the table's config "
-        "(/etc/table-controller/table.toml), then restart the table controller",
-        file=sys.stderr,
-    )
-    return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -200,7 +200,7 @@ def test_shoe_watch_text_mode_is_plain_words():
 
 
 def test_shoe_watch_and_recall_say_a_card_sent_out_of_order_was_held_not_dealt():
-    from controller.cli import shoe_watch_text
+    from controller.cli_devices import shoe_watch_text
     from controller.recall import action_line
 
     event = {"type": "out_of_order_card", "card": "TD", "frame": 1, "last": 4, "again": True}
