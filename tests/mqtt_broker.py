@@ -83,14 +83,14 @@ topic deny bj/v1/table/{CONTROLLER_TWIN}/#
 """
 
 # The demo's broker helpers are the same: one copy of the limits parsing and of the search
-# for the executable (controller/demo/stage.py), so the tests and the demo run the same broker.
-from controller.demo.stage import (  # noqa: E402
+# for the executable (controller/demo/files.py), so the tests and the demo run the same broker.
+from controller.demo.files import (  # noqa: E402
     LIMIT_OPTIONS,  # noqa: F401 - re-exported for the broker tests
     find_mosquitto,
     free_port,
     listener_settings,
 )
-from controller.demo.stage import production_limits as _production_limits  # noqa: E402
+from controller.demo.files import production_limits as _production_limits  # noqa: E402
 
 
 def production_limits(conf: Path = PRODUCTION_CONF) -> dict[str, str]:

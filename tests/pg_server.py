@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.demo.stage import free_port
+from controller.demo.files import free_port
 
 SUPERUSER = "postgres"
 TEST_ROLE = "jackpot_test"

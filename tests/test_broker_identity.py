@@ -20,7 +20,7 @@ from mqtt_broker import (  # noqa: F401
     broker_factory,
 )
 
-from controller.demo.stage import broker_config, listener_settings
+from controller.demo.files import broker_config, listener_settings
 
 T7, T8 = TABLES
 DAY = 86_400

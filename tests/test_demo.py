@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.demo.play import DemoError, new_items, sign_meters
-from controller.demo.stage import (
+from controller.demo.files import (
     CONTROLLER_KEY_ID,
     TABLE_ID,
     TABLE_KEY_ID,
@@ -33,7 +32,8 @@ from controller.demo.stage import (
     link_keys,
     pin_map,
 )
-from controller.demo.stage import table_config as demo_table_config
+from controller.demo.files import table_config as demo_table_config
+from controller.demo.play import DemoError, new_items, sign_meters
 
 ROOT = Path(__file__).resolve().parent.parent
 
