@@ -61,13 +61,9 @@ from controller.table import events as ev
 from controller.table.effects import LIGHT_STATES, Effect, Light
 from drivers.base import Clock, DriverHealth, EventSink, monotonic_ms
 from drivers.gpio_pins import InputPin, LightPin, PinMap
-from drivers.mcp23017 import (
-    ExpanderSpec,
-    I2CBus,
-    MCP23017Factory,
-    MCP23017Pin,
-    open_bus,
-)
+from drivers.mcp23017 import MCP23017Factory
+from drivers.mcp23017_chip import ExpanderSpec, I2CBus, open_bus
+from drivers.mcp23017_pin import MCP23017Pin
 from drivers.mcp23017_sim import simulated_bus
 
 BUTTON_EVENTS: dict[str, Callable[[int, int], ev.Event]] = {

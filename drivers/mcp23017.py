@@ -44,302 +44,34 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from types import MethodType
-from typing import Any, Protocol
-from weakref import WeakMethod, ref
+from typing import Any
 
 from gpiozero import DigitalInputDevice
 from gpiozero.exc import (
-    PinFixedPull,
-    PinInvalidBounce,
-    PinInvalidEdges,
-    PinInvalidFunction,
     PinInvalidPin,
-    PinInvalidPull,
-    PinPWMUnsupported,
-    PinSetInput,
 )
-from gpiozero.pins import BoardInfo, Factory, HeaderInfo, Pin, PinInfo
+from gpiozero.pins import BoardInfo, Factory, HeaderInfo, PinInfo
 
-# -- registers (IOCON.BANK = 0: A and B of each register side by side) ------------------------
-
-IODIR, IPOL, GPINTEN, DEFVAL, INTCON, IOCON, GPPU, INTF, INTCAP, GPIO, OLAT = (
-    0x00,
-    0x02,
-    0x04,
-    0x06,
-    0x08,
-    0x0A,
-    0x0C,
-    0x0E,
-    0x10,
-    0x12,
-    0x14,
+from drivers.mcp23017_chip import (
+    GPINTEN,
+    GPIO,
+    GPPU,
+    INTCON,
+    INTF,
+    IOCON,
+    IOCON_VALUE,
+    IODIR,
+    IPOL,
+    LINES,
+    LOST_AFTER,
+    OLAT,
+    ChipDown,
+    ChipState,
+    ExpanderSpec,
+    I2CBus,
+    line_name,
 )
-"""Port A's address of each register; port B's is the next one (IOCON at 0x0A and 0x0B is
-one register)."""
-
-REGISTERS = 0x16
-"""Registers 0x00-0x15 in bank 0."""
-
-IOCON_BANK, IOCON_MIRROR, IOCON_SEQOP, IOCON_ODR, IOCON_INTPOL = 0x80, 0x40, 0x20, 0x04, 0x02
-IOCON_VALUE = IOCON_MIRROR | IOCON_ODR
-"""How the factory runs each chip: bank 0, sequential addresses, INTA and INTB mirrored,
-open drain (active low, shareable)."""
-
-ADDRESSES = range(0x20, 0x28)
-"""A0-A2 strapped to 0 or 1: eight chips per bus."""
-
-LINES = 16
-"""GPA0-GPA7 are lines 0-7, GPB0-GPB7 lines 8-15."""
-
-LOST_AFTER = 3
-"""Changes in a row that only the reconcile read found: the chip's interrupt line is lost (a
-fault, like a chip that does not answer), until an interrupt brings a change again."""
-
-I2C_HZ = 400_000
-"""The MCP23017's fast-mode clock (it does 1.7 MHz; the Pi's bus 1 runs 100 kHz unless
-``dtparam=i2c_arm_baudrate=400000``: ``hardware/install.md``)."""
-
-
-def line_name(line: int) -> str:
-    """The datasheet's name of ``line`` (0-15).
-
-    >>> line_name(0), line_name(7), line_name(8), line_name(15)
-    ('GPA0', 'GPA7', 'GPB0', 'GPB7')
-    """
-    if not 0 <= line < LINES:
-        raise ValueError(f"an MCP23017 line is 0 to {LINES - 1} (GPA0-GPB7), got {line!r}")
-    return f"GP{'AB'[line // 8]}{line % 8}"
-
-
-def transfer_seconds(data_bytes: int, *, read: bool, hz: int = I2C_HZ) -> float:
-    """How long one register transaction of ``data_bytes`` takes on the wire at ``hz``:
-    9 clocks per byte (8 bits and the ACK), a start and a stop; a read also sends the
-    register address first and a repeated start.
-
-    >>> round(transfer_seconds(6, read=True) * 1e6)  # INTF, INTCAP, GPIO of both ports
-    210
-    >>> round(transfer_seconds(1, read=False) * 1e6)  # one OLAT byte
-    72
-    """
-    header = 2 + (1 if read else 0)  # address + register (+ address again to read)
-    frames = header + data_bytes
-    clocks = frames * 9 + 2 + (1 if read else 0)
-    return clocks / hz
-
-
-class I2CBus(Protocol):
-    """What the factory needs of a bus: smbus2.SMBus's register transfers."""
-
-    def read_byte_data(self, i2c_addr: int, register: int) -> int: ...
-
-    def write_byte_data(self, i2c_addr: int, register: int, value: int) -> None: ...
-
-    def read_i2c_block_data(self, i2c_addr: int, register: int, length: int) -> list[int]: ...
-
-    def write_i2c_block_data(self, i2c_addr: int, register: int, data: Sequence[int]) -> None: ...
-
-
-def open_bus(number: int) -> I2CBus:
-    """``smbus2.SMBus(number)``: ``/dev/i2c-N``; an OSError says what to check."""
-    try:
-        from smbus2 import SMBus
-    except ImportError as exc:  # pragma: no cover - smbus2 is a dependency
-        raise OSError(f"smbus2 is not installed ({exc}): reinstall table-controller") from None
-    try:
-        return SMBus(number)
-    except OSError as exc:
-        raise OSError(
-            exc.errno,
-            f"cannot open /dev/i2c-{number} ({exc.strerror}): enable I2C "
-            "(raspi-config nonint do_i2c 0, or dtparam=i2c_arm=on in /boot/firmware/config.txt "
-            "and reboot) and run as a member of group i2c (hardware/install.md)",
-        ) from None
-
-
-# -- the pin factory --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ExpanderSpec:
-    """One chip of a bus: its name in the pin map, I2C address and the BCM pin its
-    (mirrored, open-drain) interrupt output goes to."""
-
-    name: str
-    address: int
-    interrupt: int
-
-
-class ChipDown(OSError):
-    """A chip did not answer twice in a row (inside the factory only)."""
-
-
-@dataclass(slots=True)
-class _Chip:
-    spec: ExpanderSpec
-    iodir: list[int] = field(default_factory=lambda: [0xFF, 0xFF])
-    gppu: list[int] = field(default_factory=lambda: [0, 0])
-    gpinten: list[int] = field(default_factory=lambda: [0, 0])
-    olat: list[int] = field(default_factory=lambda: [0, 0])
-    levels: int = 0xFFFF  # the last levels seen (GPIO); idle high until read
-    up: bool = False
-    error: str = ""
-    interrupts: int = 0
-    missed: int = 0
-    resets: int = 0
-    errors: int = 0
-    lost_streak: int = 0  # changes in a row found by the reconcile read, none by an interrupt
-    int_lost: bool = False
-
-    @property
-    def label(self) -> str:
-        return f"expander {self.spec.name} (0x{self.spec.address:02x})"
-
-
-class MCP23017Pin(Pin):
-    """One expander line as a gpiozero pin: input (pull-up or floating) or output."""
-
-    def __init__(self, factory: MCP23017Factory, chip: _Chip, line: int, info: PinInfo):
-        super().__init__()
-        self._factory = factory
-        self._chip = chip
-        self._line = line
-        self._port, self._bit = divmod(line, 8)
-        self._info = info
-        self._edges = "both"
-        self._bounce: float | None = None
-        self._last_event = 0.0
-        self._when_changed: Any = None
-
-    def __repr__(self) -> str:
-        return self._info.name
-
-    @property
-    def info(self) -> PinInfo:
-        return self._info
-
-    @property
-    def factory(self) -> MCP23017Factory:
-        return self._factory
-
-    @property
-    def line(self) -> int:
-        return self._line
-
-    @property
-    def address(self) -> int:
-        """The I2C address of this line's chip."""
-        return self._chip.spec.address
-
-    def close(self) -> None:
-        """Back to an input with no pull-up and no interrupt, as the chip starts."""
-        self.when_changed = None
-        if self.function == "output" or self.pull != "floating":
-            self._factory._set_bits(self._chip, self._port, self._bit, iodir=1, gppu=0)
-
-    def _get_info(self) -> PinInfo:
-        return self._info
-
-    def _get_function(self) -> str:
-        return "input" if self._chip.iodir[self._port] >> self._bit & 1 else "output"
-
-    def _set_function(self, value: str) -> None:
-        if value not in ("input", "output"):
-            raise PinInvalidFunction(f"{self!r}: an MCP23017 line is an input or an output")
-        self._factory._set_bits(self._chip, self._port, self._bit, iodir=int(value == "input"))
-
-    def output_with_state(self, state: Any) -> None:
-        self._factory._set_bits(self._chip, self._port, self._bit, olat=int(bool(state)), iodir=0)
-
-    def input_with_pull(self, pull: str) -> None:
-        self.function = "input"
-        self.pull = pull
-
-    def _get_state(self) -> bool:
-        if self.function == "output":
-            return bool(self._chip.olat[self._port] >> self._bit & 1)
-        return bool(self._chip.levels >> self._line & 1)
-
-    def _set_state(self, value: Any) -> None:
-        if self.function != "output":
-            raise PinSetInput(f"{self!r} is an input: cannot set its state")
-        self._factory._set_bits(self._chip, self._port, self._bit, olat=int(bool(value)))
-
-    def _get_pull(self) -> str:
-        return "up" if self._chip.gppu[self._port] >> self._bit & 1 else "floating"
-
-    def _set_pull(self, value: str) -> None:
-        if self.function != "input":
-            raise PinFixedPull(f"{self!r}: pull applies to an input")
-        if value == "down":
-            raise PinInvalidPull(
-                f"{self!r}: the MCP23017 has pull-ups only (100 kOhm); an active-high sensor "
-                "needs an external pull-down and pull_up = false is refused: use "
-                "active_high = true"
-            )
-        if value not in ("up", "floating"):
-            raise PinInvalidPull(f"{self!r}: pull must be up or floating")
-        self._factory._set_bits(self._chip, self._port, self._bit, gppu=int(value == "up"))
-
-    def _get_frequency(self) -> None:
-        return None
-
-    def _set_frequency(self, value: Any) -> None:
-        if value is not None:
-            raise PinPWMUnsupported(f"{self!r}: an MCP23017 line has no PWM")
-
-    def _get_bounce(self) -> float | None:
-        return self._bounce
-
-    def _set_bounce(self, value: Any) -> None:
-        if value is not None:
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise PinInvalidBounce("bounce must be None or a number of seconds") from None
-            if value < 0:
-                raise PinInvalidBounce("bounce must be 0 seconds or more")
-        self._bounce = value
-
-    def _get_edges(self) -> str:
-        return self._edges
-
-    def _set_edges(self, value: str) -> None:
-        if value not in ("both", "rising", "falling", "none"):
-            raise PinInvalidEdges("edges must be both, rising, falling or none")
-        self._edges = value
-
-    def _get_when_changed(self) -> Any:
-        return None if self._when_changed is None else self._when_changed()
-
-    def _set_when_changed(self, value: Any) -> None:
-        if value is None:
-            if self._when_changed is not None:
-                self._factory._set_bits(self._chip, self._port, self._bit, gpinten=0)
-            self._when_changed = None
-            return
-        enabled = self._when_changed is not None
-        self._when_changed = WeakMethod(value) if isinstance(value, MethodType) else ref(value)
-        if not enabled:
-            self._factory._set_bits(self._chip, self._port, self._bit, gpinten=1)
-
-    def _changed(self, ticks: float, level: bool) -> None:
-        """An edge to ``level`` (the worker thread): gpiozero's when_changed, filtered by
-        ``edges`` and ``bounce``."""
-        wanted = {"both": (True, False), "rising": (True,), "falling": (False,), "none": ()}
-        if level not in wanted[self._edges]:
-            return
-        if self._bounce is not None and ticks - self._last_event < self._bounce:
-            return
-        self._last_event = ticks
-        method = self._get_when_changed()
-        if method is None:
-            if self._when_changed is not None:
-                self.when_changed = None
-            return
-        method(ticks, level)
+from drivers.mcp23017_pin import MCP23017Pin
 
 
 class MCP23017Factory(Factory):
@@ -373,7 +105,7 @@ class MCP23017Factory(Factory):
         self.reconcile_ms = reconcile_ms
         self.check_every = max(1, check_every)
         self._lock = threading.RLock()  # the bus and the register shadows
-        self._chips = [_Chip(spec) for spec in chips]
+        self._chips = [ChipState(spec) for spec in chips]
         self._by_name = {c.spec.name: c for c in self._chips}
         self._pins: dict[tuple[str, int], MCP23017Pin] = {}
         self._infos: dict[tuple[str, int], PinInfo] = {}
@@ -496,7 +228,7 @@ class MCP23017Factory(Factory):
 
     # -- registers --------------------------------------------------------------------------
 
-    def _transfer(self, chip: _Chip, fn: Callable[..., Any], *args: Any) -> Any:
+    def _transfer(self, chip: ChipState, fn: Callable[..., Any], *args: Any) -> Any:
         """One bus transfer with one retry; a second failure marks the chip down."""
         address = chip.spec.address
         try:
@@ -510,7 +242,7 @@ class MCP23017Factory(Factory):
             self._down(chip, exc)
             raise ChipDown(str(exc)) from None
 
-    def _down(self, chip: _Chip, exc: OSError) -> None:
+    def _down(self, chip: ChipState, exc: OSError) -> None:
         if chip.up or not chip.error:
             reason = exc.strerror or str(exc)
             code = f"errno {exc.errno}: " if exc.errno else ""
@@ -521,7 +253,7 @@ class MCP23017Factory(Factory):
             chip.up = False
             self._faults.append((chip.spec.name, chip.error))
 
-    def _init_chip(self, chip: _Chip) -> bool:
+    def _init_chip(self, chip: ChipState) -> bool:
         """Write every register the factory owns (outputs' latch before their direction, so
         a lamp comes up as asked), then read the levels. False if the chip is down."""
         bus = self.bus
@@ -545,7 +277,7 @@ class MCP23017Factory(Factory):
                     self._faults.append((chip.spec.name, None))
         return True
 
-    def _set_bits(self, chip: _Chip, port: int, bit: int, **values: int) -> None:
+    def _set_bits(self, chip: ChipState, port: int, bit: int, **values: int) -> None:
         """Change one line's bits in the shadows and write the registers that changed (an
         output's latch before its direction)."""
         order = ("olat", "gppu", "iodir", "gpinten")
@@ -571,7 +303,7 @@ class MCP23017Factory(Factory):
                 pass
         self._report_faults()
 
-    def _refresh_level(self, chip: _Chip, port: int, bit: int) -> None:
+    def _refresh_level(self, chip: ChipState, port: int, bit: int) -> None:
         """Read the level of a line just configured as an input into the cache. Only that
         line's: a change on another line is the worker's to find and fire."""
         if not chip.up:
@@ -676,7 +408,7 @@ class MCP23017Factory(Factory):
         self._queue.put(("sync", done))
         return done.wait(timeout)
 
-    def _check_config(self, chip: _Chip) -> bool:
+    def _check_config(self, chip: ChipState) -> bool:
         with self._lock:
             try:
                 regs = self._transfer(chip, self.bus.read_i2c_block_data, IODIR, GPPU + 2)
@@ -693,7 +425,7 @@ class MCP23017Factory(Factory):
             return False
         return True
 
-    def _read_chip(self, chip: _Chip) -> bool:
+    def _read_chip(self, chip: ChipState) -> bool:
         """Read INTF, INTCAP and GPIO of both ports and fire the edges; True if a level
         changed."""
         with self._lock:
@@ -708,7 +440,7 @@ class MCP23017Factory(Factory):
             chip.levels = now
         return self._dispatch(chip, before, intf, intcap, now)
 
-    def _dispatch(self, chip: _Chip, before: int, intf: int, intcap: int, now: int) -> bool:
+    def _dispatch(self, chip: ChipState, before: int, intf: int, intcap: int, now: int) -> bool:
         """Fire the edges from ``before`` through the captured levels (ports whose INTF is
         set) to ``now``, on input lines with a device listening. Outside the lock."""
         ticks = self.ticks()

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from drivers.mcp23017 import (
+from drivers.mcp23017_chip import (
     DEFVAL,
     GPINTEN,
     GPIO,
@@ -303,7 +303,6 @@ class InterruptLine:
                 self.pin.drive_low()
             else:
                 self.pin.drive_high()
-
 
 
 def simulated_bus(

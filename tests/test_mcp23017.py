@@ -22,7 +22,8 @@ from controller.table import events as ev
 from controller.table.effects import Light
 from drivers.gpio import GpioDriver
 from drivers.gpio_pins import PinMapError, parse_pin_map
-from drivers.mcp23017 import (
+from drivers.mcp23017 import MCP23017Factory
+from drivers.mcp23017_chip import (
     DEFVAL,
     GPINTEN,
     GPIO,
@@ -37,7 +38,6 @@ from drivers.mcp23017 import (
     IPOL,
     OLAT,
     ExpanderSpec,
-    MCP23017Factory,
     transfer_seconds,
 )
 from drivers.mcp23017_sim import InterruptLine, SimulatedBus, SimulatedMCP23017, simulated_bus
@@ -613,7 +613,7 @@ def test_the_sensor_latency_bench_prints_both_p99s_last():
 
 
 def test_a_bus_that_cannot_be_opened_says_what_to_do():
-    from drivers.mcp23017 import open_bus
+    from drivers.mcp23017_chip import open_bus
 
     with pytest.raises(OSError) as caught:
         open_bus(99)  # no /dev/i2c-99 here, as on a Pi with I2C off
