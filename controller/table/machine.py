@@ -305,11 +305,13 @@ class Table(
         for effect in effects:
             if not isinstance(effect, Publish):
                 continue
-            p = effect.payload
-            if effect.topic == "hit_claim":
+            topic = effect.topic  # asked first: a round's result is built only when read
+            if topic == "hit_claim":
+                p = effect.payload
                 memory = state.claims
                 claim = Claim(effect.key, p["round"], p["spot"], p["pool"], p["meter"])
-            elif effect.topic == "contribution" and p.get("mystery"):
+            elif topic == "contribution" and effect.payload.get("mystery"):
+                p = effect.payload
                 memory = state.mystery_claims
                 claim = Claim(effect.key, p["round"], p["spot"], p["pool"], MYSTERY_LINE, True)
             else:
