@@ -53,8 +53,7 @@ class Console(TablePart):
                 "end round refused: the round is not settled; play it out, or void it with "
                 "the supervisor key"
             )
-        for name in list(state.lights):
-            self._light(name, "off")
+        self._lights_off()
         rnd = self._round
         state.discarded += len(rnd.dealer) + sum(
             len(hand.cards) for spot in rnd.spots.values() for hand in spot.hands

@@ -171,7 +171,9 @@ class DealerTurn(TablePart):
         )
 
     def _finish_round(self) -> None:
-        """Round settled (or void): publish the result, write the recall record."""
+        """Round settled (or void): publish the result, write the recall record. Both are
+        built when first read (the link and the journal read them, a replay does not), from
+        copies of the round's cards and its immutable effects."""
         state, rnd = self.state, self._round
         state.phase = Phase.SETTLED
         rnd.in_action = None
@@ -179,69 +181,95 @@ class DealerTurn(TablePart):
         out = self._out
         so_far = len(out)
         earlier = (*state.round_effects, *out)  # the round's effects so far, as they are now
-        lines = [e.to_dict() for e in earlier if isinstance(e, Settled)]
-        result = {
-            "round": rnd.number,
-            "game": self.rules.name,
-            "void": rnd.void or None,
-            "dealer": [str(c) for c in rnd.dealer],
-            "spots": [
-                {
-                    "spot": spot.number,
-                    "first_two": [str(c) for c in spot.first_two],
-                    "hands": [[str(c) for c in hand.cards] for hand in spot.hands],
-                }
+        settled = [e for e in earlier if type(e) is Settled]
+        void = rnd.void or None
+        cards = (
+            tuple(rnd.dealer),
+            [
+                (spot.number, spot.first_two, [tuple(hand.cards) for hand in spot.hands])
                 for spot in rnd.spots.values()
             ],
-            "settlements": lines,
-            "stake": sum(line["stake"] for line in lines),
-            "paid": sum(line["paid"] for line in lines),
-            "returned": sum(line["returned"] for line in lines),
-        }
-        out.append(Publish("round_result", f"round-{rnd.number}/result", result))
-        # The meter lines are claimed after the result that holds their cards: the jackpot
-        # controller checks a claim's cards against the round's reported result.
-        for line in lines:
-            if line.get("meter") is not None:
-                out.append(self._hit_claim(line))
-        self._prompt("round_settled", settled_words(rnd))
-        events = [*state.carried, *state.log]
-        if self._event is not None:
-            events.append(self._event)
-        later = out[so_far:]
+        )
         head = {
             "round": rnd.number,
             "game": self.rules.name,
             "table": self.settings,
             "started_t": rnd.started_t,
             "settled_t": rnd.settled_t,
-            "void": result["void"],
-            "dealer": result["dealer"],
+            "void": void,
         }
+        result = Publish.later(
+            "round_result",
+            f"round-{rnd.number}/result",
+            lambda: _round_result(head, cards, settled),
+        )
+        out.append(result)
+        # The meter lines are claimed after the result that holds their cards: the jackpot
+        # controller checks a claim's cards against the round's reported result.
+        for line in settled:
+            if line.meter is not None:
+                out.append(self._hit_claim(line.to_dict()))
+        self._prompt("round_settled", settled_words(rnd))
+        events = [*state.carried, *state.log]
+        if self._event is not None:
+            events.append(self._event)
+        later = out[so_far:]
         build = lambda: _round_record(head, events, (*earlier, *later), result)  # noqa: E731
         out.append(Record.later("round", build))
+
+
+def _round_result(
+    head: dict[str, Any],
+    cards: tuple[tuple[Card, ...], list[tuple[int, tuple[Card, ...], list[tuple[Card, ...]]]]],
+    settled: list[Settled],
+) -> dict[str, Any]:
+    """The ``round_result`` message's payload: the round's cards (``cards``: the dealer's, then
+    each spot's number, first two and hands) and its settlement lines with their sums."""
+    dealer, spots = cards
+    lines = [line.to_dict() for line in settled]
+    return {
+        "round": head["round"],
+        "game": head["game"],
+        "void": head["void"],
+        "dealer": [str(c) for c in dealer],
+        "spots": [
+            {
+                "spot": number,
+                "first_two": [str(c) for c in first_two],
+                "hands": [[str(c) for c in hand] for hand in hands],
+            }
+            for number, first_two, hands in spots
+        ],
+        "settlements": lines,
+        "stake": sum(line["stake"] for line in lines),
+        "paid": sum(line["paid"] for line in lines),
+        "returned": sum(line["returned"] for line in lines),
+    }
 
 
 def _round_record(
     head: dict[str, Any],
     events: list[Event],
     effects: tuple[Effect, ...],
-    result: dict[str, Any],
+    result: Publish,
 ) -> dict[str, Any]:
-    """A round's recall record, as JSON data: ``head`` (its ``table`` the settings), every
-    event and every effect but those a recall leaves out, and the round's ``result`` (whose
-    settlement lines are the record's own, the same objects). Built when the record is first
-    read (:meth:`~controller.table.effects.Record.later`): everything it reads is immutable
-    or a copy nobody changes."""
-    lines = iter(result["settlements"])
+    """A round's recall record, as JSON data: ``head`` (its ``table`` the settings), the
+    dealer's cards, every event and every effect but those a recall leaves out, and the
+    round's result (the ``result`` message's payload, whose settlement lines are the record's
+    own, the same objects). Built when the record is first read
+    (:meth:`~controller.table.effects.Record.later`): everything it reads is immutable or a
+    copy nobody changes."""
+    payload = result.payload
+    lines = iter(payload["settlements"])
     return {
         **head,
         "table": head["table"].to_dict(),
+        "dealer": payload["dealer"],
         "events": [e.to_dict() for e in events],
         "effects": [
             next(lines) if isinstance(e, Settled) else e.to_dict()
             for e in effects
             if not isinstance(e, _UNRECALLED)
         ],
-        "result": result,
+        "result": payload,
     }

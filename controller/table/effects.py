@@ -191,6 +191,17 @@ class Publish(Effect):
     key: str
     payload: dict[str, Any]
 
+    @staticmethod
+    def later(topic: str, key: str, build: Callable[[], dict[str, Any]]) -> Publish:
+        """A message whose ``payload`` is ``build()``, called when ``payload`` is first read
+        (as :meth:`Record.later`: ``build`` reads only values that no longer change).
+
+        >>> lazy = Publish.later("round_result", "round-1/result", lambda: {"round": 1})
+        >>> lazy == Publish("round_result", "round-1/result", {"round": 1})
+        True
+        """
+        return Publish(topic, key, Later(build))  # type: ignore[arg-type]
+
 
 class Later:
     """Data not built yet: ``build()`` makes it when it is first read (see
@@ -223,24 +234,29 @@ class Record(Effect):
         return Record(record, Later(build))  # type: ignore[arg-type]
 
 
-_RECORD_DATA = Record.__dict__["data"]  # the slot behind Record.data
+def _built_when_read(cls: type, name: str, doc: str) -> None:
+    """Make field ``name`` of the slotted dataclass ``cls`` a property over its slot that
+    builds a :class:`Later` value when it is first read, and keeps it; everything else
+    (fields, equality, repr, hash, frozen) is the dataclass's."""
+    slot = cls.__dict__[name]
+    get, put = slot.__get__, slot.__set__
+
+    def read(obj: Any) -> Any:
+        value = get(obj, cls)
+        if type(value) is Later:
+            value = value.build()
+            put(obj, value)
+        return value
+
+    setattr(cls, name, property(read, put, doc=doc))
 
 
-def _record_data(record: Record) -> dict[str, Any]:
-    data = _RECORD_DATA.__get__(record, Record)
-    if type(data) is Later:
-        data = data.build()
-        _RECORD_DATA.__set__(record, data)
-    return data
-
-
-# A round's recall record is every event and effect of the round as JSON data: the journal and
-# recovery read it, a replay that only needs the table's state does not. ``data`` is read
-# through this property, which builds a record made by :meth:`Record.later` when it is first
-# read and keeps it; everything else (fields, equality, repr, hash, frozen) is the dataclass's.
-Record.data = property(  # type: ignore[assignment, method-assign]
-    _record_data, _RECORD_DATA.__set__, doc="The record's JSON data."
-)
+# A round's recall record is every event and effect of the round as JSON data, its result
+# message the round's cards and settlement lines: the journal, the link and recovery read
+# them, a replay that only needs the table's state does not. Made by ``later``, they are
+# built when first read (:func:`_built_when_read`).
+_built_when_read(Record, "data", "The record's JSON data.")
+_built_when_read(Publish, "payload", "The message's JSON data.")
 
 
 EFFECT_KINDS: dict[str, type[Effect]] = {

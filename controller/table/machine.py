@@ -178,6 +178,7 @@ class Table(
         self._out: list[Effect] = []
         self._event: ev.Event | None = None
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
+        self._hand_prompts: dict[tuple[object, ...], Prompt] = {}  # prompts._hand_prompt
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
         self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle
@@ -257,37 +258,44 @@ class Table(
         else:
             if state.alarms:
                 self._clear_alarms_whose_cause_is_over()
-            alarm = (
-                "blink"
-                if state.pending or state.shoe_fault or state.faults
+            # The alarm light blinks while a card waits, the shoe or the table is faulted or
+            # the door is open in a round; the table's lights hold no "off".
+            if (
+                state.pending or state.shoe_fault or state.faults
                 or (state.door_open and state.phase in IN_PROGRESS)
-                else "off"
-            )
-            if state.lights.get("alarm", "off") != alarm:
-                self._light("alarm", alarm)
+            ):
+                if state.lights.get("alarm") != "blink":
+                    self._light("alarm", "blink")
+            elif "alarm" in state.lights:
+                self._light("alarm", "off")
             accepted = True
-            plain = True
-            # Nothing to carry out (a card of the initial deal, most bets): a shared step.
-            step = Step(True, tuple(out)) if out else _NOTHING_TICK if is_tick else _NOTHING
-            for effect in step.effects:
-                if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
-                    continue
-                plain = False
-                if isinstance(effect, Alarm):
-                    self._register_alarms((effect,), round_number)
-                elif isinstance(effect, Publish):
-                    self._remember_claims((effect,))
+            if out:
+                step = Step(True, tuple(out))
+                plain = True
+                for effect in step.effects:
+                    if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
+                        continue
+                    plain = False
+                    if isinstance(effect, Alarm):
+                        self._register_alarms((effect,), round_number)
+                    elif isinstance(effect, Publish):
+                        self._remember_claims((effect,))
+            else:  # nothing to carry out (a card of the initial deal, most bets): shared
+                step = _NOTHING_TICK if is_tick else _NOTHING
+                plain = True
         self._event = None
         self._out = []
-        if step.journal and for_recall and not (accepted and kind is EndRound):
+        if for_recall and step.journal and not (accepted and kind is EndRound):
             state.log.append(event)
+            effects = step.effects
             if plain:  # accepted, and no effect a round's recall leaves out
-                state.round_effects.extend(step.effects)
+                if effects:
+                    state.round_effects.extend(effects)
             else:
                 state.round_effects.extend(
                     [
                         e
-                        for e in step.effects
+                        for e in effects
                         if type(e) in _PLAIN_EFFECTS  # most of them, asked first
                         or not (
                             isinstance(e, _NOT_RECALLED)
@@ -305,11 +313,13 @@ class Table(
         for effect in effects:
             if not isinstance(effect, Publish):
                 continue
-            p = effect.payload
-            if effect.topic == "hit_claim":
+            topic = effect.topic  # asked first: a round's result is built only when read
+            if topic == "hit_claim":
+                p = effect.payload
                 memory = state.claims
                 claim = Claim(effect.key, p["round"], p["spot"], p["pool"], p["meter"])
-            elif effect.topic == "contribution" and p.get("mystery"):
+            elif topic == "contribution" and effect.payload.get("mystery"):
+                p = effect.payload
                 memory = state.mystery_claims
                 claim = Claim(effect.key, p["round"], p["spot"], p["pool"], MYSTERY_LINE, True)
             else:

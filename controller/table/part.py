@@ -40,6 +40,7 @@ class TablePart:
     _event: ev.Event | None
     _handlers: dict[type, Any]
     _choices_memo: dict[tuple[object, ...], str]
+    _hand_prompts: dict[tuple[object, ...], Prompt]
     _carried_made: dict[tuple[Any, ...], ev.Event]
     _fixed_amounts: dict[str, int | None]
     _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]
@@ -72,6 +73,18 @@ class TablePart:
             if light is None:
                 light = _LIGHTS[key] = Light(name, state)
             self._out.append(light)
+
+    def _lights_off(self) -> None:
+        """Every light that is on or blinking, off (as :meth:`_light` each, in order)."""
+        lights = self.state.lights
+        lit = [name for name, state in lights.items() if state != "off"]
+        out = self._out
+        for name in lit:
+            del lights[name]
+            light = _LIGHTS.get((name, "off"))
+            if light is None:
+                light = _LIGHTS[(name, "off")] = Light(name, "off")
+            out.append(light)
 
     def _hand(self, spot: int, hand: int) -> HandInPlay:
         return self._round.spots[spot].hands[hand]

@@ -15,6 +15,10 @@ from controller.table.state import DEALER, HandInPlay, Phase, RoundState, SpotIn
 from controller.table.view import pool_name
 
 
+HAND_PROMPTS_KEPT = 4096
+"""Prompts of the hand in action a table remembers (:meth:`Prompts._hand_prompt`)."""
+
+
 def settled_words(rnd: RoundState) -> str:
     """The prompt of a settled round (void: every wager goes back)."""
     if rnd.void:
@@ -85,15 +89,32 @@ class Prompts(TablePart):
         """What the hand in action needs: its next card, or a decision on its total as it is
         now (``soft 17`` as the rule cards write it) among the choices the rules allow now."""
         hand = spot.hands[index]
-        where = hand_words(spot.number, index, len(spot.hands))
         if len(hand.cards) < 2:
+            where = hand_words(spot.number, index, len(spot.hands))
             return Prompt("deal_card", f"Deal {where} its second card", spot.number)
         if hand.double_down:
+            where = hand_words(spot.number, index, len(spot.hands))
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
         total = hand_total(hand.cards)
+        hands = len(spot.hands)
+        key = choices_key(hand, total.total, hands, self._round.dealer_checked)
+        # The same prompts come again and again: each is made once per table and shared,
+        # remembered by what its words are made of (at most HAND_PROMPTS_KEPT, then
+        # forgotten at once). The choices' key holds the hands at the spot.
+        made = self._hand_prompts
+        if key is not None:
+            seen = made.get((spot.number, index, total.total, total.soft, key))
+            if seen is not None:
+                return seen
         choices = self._choices(spot, hand, total.total)
         count = f"soft {total.total}" if total.soft else str(total.total)
-        return Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
+        where = hand_words(spot.number, index, hands)
+        prompt = Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
+        if key is not None:
+            if len(made) >= HAND_PROMPTS_KEPT:
+                made.clear()
+            made[(spot.number, index, total.total, total.soft, key)] = prompt
+        return prompt
 
     def prompt_now(self) -> Prompt:
         """The one thing the dealer must do now, from the state alone (the dealer display's
