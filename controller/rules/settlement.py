@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controller.errors import WagerError
+from controller.fast_init import fast_init
 from controller.rules.cards import Card
 from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
 from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
@@ -33,6 +34,7 @@ class Outcome(enum.Enum):
     SURRENDER = "surrender"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """One settled wager, amounts in cents.
@@ -75,6 +77,7 @@ def _push(wager: str, stake: int, reason: str) -> Settlement:
 EVEN = Odds(1, 1)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PlayerHand:
     """A player's finished hand and the wagers on it (cents).

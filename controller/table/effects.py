@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from controller.errors import EventError
+from controller.fast_init import fast_init
 
 LIGHT_STATES = ("on", "off", "blink")
 
@@ -81,6 +82,7 @@ class Light(Effect):
         return {"effect": "light", "name": self.name, "state": self.state}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Prompt(Effect):
     """Tell the dealer what to do next, in casino words."""
@@ -97,6 +99,7 @@ class Prompt(Effect):
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Alarm(Effect):
     """A procedure violation or device problem; ``action`` says what the dealer must do.
@@ -124,6 +127,7 @@ class AlarmCleared(Effect):
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Refused(Effect):
     """An event the procedure does not allow now; nothing changed."""
@@ -133,6 +137,7 @@ class Refused(Effect):
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Settled(Effect):
     """One wager settled: ``net = paid + returned - stake`` for the player.
@@ -181,6 +186,7 @@ class Settled(Effect):
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Publish(Effect):
     """A message for the jackpot controller: ``contribution``, ``round_result``,
@@ -312,6 +318,7 @@ def parse_effect(obj: Any) -> Effect:
     return cls(**values)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one event did: ``accepted`` (False: refused, nothing changed) and its effects.

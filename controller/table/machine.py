@@ -261,7 +261,9 @@ class Table(
             # The alarm light blinks while a card waits, the shoe or the table is faulted or
             # the door is open in a round; the table's lights hold no "off".
             if (
-                state.pending or state.shoe_fault or state.faults
+                state.pending
+                or state.shoe_fault
+                or state.faults
                 or (state.door_open and state.phase in IN_PROGRESS)
             ):
                 if state.lights.get("alarm") != "blink":

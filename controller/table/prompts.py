@@ -14,7 +14,6 @@ from controller.table.part import TablePart
 from controller.table.state import DEALER, HandInPlay, Phase, RoundState, SpotInPlay
 from controller.table.view import pool_name
 
-
 HAND_PROMPTS_KEPT = 4096
 """Prompts of the hand in action a table remembers (:meth:`Prompts._hand_prompt`)."""
 

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 
 from controller.errors import CardError, WagerError
+from controller.fast_init import fast_init
 from controller.rules.cards import Card
 from controller.rules.pays import Pay
 
@@ -41,6 +42,7 @@ class BetResult(enum.Enum):
     PUSH = "push"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SideBetResult:
     """The result of one side bet: ``outcome`` is the paytable key (``"matched_20"``),
