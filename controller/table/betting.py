@@ -43,7 +43,7 @@ class Betting(TablePart):
             state.amounts.pop(key, None)
         if state.phase not in IN_PROGRESS:
             return
-        spot = self._round.spots.get(event.spot)
+        spot = self.state.round.spots.get(event.spot)
         latched = spot is not None and event.circle in spot.wagers
         where = f"spot {event.spot} {bet_name(event.circle)}"
         light = f"spot{event.spot}.{event.circle}"

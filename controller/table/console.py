@@ -54,7 +54,7 @@ class Console(TablePart):
                 "the supervisor key"
             )
         self._lights_off()
-        rnd = self._round
+        rnd = self.state.round
         state.discarded += len(rnd.dealer) + sum(
             len(hand.cards) for spot in rnd.spots.values() for hand in spot.hands
         )
@@ -103,7 +103,7 @@ class Console(TablePart):
                 self._prompt("burn", f"Misdeal: take {cards} out of play")
                 return
             raise ProcedureError(f"{what} refused: no round is in progress")
-        rnd = self._round
+        rnd = self.state.round
         rnd.void = "misdeal" if isinstance(event, Misdeal) else (event.reason or "voided")
         state.discarded += len(state.pending)
         state.pending.clear()
@@ -136,7 +136,7 @@ class Console(TablePart):
     def _void_line(self, spot: int, wager: str, stake: int, hand: int | None = None) -> None:
 
         line = Settled(
-            spot, wager, stake, "void", 0, stake, f"round void: {self._round.void}", hand
+            spot, wager, stake, "void", 0, stake, f"round void: {self.state.round.void}", hand
         )
         self._out.append(line)
         self._prompt("pay", settlement_prompt(line), spot)

@@ -26,14 +26,14 @@ class DealerTurn(TablePart):
     """The dealer's hand played out, then every wager settled."""
 
     def _reveal(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.hole_revealed = True
         total = hand_total(rnd.dealer)
         cards = " ".join(map(str, rnd.dealer))
         self._prompt("dealer_reveals", f"Dealer turns the hole card: {cards}, {total.total}")
 
     def _dealer_turn(self) -> None:
-        state, rnd = self.state, self._round
+        state, rnd = self.state, self.state.round
         state.phase = Phase.DEALER
         live = False
         unsettled = False
@@ -64,7 +64,7 @@ class DealerTurn(TablePart):
         count. A blackjack already paid is never a bust."""
         section = self.rules.side_bets.ez_bust
         reading = section.dealer_plays_out if section is not None else "for_open_hands"
-        rnd = self._round
+        rnd = self.state.round
         if reading == "for_open_hands":
             return not rnd.players_live
         hands = [hand for spot in rnd.spots.values() for hand in spot.hands]
@@ -73,7 +73,7 @@ class DealerTurn(TablePart):
         return all(hand.busted for hand in hands)
 
     def _dealer_needs_card(self) -> bool:
-        rnd = self._round
+        rnd = self.state.round
         if len(rnd.dealer) < 2:
             return rnd.dealer_needs_second
         return rnd.dealer_plays and dealer_must_hit(
@@ -83,14 +83,14 @@ class DealerTurn(TablePart):
         )
 
     def _dealer_card(self, card: Card) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.dealer.append(card)
         if len(rnd.dealer) == 2 and not rnd.hole_revealed:
             self._reveal()
         self._dealer_continue()
 
     def _dealer_continue(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         if self._dealer_needs_card():
             if len(rnd.dealer) < 2:
                 self._prompt("dealer_draws", "Deal the dealer's second card")
@@ -108,7 +108,7 @@ class DealerTurn(TablePart):
         self._settle_round()
 
     def _settle_round(self) -> None:
-        _state, rnd, rules = self.state, self._round, self.rules
+        _state, rnd, rules = self.state, self.state.round, self.rules
         dealer = tuple(rnd.dealer)
         dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
         bets = rules.side_bets
@@ -151,7 +151,7 @@ class DealerTurn(TablePart):
 
     def _hit_claim(self, line: dict[str, Any]) -> Publish:
         """The claim of one settled meter line (``Settled.to_dict()``)."""
-        rnd = self._round
+        rnd = self.state.round
         spot = line["spot"]
         return Publish(
             "hit_claim",
@@ -174,7 +174,7 @@ class DealerTurn(TablePart):
         """Round settled (or void): publish the result, write the recall record. Both are
         built when first read (the link and the journal read them, a replay does not), from
         copies of the round's cards and its immutable effects."""
-        state, rnd = self.state, self._round
+        state, rnd = self.state, self.state.round
         state.phase = Phase.SETTLED
         rnd.in_action = None
         rnd.settled_t = state.now

@@ -49,7 +49,7 @@ class PlayersTurn(TablePart):
         """Put the first unfinished hand in action, or start the dealer's turn. It runs after
         every card and decision of the players' turn, so the hand in action is prompted each
         time with its total as it is now and only the choices the rules allow now."""
-        rnd = self._round
+        rnd = self.state.round
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
         # in action; a split starts the search afresh): the search starts at it.
@@ -85,7 +85,7 @@ class PlayersTurn(TablePart):
 
     def _give(self, spot_no: int, index: int, card: Card) -> None:
         """A card to a player's hand in action (second card of a split hand, hit or double)."""
-        spot = self._round.spots[spot_no]
+        spot = self.state.round.spots[spot_no]
         hand = spot.hands[index]
         hand.cards.append(card)
         count = hand_total(hand.cards)
@@ -93,7 +93,8 @@ class PlayersTurn(TablePart):
             where = hand_words(spot_no, index, len(spot.hands))
             self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
             hand.settled = True
-            for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+            dealer = self.state.round.dealer
+            for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
                 self._settle(spot_no, line, index)
         self._advance()
 
@@ -120,7 +121,7 @@ class PlayersTurn(TablePart):
             raise ProcedureError(
                 f"{what} refused: no player is in action now ({phase.value.replace('_', ' ')})"
             )
-        rnd = self._round
+        rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
         if event.spot not in (spot_no, IN_ACTION):
@@ -172,22 +173,23 @@ class PlayersTurn(TablePart):
             f"{format_cents(hand.wager)} on the new hand",
             spot.number,
         )
-        self._round.in_action = None  # the prompt for the first hand's second card follows
+        self.state.round.in_action = None  # the prompt for the first hand's second card follows
         self._advance()
 
     def _on_surrender(self, event: ev.Surrender) -> None:
         spot, index, hand = self._acting(event, "surrender")
         actions.check_surrender(
-            self._hand_state(hand), self.rules, dealer_checked=self._round.dealer_checked
+            self._hand_state(hand), self.rules, dealer_checked=self.state.round.dealer_checked
         )
         hand.surrendered = True
         hand.settled = True
-        for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+        dealer = self.state.round.dealer
+        for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
             self._settle(spot.number, line, index)
         self._advance()
 
     def _stand(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
         hand = self._hand(spot_no, index)

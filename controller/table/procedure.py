@@ -84,7 +84,7 @@ class Procedure(TablePart):
         self._out.extend(pair)
 
     def _deal_to(self, recipient: int, card: Card) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.deal_queue.remove(recipient)
         if recipient == DEALER:
             rnd.dealer.append(card)
@@ -96,7 +96,7 @@ class Procedure(TablePart):
             self._after_initial_deal()
 
     def _after_initial_deal(self) -> None:
-        rules, rnd = self.rules, self._round
+        rules, rnd = self.rules, self.state.round
         up = rnd.dealer[0]
         can_have_blackjack = up.value in (1, 10)
         for spot in rnd.spots.values():
@@ -139,7 +139,7 @@ class Procedure(TablePart):
             self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
 
     def _pay_blackjacks(self, why: str) -> None:
-        rnd = self._round
+        rnd = self.state.round
         up = rnd.dealer[0]
         for spot in rnd.spots.values():
             hand = spot.hands[0]
@@ -154,7 +154,7 @@ class Procedure(TablePart):
 
     def _check_dealer_blackjack(self) -> None:
         """The peek (where the profile has one), then the players' turn."""
-        rnd, rules = self._round, self.rules
+        rnd, rules = self.state.round, self.rules
         up = rnd.dealer[0]
         if up.value in (1, 10) and rules.dealer.peek == "electronic" and len(rnd.dealer) == 2:
             if is_blackjack(rnd.dealer):
@@ -171,7 +171,7 @@ class Procedure(TablePart):
         self._start_players()
 
     def _settle_insurance(self, dealer_blackjack: bool) -> None:
-        for spot in self._round.spots.values():
+        for spot in self.state.round.spots.values():
             if spot.insurance and not spot.insurance_settled:
                 spot.insurance_settled = True
                 self._settle(
@@ -180,7 +180,7 @@ class Procedure(TablePart):
 
     def _settle_lucky_ladies(self, dealer_blackjack: bool) -> None:
         section = self.rules.side_bets.lucky_ladies
-        for spot in self._round.spots.values():
+        for spot in self.state.round.spots.values():
             stake = spot.wagers.get(lucky_ladies.BET)
             if section is not None and stake and lucky_ladies.BET not in spot.side_settled:
                 spot.side_settled.add(lucky_ladies.BET)
@@ -207,7 +207,7 @@ class Procedure(TablePart):
                 f"{what} refused: the EZ Bust offer is not open (it opens only when the dealer "
                 "shows 2-6, after the initial deal, and closes at the first player card)"
             )
-        spot = self._round.spots.get(event.spot)
+        spot = self.state.round.spots.get(event.spot)
         if spot is None:
             raise ProcedureError(f"{what} refused: spot {event.spot} has no main wager this round")
         return spot
@@ -233,7 +233,7 @@ class Procedure(TablePart):
                 f"even money refused: spot {spot.number} already has insurance or even money"
             )
         hand = spot.hands[0]
-        actions.check_even_money(hand.cards, self._round.dealer[0], self.rules)
+        actions.check_even_money(hand.cards, self.state.round.dealer[0], self.rules)
         spot.even_money = True
         hand.settled = True
         self._settle(spot.number, settle_even_money(hand.wager), 0)
