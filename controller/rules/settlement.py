@@ -140,7 +140,10 @@ def settle_hand(
     produce no settlement line.
     """
     lines = _settle_hand(hand, tuple(dealer_cards), rules)
-    return [line for line in lines if line.stake > 0]
+    for line in lines:
+        if line.stake <= 0:
+            return [line for line in lines if line.stake > 0]
+    return lines  # a new list already: most hands have no 0 stake
 
 
 def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
@@ -173,7 +176,7 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             return [_push("main", hand.wager, "blackjack against dealer blackjack: push")]
         odds = rules.blackjack.pays
         return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
-    if player.is_bust:
+    if player.total > 21:  # bust (read without the property: a hot path)
         return [
             _lose(name, stake, f"player breaks with {player.total}")
             for name, stake in stakes.items()
@@ -209,10 +212,11 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             _push(name, stake, "dealer ends on 16: every wager pushes")
             for name, stake in stakes.items()
         ]
-    if dealer_total.is_bust or player.total > dealer_total.total:
+    dealer_bust = dealer_total.total > 21
+    if dealer_bust or player.total > dealer_total.total:
         why = (
             "dealer breaks"
-            if dealer_total.is_bust
+            if dealer_bust
             else f"{player.total} beats {dealer_total.total}"
         )
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]

@@ -55,9 +55,11 @@ class Console(TablePart):
             )
         self._lights_off()
         rnd = self.state.round
-        state.discarded += len(rnd.dealer) + sum(
-            len(hand.cards) for spot in rnd.spots.values() for hand in spot.hands
-        )
+        discarded = len(rnd.dealer)
+        for spot in rnd.spots.values():
+            for hand in spot.hands:
+                discarded += len(hand.cards)
+        state.discarded += discarded
         state.round = None
         state.round_number += 1
         state.phase = Phase.BETTING

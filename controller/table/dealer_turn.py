@@ -46,8 +46,11 @@ class DealerTurn(TablePart):
                     live = True
             if spot.insurance and not spot.insurance_settled:
                 unsettled = True
-            if any(w not in spot.side_settled for w in spot.wagers if w != "main"):
-                unsettled = True
+            if not unsettled:  # a side bet still open (a loop: no generator to make)
+                for wager in spot.wagers:
+                    if wager != "main" and wager not in spot.side_settled:
+                        unsettled = True
+                        break
         rnd.players_live = live
         plays = live or any(bonus_16.BET in s.wagers for s in rnd.spots.values())
         if any(spot.ez_bust for spot in rnd.spots.values()) and not self._ez_bust_push():
@@ -102,7 +105,7 @@ class DealerTurn(TablePart):
             self._prompt(
                 "dealer_stands",
                 f"Dealer breaks with {total.total}"
-                if total.is_bust
+                if total.total > 21
                 else f"Dealer stands on {total.total}",
             )
         self._settle_round()

@@ -61,9 +61,13 @@ class SideBetResult:
 
 def require_cards(cards: object, count: int, what: str) -> None:
     """Refuse anything but exactly ``count`` Card objects for ``what``."""
-    items = tuple(cards) if isinstance(cards, tuple | list) else None
-    if items is None or len(items) != count or not all(isinstance(c, Card) for c in items):
-        raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
+    if isinstance(cards, tuple | list) and len(cards) == count:
+        for card in cards:  # a loop, not all() over a generator: a hot path
+            if not isinstance(card, Card):
+                break
+        else:
+            return
+    raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
 
 
 def require_stake(stake: object, what: str) -> int:
