@@ -7,6 +7,7 @@
   message, and the round's recall record holds the very payload the message carries.
 - The hand in action's prompt, remembered per table: every prompt a replay shows equals the
   prompt computed afresh from the same state with an empty memo, on every profile.
+- ``settle_hand`` asks whether the dealer must still draw without ``dealer_must_hit``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import pytest
 from controller.errors import WagerError
 from controller.fast_init import PATCHED, fast_init
 from controller.games import available_games, load_game
-from controller.rules.cards import parse_cards
-from controller.rules.settlement import PlayerHand
+from controller.rules.cards import Card, Rank, Suit, parse_cards
+from controller.rules.hand import dealer_must_hit
+from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import Table, TableSettings
 from controller.table.effects import Prompt, Publish, Record, Step
 from controller.table.state import Phase
@@ -144,3 +146,27 @@ def test_remembered_hand_prompts_equal_fresh_ones(game):
             assert fresh._hand_prompt(rnd.spots[spot_no], index) == remembered
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_settle_hand_refuses_an_unfinished_dealer_as_dealer_must_hit(game):
+    """settle_hand asks whether the dealer must still draw from the total it counted, not
+    through dealer_must_hit: the two agree on every dealer hand of two and three ranks."""
+    rules = load_game(game)
+    house = rules.dealer
+    ranks = [Card(rank, Suit.CLUBS) for rank in Rank]
+    hands = [(a, b) for a in ranks for b in ranks] + [
+        (a, b, c) for a in ranks for b in ranks for c in ranks
+    ]
+    player = PlayerHand(parse_cards("10S,8D"), 1000)
+    for dealer in hands:
+        must = dealer_must_hit(
+            dealer, hit_soft_17=house.hit_soft_17, stop_on_16=house.ends_on_16
+        )
+        try:
+            settle_hand(player, dealer, rules)
+        except WagerError as exc:
+            assert must, (dealer, exc)
+            assert "not finished" in str(exc)
+        else:
+            assert not must, dealer

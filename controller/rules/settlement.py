@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from controller.errors import WagerError
 from controller.fast_init import fast_init
 from controller.rules.cards import Card
-from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
+from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import BetResult, SideBetResult, require_stake
@@ -169,7 +169,7 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             "surrender: half the wager returned",
         )
         return [line]
-    if hand.is_blackjack:
+    if is_blackjack(hand.cards, from_split=hand.from_split):  # hand.is_blackjack, no property
         if len(dealer) < 2 and (not dealer or dealer[0].value in (1, 10)):
             raise WagerError("the dealer's second card decides this blackjack: settle after it")
         if dealer_bj:
@@ -181,9 +181,17 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             _lose(name, stake, f"player breaks with {player.total}")
             for name, stake in stakes.items()
         ]
-    if dealer_must_hit(
-        dealer, hit_soft_17=rules.dealer.hit_soft_17, stop_on_16=rules.dealer.ends_on_16
-    ):
+    # dealer_must_hit(dealer, ...), from the total and natural counted above (a hot path)
+    house = rules.dealer
+    if len(dealer) < 2:
+        unfinished = True
+    elif dealer_bj or (dealer_total.total == 16 and house.ends_on_16):
+        unfinished = False
+    else:
+        unfinished = dealer_total.total < 17 or (
+            dealer_total.total == 17 and dealer_total.soft and house.hit_soft_17
+        )
+    if unfinished:
         raise WagerError(
             "the dealer's hand is not finished: settle after the dealer stands or breaks"
         )
