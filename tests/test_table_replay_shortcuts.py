@@ -160,9 +160,7 @@ def test_settle_hand_refuses_an_unfinished_dealer_as_dealer_must_hit(game):
     ]
     player = PlayerHand(parse_cards("10S,8D"), 1000)
     for dealer in hands:
-        must = dealer_must_hit(
-            dealer, hit_soft_17=house.hit_soft_17, stop_on_16=house.ends_on_16
-        )
+        must = dealer_must_hit(dealer, hit_soft_17=house.hit_soft_17, stop_on_16=house.ends_on_16)
         try:
             settle_hand(player, dealer, rules)
         except WagerError as exc:
