@@ -133,6 +133,8 @@ class Betting(TablePart):
                 "shuffle; burn one card first"
             )
         tie = any(c.startswith("blackjack_tie.") for c in self.circles)
+        fixed_amounts, amounts = self._fixed_amounts, state.amounts
+        main_minimum, side_minimum = self.settings.main_minimum, self.settings.side_minimum
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -146,7 +148,18 @@ class Betting(TablePart):
             if "main" not in placed:
                 orphans.extend((number, c) for c in placed)
                 continue
-            wagers = {c: self._wager_amount(number, c) for c in placed}
+            wagers = {}
+            for circle in placed:  # _wager_amount, without a call per circle
+                if circle in fixed_amounts:
+                    fixed = fixed_amounts[circle]
+                else:
+                    fixed = self._fixed_amount(circle)
+                if fixed is not None:
+                    wagers[circle] = fixed
+                else:
+                    wagers[circle] = amounts.get(
+                        (number, circle), main_minimum if circle == "main" else side_minimum
+                    )
             bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }

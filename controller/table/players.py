@@ -14,6 +14,16 @@ from controller.table.part import TablePart
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
+_ACTION_LIGHTS: dict[int, str] = {}
+
+
+def action_light(spot: int) -> str:
+    """The name of the light of ``spot`` in action, ``spot3.action`` (each made once)."""
+    name = _ACTION_LIGHTS.get(spot)
+    if name is None:
+        name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
+    return name
+
 
 class PlayersTurn(TablePart):
     """Hands in action in table order, each until it is done."""
@@ -69,12 +79,14 @@ class PlayersTurn(TablePart):
                     continue
                 rnd.in_action = (spot.number, index)
                 if previous and previous[0] != spot.number:
-                    self._light(f"spot{previous[0]}.action", "off")
-                self._light(f"spot{spot.number}.action", "on")
+                    self._light(action_light(previous[0]), "off")
+                light = action_light(spot.number)
+                if self.state.lights.get(light) != "on":  # as _light asks: mostly on already
+                    self._light(light, "on")
                 self._out.append(self._hand_prompt(spot, index))
                 return
         if previous:
-            self._light(f"spot{previous[0]}.action", "off")
+            self._light(action_light(previous[0]), "off")
         rnd.in_action = None
         self._dealer_turn()
 
