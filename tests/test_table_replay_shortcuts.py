@@ -8,6 +8,7 @@
 - The hand in action's prompt, remembered per table: every prompt a replay shows equals the
   prompt computed afresh from the same state with an empty memo, on every profile.
 - ``settle_hand`` asks whether the dealer must still draw without ``dealer_must_hit``.
+- Losing side-bet lines, remembered per table, equal the lines settled afresh.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import pytest
 from controller.errors import WagerError
 from controller.fast_init import PATCHED, fast_init
 from controller.games import available_games, load_game
+from controller.rules import sidebets
 from controller.rules.cards import Card, Rank, Suit, parse_cards
 from controller.rules.hand import dealer_must_hit
-from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.settlement import PlayerHand, settle_hand, settle_offered_side_bet
 from controller.table import Table, TableSettings
 from controller.table.effects import Prompt, Publish, Record, Step
 from controller.table.state import Phase
@@ -168,3 +170,21 @@ def test_settle_hand_refuses_an_unfinished_dealer_as_dealer_must_hit(game):
             assert "not finished" in str(exc)
         else:
             assert not must, dealer
+
+
+def _settle_side_bet_directly(self, spot, stake, result, wager=""):
+    self._settle(spot, settle_offered_side_bet(stake, result, self.rules), wager=wager)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_remembered_losing_side_bets_equal_settling_each(game, monkeypatch):
+    """Every step of a replay with the losing side-bet lines remembered equals the step of a
+    replay that settles each side bet afresh, and a shared losing result equals a new one."""
+    rules = load_game(game)
+    events = _bench().generate(rules, 40, 3).events
+    remembered = Table(rules, TableSettings(spots=7)).run(events)
+    monkeypatch.setattr(Table, "_settle_side_bet", _settle_side_bet_directly)
+    assert Table(rules, TableSettings(spots=7)).run(events) == remembered
+    assert sidebets.lost("lucky_ladies") == sidebets.SideBetResult(
+        "lucky_ladies", sidebets.BetResult.LOSE, "lose", "no qualifying hand"
+    )

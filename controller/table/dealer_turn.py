@@ -9,7 +9,7 @@ from typing import Any
 from controller.errors import WagerError
 from controller.rules.cards import Card
 from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
-from controller.rules.settlement import settle_hand, settle_offered_side_bet
+from controller.rules.settlement import settle_hand
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
 from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
 from controller.table.events import Event
@@ -142,14 +142,12 @@ class DealerTurn(TablePart):
                     )
                 else:  # pragma: no cover - lockout latches only offered circles
                     raise WagerError(f"no settlement for {wager}")
-                self._settle(
-                    spot.number, settle_offered_side_bet(stake, result, rules), wager=wager
-                )
+                self._settle_side_bet(spot.number, stake, result, wager)
             if spot.ez_bust and bets.ez_bust is not None:
                 result = ez_bust.evaluate(
                     dealer, all_player_hands_busted=self._ez_bust_push(), rules=bets.ez_bust
                 )
-                self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
+                self._settle_side_bet(spot.number, spot.ez_bust, result)
         self._finish_round()
 
     def _hit_claim(self, line: dict[str, Any]) -> Publish:

@@ -179,6 +179,7 @@ class Table(
         self._event: ev.Event | None = None
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
         self._hand_prompts: dict[tuple[object, ...], Prompt] = {}  # prompts._hand_prompt
+        self._side_lost: dict[tuple[object, ...], tuple[Effect, ...]] = {}  # procedure
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
         self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle

@@ -41,6 +41,7 @@ class TablePart:
     _handlers: dict[type, Any]
     _choices_memo: dict[tuple[object, ...], str]
     _hand_prompts: dict[tuple[object, ...], Prompt]
+    _side_lost: dict[tuple[object, ...], tuple[Effect, ...]]
     _carried_made: dict[tuple[Any, ...], ev.Event]
     _fixed_amounts: dict[str, int | None]
     _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]

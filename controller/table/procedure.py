@@ -24,7 +24,14 @@ from controller.rules.settlement import (
     settle_insurance,
     settle_offered_side_bet,
 )
-from controller.rules.sidebets import blazing_7s, ez_bust, lucky_ladies, xtreme
+from controller.rules.sidebets import (
+    BetResult,
+    SideBetResult,
+    blazing_7s,
+    ez_bust,
+    lucky_ladies,
+    xtreme,
+)
 from controller.table import events as ev
 from controller.table.effects import Prompt, Settled
 from controller.table.part import TablePart
@@ -34,6 +41,11 @@ from controller.table.view import bet_name, settlement_prompt
 SETTLED_KEPT = 4096
 """Settlement lines a table remembers with their prompts (:meth:`Procedure._settle`): a
 replay of 1,000 seeded rounds makes 14,944 lines, 4,215 of them different."""
+
+
+SIDE_LOST_KEPT = 1024
+"""Losing side-bet lines a table remembers with their prompts
+(:meth:`Procedure._settle_side_bet`)."""
 
 
 class Procedure(TablePart):
@@ -82,6 +94,31 @@ class Procedure(TablePart):
                 made.clear()
             pair = made[key] = (settled, Prompt("pay", settlement_prompt(settled), spot))
         self._out.extend(pair)
+
+    def _settle_side_bet(
+        self, spot: int, stake: int, result: SideBetResult, wager: str = ""
+    ) -> None:
+        """Settle a side bet's ``result`` on the terms of the rules
+        (:func:`~controller.rules.settlement.settle_offered_side_bet`) with :meth:`_settle`.
+
+        Most side bets lose: a losing line's effects are remembered per table by everything
+        they are made of (the spot, the wager, the bet, a plain int stake and the result's
+        words; at most :data:`SIDE_LOST_KEPT`, then forgotten at once) and shared."""
+        if result.result is not BetResult.LOSE or type(stake) is not int:
+            self._settle(spot, settle_offered_side_bet(stake, result, self.rules), wager=wager)
+            return
+        key = (spot, wager, result.bet, stake, result.outcome, result.label)
+        made = self._side_lost
+        effects = made.get(key)
+        if effects is None:
+            out = self._out
+            start = len(out)
+            self._settle(spot, settle_offered_side_bet(stake, result, self.rules), wager=wager)
+            if len(made) >= SIDE_LOST_KEPT:
+                made.clear()
+            made[key] = tuple(out[start:])
+        else:
+            self._out.extend(effects)
 
     def _deal_to(self, recipient: int, card: Card) -> None:
         rnd = self.state.round
@@ -136,7 +173,7 @@ class Procedure(TablePart):
             else:
                 continue
             spot.side_settled.add(wager)
-            self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+            self._settle_side_bet(spot.number, stake, result)
 
     def _pay_blackjacks(self, why: str) -> None:
         rnd = self.state.round
@@ -185,7 +222,7 @@ class Procedure(TablePart):
             if section is not None and stake and lucky_ladies.BET not in spot.side_settled:
                 spot.side_settled.add(lucky_ladies.BET)
                 result = lucky_ladies.evaluate(spot.first_two, dealer_blackjack, section)
-                self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+                self._settle_side_bet(spot.number, stake, result)
 
     def _close_insurance(self) -> None:
         self._prompt("insurance_closed", "Insurance closed")

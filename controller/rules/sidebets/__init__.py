@@ -77,9 +77,18 @@ def require_stake(stake: object, what: str) -> int:
     return stake
 
 
+_LOST: dict[tuple[str, str], SideBetResult] = {}
+
+
 def lost(bet: str, label: str = "no qualifying hand") -> SideBetResult:
-    """A losing result for ``bet``."""
-    return SideBetResult(bet, BetResult.LOSE, "lose", label)
+    """A losing result for ``bet`` (made once per bet and label, then shared: results are
+    immutable values, and most side bets lose)."""
+    result = _LOST.get((bet, label))
+    if result is None:
+        if len(_LOST) >= 1024:  # labels are a few per bet: never, in practice
+            _LOST.clear()
+        result = _LOST[(bet, label)] = SideBetResult(bet, BetResult.LOSE, "lose", label)
+    return result
 
 
 def won(bet: str, outcome: str, labels: dict[str, str], pays: dict[str, Pay]) -> SideBetResult:
