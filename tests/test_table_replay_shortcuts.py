@@ -9,6 +9,7 @@
   prompt computed afresh from the same state with an empty memo, on every profile.
 - ``settle_hand`` asks whether the dealer must still draw without ``dealer_must_hit``.
 - Losing side-bet lines, remembered per table, equal the lines settled afresh.
+- A settlement line's prompt, written when first read, has the words written at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+import itertools
 import pickle
 from pathlib import Path
 
@@ -29,8 +31,9 @@ from controller.rules.cards import Card, Rank, Suit, parse_cards
 from controller.rules.hand import dealer_must_hit
 from controller.rules.settlement import PlayerHand, settle_hand, settle_offered_side_bet
 from controller.table import Table, TableSettings
-from controller.table.effects import Prompt, Publish, Record, Step
+from controller.table.effects import Prompt, Publish, Record, Settled, Step
 from controller.table.state import Phase
+from controller.table.view import settlement_prompt
 
 GAMES = sorted(available_games())
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "replay_rounds.py"
@@ -188,3 +191,21 @@ def test_remembered_losing_side_bets_equal_settling_each(game, monkeypatch):
     assert sidebets.lost("lucky_ladies") == sidebets.SideBetResult(
         "lucky_ladies", sidebets.BetResult.LOSE, "lose", "no qualifying hand"
     )
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_settlement_prompts_written_when_read_equal_the_eager_words(game):
+    """Each settlement line's prompt, written when first read, has the words
+    settlement_prompt gives its line (a string, equal and hashed as an eager prompt)."""
+    rules = load_game(game)
+    table = Table(rules, TableSettings(spots=7))
+    lines = 0
+    for step in table.run(_bench().generate(rules, 30, 4).events):
+        effects = step.effects
+        for line, prompt in itertools.pairwise(effects):
+            if isinstance(line, Settled) and isinstance(prompt, Prompt):
+                eager = Prompt("pay", settlement_prompt(line), line.spot)
+                assert prompt == eager and hash(prompt) == hash(eager)
+                assert type(prompt.text) is str and prompt.to_dict() == eager.to_dict()
+                lines += 1
+    assert lines > 100

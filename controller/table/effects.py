@@ -263,6 +263,9 @@ def _built_when_read(cls: type, name: str, doc: str) -> None:
 # built when first read (:func:`_built_when_read`).
 _built_when_read(Record, "data", "The record's JSON data.")
 _built_when_read(Publish, "payload", "The message's JSON data.")
+# A settlement line's prompt (the words "Pay spot 3 main wager: $25.00") is written when first
+# read: the display and the journal read it, a replay does not.
+_built_when_read(Prompt, "text", "The prompt's words.")
 
 
 EFFECT_KINDS: dict[str, type[Effect]] = {

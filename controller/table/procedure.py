@@ -9,6 +9,8 @@ everything before they change anything, so a refused event leaves the state as i
 
 from __future__ import annotations
 
+import functools
+
 from controller.errors import ProcedureError, WagerError
 from controller.rules import actions
 from controller.rules.cards import Card
@@ -33,7 +35,7 @@ from controller.rules.sidebets import (
     xtreme,
 )
 from controller.table import events as ev
-from controller.table.effects import Prompt, Settled
+from controller.table.effects import Later, Prompt, Settled
 from controller.table.part import TablePart
 from controller.table.state import DEALER, Phase, SpotInPlay
 from controller.table.view import bet_name, settlement_prompt
@@ -92,7 +94,9 @@ class Procedure(TablePart):
             )
             if len(made) >= SETTLED_KEPT:
                 made.clear()
-            pair = made[key] = (settled, Prompt("pay", settlement_prompt(settled), spot))
+            # Its words are written when first read (a replay reads none of them).
+            words = Later(functools.partial(settlement_prompt, settled))
+            pair = made[key] = (settled, Prompt("pay", words, spot))  # type: ignore[arg-type]
         self._out.extend(pair)
 
     def _settle_side_bet(
