@@ -10,6 +10,7 @@
 - ``settle_hand`` asks whether the dealer must still draw without ``dealer_must_hit``.
 - Losing side-bet lines, remembered per table, equal the lines settled afresh.
 - A settlement line's prompt, written when first read, has the words written at once.
+- The prompt of a hand that stands, remembered, equals the prompt made afresh.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from controller.rules import sidebets
 from controller.rules.cards import Card, Rank, Suit, parse_cards
 from controller.rules.hand import dealer_must_hit
 from controller.rules.settlement import PlayerHand, settle_hand, settle_offered_side_bet
-from controller.table import Table, TableSettings
+from controller.table import Table, TableSettings, players
 from controller.table.effects import Prompt, Publish, Record, Settled, Step
 from controller.table.state import Phase
 from controller.table.view import settlement_prompt
@@ -209,3 +210,20 @@ def test_settlement_prompts_written_when_read_equal_the_eager_words(game):
                 assert type(prompt.text) is str and prompt.to_dict() == eager.to_dict()
                 lines += 1
     assert lines > 100
+
+
+class _Forgetful(dict):
+    """A memo that remembers nothing: every prompt is made afresh."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_remembered_stand_prompts_equal_fresh_ones(game, monkeypatch):
+    rules = load_game(game)
+    events = _bench().generate(rules, 40, 6).events
+    remembered = Table(rules, TableSettings(spots=7)).run(events)
+    monkeypatch.setattr(players, "_STANDS", _Forgetful())
+    assert Table(rules, TableSettings(spots=7)).run(events) == remembered
+    assert any(e.code == "stand" for s in remembered for e in s.effects if isinstance(e, Prompt))

@@ -10,11 +10,14 @@ from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
+from controller.table.effects import Prompt
 from controller.table.part import TablePart
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
 _ACTION_LIGHTS: dict[int, str] = {}
+_STANDS: dict[tuple[int, int, int, int], Prompt] = {}
+"""The prompts of hands that stand, by spot, hand, hands at the spot and total."""
 
 
 def action_light(spot: int) -> str:
@@ -211,6 +214,14 @@ class PlayersTurn(TablePart):
                 f"({'double down' if hand.double_down else 'split hand'})"
             )
         hand.stood = True
-        where = hand_words(spot_no, index, len(rnd.spots[spot_no].hands))
-        self._prompt("stand", f"{where.capitalize()} stands on {hand.total}", spot_no)
+        # The same few prompts (a spot, its hands, a total): each made once per table.
+        key = (spot_no, index, len(rnd.spots[spot_no].hands), hand_total(hand.cards).total)
+        prompt = _STANDS.get(key)
+        if prompt is None:
+            where = hand_words(spot_no, index, key[2])
+            prompt = Prompt("stand", f"{where.capitalize()} stands on {key[3]}", spot_no)
+            if len(_STANDS) >= 4096:
+                _STANDS.clear()
+            _STANDS[key] = prompt
+        self._out.append(prompt)
         self._advance()
