@@ -210,12 +210,12 @@ class Publish(Effect):
 
 
 class Later:
-    """Data not built yet: ``build()`` makes it when it is first read (see
-    :meth:`Record.later`)."""
+    """A field's value not built yet: ``build()`` makes it when it is first read (see
+    :meth:`Record.later`, :meth:`Publish.later`; a settlement line's prompt text)."""
 
     __slots__ = ("build",)
 
-    def __init__(self, build: Callable[[], dict[str, Any]]):
+    def __init__(self, build: Callable[[], Any]):
         self.build = build
 
 
