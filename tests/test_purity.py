@@ -25,6 +25,7 @@ PURE_MODULES = [
     RULES.parent.parent / "jackpot" / "config.py",  # the jackpot config's dataclasses
     RULES.parent.parent / "jackpot" / "config_read.py",  # reading it (the file's text only)
     RULES.parent / "backoff.py",
+    RULES.parent / "fast_init.py",  # the core's frozen dataclasses' __init__
     RULES.parent / "runtime" / "watch.py",  # fault watchers: health samples in, events out
     RULES.parent / "demo" / "autopilot.py",  # the demo's dealer and players
     RULES.parent / "demo" / "strategy.py",

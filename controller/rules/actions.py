@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controller.errors import RuleViolation
+from controller.fast_init import fast_init
 from controller.rules.cards import Card
 from controller.rules.hand import hand_total, is_blackjack, is_pair
 from controller.rules.pays import format_cents
 from controller.rules.profile import HouseRules
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HandState:
     """What the rules need to know of a hand in play."""

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controller.errors import WagerError
+from controller.fast_init import fast_init
 from controller.rules.cards import Card
-from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
+from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import BetResult, SideBetResult, require_stake
@@ -33,6 +34,7 @@ class Outcome(enum.Enum):
     SURRENDER = "surrender"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """One settled wager, amounts in cents.
@@ -75,6 +77,7 @@ def _push(wager: str, stake: int, reason: str) -> Settlement:
 EVEN = Odds(1, 1)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PlayerHand:
     """A player's finished hand and the wagers on it (cents).
@@ -137,7 +140,10 @@ def settle_hand(
     produce no settlement line.
     """
     lines = _settle_hand(hand, tuple(dealer_cards), rules)
-    return [line for line in lines if line.stake > 0]
+    for line in lines:
+        if line.stake <= 0:
+            return [line for line in lines if line.stake > 0]
+    return lines  # a new list already: most hands have no 0 stake
 
 
 def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
@@ -163,21 +169,29 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             "surrender: half the wager returned",
         )
         return [line]
-    if hand.is_blackjack:
+    if is_blackjack(hand.cards, from_split=hand.from_split):  # hand.is_blackjack, no property
         if len(dealer) < 2 and (not dealer or dealer[0].value in (1, 10)):
             raise WagerError("the dealer's second card decides this blackjack: settle after it")
         if dealer_bj:
             return [_push("main", hand.wager, "blackjack against dealer blackjack: push")]
         odds = rules.blackjack.pays
         return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
-    if player.is_bust:
+    if player.total > 21:  # bust (read without the property: a hot path)
         return [
             _lose(name, stake, f"player breaks with {player.total}")
             for name, stake in stakes.items()
         ]
-    if dealer_must_hit(
-        dealer, hit_soft_17=rules.dealer.hit_soft_17, stop_on_16=rules.dealer.ends_on_16
-    ):
+    # dealer_must_hit(dealer, ...), from the total and natural counted above (a hot path)
+    house = rules.dealer
+    if len(dealer) < 2:
+        unfinished = True
+    elif dealer_bj or (dealer_total.total == 16 and house.ends_on_16):
+        unfinished = False
+    else:
+        unfinished = dealer_total.total < 17 or (
+            dealer_total.total == 17 and dealer_total.soft and house.hit_soft_17
+        )
+    if unfinished:
         raise WagerError(
             "the dealer's hand is not finished: settle after the dealer stands or breaks"
         )
@@ -206,10 +220,11 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
             _push(name, stake, "dealer ends on 16: every wager pushes")
             for name, stake in stakes.items()
         ]
-    if dealer_total.is_bust or player.total > dealer_total.total:
+    dealer_bust = dealer_total.total > 21
+    if dealer_bust or player.total > dealer_total.total:
         why = (
             "dealer breaks"
-            if dealer_total.is_bust
+            if dealer_bust
             else f"{player.total} beats {dealer_total.total}"
         )
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]

@@ -43,7 +43,7 @@ class Betting(TablePart):
             state.amounts.pop(key, None)
         if state.phase not in IN_PROGRESS:
             return
-        spot = self._round.spots.get(event.spot)
+        spot = self.state.round.spots.get(event.spot)
         latched = spot is not None and event.circle in spot.wagers
         where = f"spot {event.spot} {bet_name(event.circle)}"
         light = f"spot{event.spot}.{event.circle}"
@@ -133,6 +133,8 @@ class Betting(TablePart):
                 "shuffle; burn one card first"
             )
         tie = any(c.startswith("blackjack_tie.") for c in self.circles)
+        fixed_amounts, amounts = self._fixed_amounts, state.amounts
+        main_minimum, side_minimum = self.settings.main_minimum, self.settings.side_minimum
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -146,7 +148,18 @@ class Betting(TablePart):
             if "main" not in placed:
                 orphans.extend((number, c) for c in placed)
                 continue
-            wagers = {c: self._wager_amount(number, c) for c in placed}
+            wagers = {}
+            for circle in placed:  # _wager_amount, without a call per circle
+                if circle in fixed_amounts:
+                    fixed = fixed_amounts[circle]
+                else:
+                    fixed = self._fixed_amount(circle)
+                if fixed is not None:
+                    wagers[circle] = fixed
+                else:
+                    wagers[circle] = amounts.get(
+                        (number, circle), main_minimum if circle == "main" else side_minimum
+                    )
             bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }

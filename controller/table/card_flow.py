@@ -85,7 +85,7 @@ class CardFlow(TablePart):
         state = self.state
         phase = state.phase
         if phase is Phase.DEALING:
-            self._deal_to(self._round.deal_queue[0], card)
+            self._deal_to(self.state.round.deal_queue[0], card)
         elif phase is Phase.INSURANCE:
             self._close_insurance()
             self._route(card)
@@ -93,7 +93,7 @@ class CardFlow(TablePart):
             self._close_ez_bust()
             self._route(card)
         elif phase is Phase.PLAYERS:
-            rnd = self._round
+            rnd = self.state.round
             assert rnd.in_action is not None
             spot_no, index = rnd.in_action
             if self._takes_card(self._hand(spot_no, index)):

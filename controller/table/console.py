@@ -54,10 +54,12 @@ class Console(TablePart):
                 "the supervisor key"
             )
         self._lights_off()
-        rnd = self._round
-        state.discarded += len(rnd.dealer) + sum(
-            len(hand.cards) for spot in rnd.spots.values() for hand in spot.hands
-        )
+        rnd = self.state.round
+        discarded = len(rnd.dealer)
+        for spot in rnd.spots.values():
+            for hand in spot.hands:
+                discarded += len(hand.cards)
+        state.discarded += discarded
         state.round = None
         state.round_number += 1
         state.phase = Phase.BETTING
@@ -103,7 +105,7 @@ class Console(TablePart):
                 self._prompt("burn", f"Misdeal: take {cards} out of play")
                 return
             raise ProcedureError(f"{what} refused: no round is in progress")
-        rnd = self._round
+        rnd = self.state.round
         rnd.void = "misdeal" if isinstance(event, Misdeal) else (event.reason or "voided")
         state.discarded += len(state.pending)
         state.pending.clear()
@@ -136,7 +138,7 @@ class Console(TablePart):
     def _void_line(self, spot: int, wager: str, stake: int, hand: int | None = None) -> None:
 
         line = Settled(
-            spot, wager, stake, "void", 0, stake, f"round void: {self._round.void}", hand
+            spot, wager, stake, "void", 0, stake, f"round void: {self.state.round.void}", hand
         )
         self._out.append(line)
         self._prompt("pay", settlement_prompt(line), spot)

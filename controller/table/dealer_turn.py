@@ -9,7 +9,7 @@ from typing import Any
 from controller.errors import WagerError
 from controller.rules.cards import Card
 from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
-from controller.rules.settlement import settle_hand, settle_offered_side_bet
+from controller.rules.settlement import settle_hand
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
 from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
 from controller.table.events import Event
@@ -26,14 +26,14 @@ class DealerTurn(TablePart):
     """The dealer's hand played out, then every wager settled."""
 
     def _reveal(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.hole_revealed = True
         total = hand_total(rnd.dealer)
         cards = " ".join(map(str, rnd.dealer))
         self._prompt("dealer_reveals", f"Dealer turns the hole card: {cards}, {total.total}")
 
     def _dealer_turn(self) -> None:
-        state, rnd = self.state, self._round
+        state, rnd = self.state, self.state.round
         state.phase = Phase.DEALER
         live = False
         unsettled = False
@@ -46,8 +46,11 @@ class DealerTurn(TablePart):
                     live = True
             if spot.insurance and not spot.insurance_settled:
                 unsettled = True
-            if any(w not in spot.side_settled for w in spot.wagers if w != "main"):
-                unsettled = True
+            if not unsettled:  # a side bet still open (a loop: no generator to make)
+                for wager in spot.wagers:
+                    if wager != "main" and wager not in spot.side_settled:
+                        unsettled = True
+                        break
         rnd.players_live = live
         plays = live or any(bonus_16.BET in s.wagers for s in rnd.spots.values())
         if any(spot.ez_bust for spot in rnd.spots.values()) and not self._ez_bust_push():
@@ -64,7 +67,7 @@ class DealerTurn(TablePart):
         count. A blackjack already paid is never a bust."""
         section = self.rules.side_bets.ez_bust
         reading = section.dealer_plays_out if section is not None else "for_open_hands"
-        rnd = self._round
+        rnd = self.state.round
         if reading == "for_open_hands":
             return not rnd.players_live
         hands = [hand for spot in rnd.spots.values() for hand in spot.hands]
@@ -73,7 +76,7 @@ class DealerTurn(TablePart):
         return all(hand.busted for hand in hands)
 
     def _dealer_needs_card(self) -> bool:
-        rnd = self._round
+        rnd = self.state.round
         if len(rnd.dealer) < 2:
             return rnd.dealer_needs_second
         return rnd.dealer_plays and dealer_must_hit(
@@ -83,14 +86,14 @@ class DealerTurn(TablePart):
         )
 
     def _dealer_card(self, card: Card) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.dealer.append(card)
         if len(rnd.dealer) == 2 and not rnd.hole_revealed:
             self._reveal()
         self._dealer_continue()
 
     def _dealer_continue(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         if self._dealer_needs_card():
             if len(rnd.dealer) < 2:
                 self._prompt("dealer_draws", "Deal the dealer's second card")
@@ -102,13 +105,13 @@ class DealerTurn(TablePart):
             self._prompt(
                 "dealer_stands",
                 f"Dealer breaks with {total.total}"
-                if total.is_bust
+                if total.total > 21
                 else f"Dealer stands on {total.total}",
             )
         self._settle_round()
 
     def _settle_round(self) -> None:
-        _state, rnd, rules = self.state, self._round, self.rules
+        _state, rnd, rules = self.state, self.state.round, self.rules
         dealer = tuple(rnd.dealer)
         dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
         bets = rules.side_bets
@@ -139,19 +142,17 @@ class DealerTurn(TablePart):
                     )
                 else:  # pragma: no cover - lockout latches only offered circles
                     raise WagerError(f"no settlement for {wager}")
-                self._settle(
-                    spot.number, settle_offered_side_bet(stake, result, rules), wager=wager
-                )
+                self._settle_side_bet(spot.number, stake, result, wager)
             if spot.ez_bust and bets.ez_bust is not None:
                 result = ez_bust.evaluate(
                     dealer, all_player_hands_busted=self._ez_bust_push(), rules=bets.ez_bust
                 )
-                self._settle(spot.number, settle_offered_side_bet(spot.ez_bust, result, rules))
+                self._settle_side_bet(spot.number, spot.ez_bust, result)
         self._finish_round()
 
     def _hit_claim(self, line: dict[str, Any]) -> Publish:
         """The claim of one settled meter line (``Settled.to_dict()``)."""
-        rnd = self._round
+        rnd = self.state.round
         spot = line["spot"]
         return Publish(
             "hit_claim",
@@ -174,7 +175,7 @@ class DealerTurn(TablePart):
         """Round settled (or void): publish the result, write the recall record. Both are
         built when first read (the link and the journal read them, a replay does not), from
         copies of the round's cards and its immutable effects."""
-        state, rnd = self.state, self._round
+        state, rnd = self.state, self.state.round
         state.phase = Phase.SETTLED
         rnd.in_action = None
         rnd.settled_t = state.now

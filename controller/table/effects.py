@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from controller.errors import EventError
+from controller.fast_init import fast_init
 
 LIGHT_STATES = ("on", "off", "blink")
 
@@ -81,6 +82,7 @@ class Light(Effect):
         return {"effect": "light", "name": self.name, "state": self.state}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Prompt(Effect):
     """Tell the dealer what to do next, in casino words."""
@@ -97,6 +99,7 @@ class Prompt(Effect):
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Alarm(Effect):
     """A procedure violation or device problem; ``action`` says what the dealer must do.
@@ -124,6 +127,7 @@ class AlarmCleared(Effect):
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Refused(Effect):
     """An event the procedure does not allow now; nothing changed."""
@@ -133,6 +137,7 @@ class Refused(Effect):
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Settled(Effect):
     """One wager settled: ``net = paid + returned - stake`` for the player.
@@ -181,6 +186,7 @@ class Settled(Effect):
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Publish(Effect):
     """A message for the jackpot controller: ``contribution``, ``round_result``,
@@ -204,12 +210,12 @@ class Publish(Effect):
 
 
 class Later:
-    """Data not built yet: ``build()`` makes it when it is first read (see
-    :meth:`Record.later`)."""
+    """A field's value not built yet: ``build()`` makes it when it is first read (see
+    :meth:`Record.later`, :meth:`Publish.later`; a settlement line's prompt text)."""
 
     __slots__ = ("build",)
 
-    def __init__(self, build: Callable[[], dict[str, Any]]):
+    def __init__(self, build: Callable[[], Any]):
         self.build = build
 
 
@@ -257,6 +263,9 @@ def _built_when_read(cls: type, name: str, doc: str) -> None:
 # built when first read (:func:`_built_when_read`).
 _built_when_read(Record, "data", "The record's JSON data.")
 _built_when_read(Publish, "payload", "The message's JSON data.")
+# A settlement line's prompt (the words "Pay spot 3 main wager: $25.00") is written when first
+# read: the display and the journal read it, a replay does not.
+_built_when_read(Prompt, "text", "The prompt's words.")
 
 
 EFFECT_KINDS: dict[str, type[Effect]] = {
@@ -312,6 +321,7 @@ def parse_effect(obj: Any) -> Effect:
     return cls(**values)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one event did: ``accepted`` (False: refused, nothing changed) and its effects.

@@ -179,6 +179,7 @@ class Table(
         self._event: ev.Event | None = None
         self._choices_memo: dict[tuple[object, ...], str] = {}  # prompts.choices_key
         self._hand_prompts: dict[tuple[object, ...], Prompt] = {}  # prompts._hand_prompt
+        self._side_lost: dict[tuple[object, ...], tuple[Effect, ...]] = {}  # procedure
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
         self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle
@@ -261,7 +262,9 @@ class Table(
             # The alarm light blinks while a card waits, the shoe or the table is faulted or
             # the door is open in a round; the table's lights hold no "off".
             if (
-                state.pending or state.shoe_fault or state.faults
+                state.pending
+                or state.shoe_fault
+                or state.faults
                 or (state.door_open and state.phase in IN_PROGRESS)
             ):
                 if state.lights.get("alarm") != "blink":

@@ -12,7 +12,7 @@ from controller.rules.profile import HouseRules
 from controller.table import events as ev
 from controller.table.effects import Alarm, Effect, Light, Prompt
 from controller.table.settings import TableSettings
-from controller.table.state import HandInPlay, RoundState, TableState
+from controller.table.state import HandInPlay, TableState
 
 _LIGHTS: dict[tuple[str, str], Light] = {}
 """Every :class:`Light` effect made so far, by name and state: a few per bet circle and spot
@@ -41,15 +41,10 @@ class TablePart:
     _handlers: dict[type, Any]
     _choices_memo: dict[tuple[object, ...], str]
     _hand_prompts: dict[tuple[object, ...], Prompt]
+    _side_lost: dict[tuple[object, ...], tuple[Effect, ...]]
     _carried_made: dict[tuple[Any, ...], ev.Event]
     _fixed_amounts: dict[str, int | None]
     _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]
-
-    @property
-    def _round(self) -> RoundState:
-        rnd = self.state.round
-        assert rnd is not None
-        return rnd
 
     def _prompt(self, code: str, text: str, spot: int | None = None) -> None:
         self._out.append(Prompt(code, text, spot))
@@ -87,7 +82,7 @@ class TablePart:
             out.append(light)
 
     def _hand(self, spot: int, hand: int) -> HandInPlay:
-        return self._round.spots[spot].hands[hand]
+        return self.state.round.spots[spot].hands[hand]  # type: ignore[union-attr]
 
     def _hand_state(self, hand: HandInPlay) -> HandState:
         return HandState(

@@ -10,9 +10,22 @@ from controller.rules.hand import hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
+from controller.table.effects import Prompt
 from controller.table.part import TablePart
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
+
+_ACTION_LIGHTS: dict[int, str] = {}
+_STANDS: dict[tuple[int, int, int, int], Prompt] = {}
+"""The prompts of hands that stand, by spot, hand, hands at the spot and total."""
+
+
+def action_light(spot: int) -> str:
+    """The name of the light of ``spot`` in action, ``spot3.action`` (each made once)."""
+    name = _ACTION_LIGHTS.get(spot)
+    if name is None:
+        name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
+    return name
 
 
 class PlayersTurn(TablePart):
@@ -30,7 +43,7 @@ class PlayersTurn(TablePart):
         if hand.double_down:
             return len(hand.cards) >= 3
         count = hand_total(hand.cards)
-        if count.is_bust:
+        if count.total > 21:  # bust (read without the property: a hot path)
             return True
         if count.total == 21:
             # a split hand's two-card 21 is no natural: it stays open for its Double Up
@@ -49,7 +62,7 @@ class PlayersTurn(TablePart):
         """Put the first unfinished hand in action, or start the dealer's turn. It runs after
         every card and decision of the players' turn, so the hand in action is prompted each
         time with its total as it is now and only the choices the rules allow now."""
-        rnd = self._round
+        rnd = self.state.round
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
         # in action; a split starts the search afresh): the search starts at it.
@@ -69,12 +82,14 @@ class PlayersTurn(TablePart):
                     continue
                 rnd.in_action = (spot.number, index)
                 if previous and previous[0] != spot.number:
-                    self._light(f"spot{previous[0]}.action", "off")
-                self._light(f"spot{spot.number}.action", "on")
+                    self._light(action_light(previous[0]), "off")
+                light = action_light(spot.number)
+                if self.state.lights.get(light) != "on":  # as _light asks: mostly on already
+                    self._light(light, "on")
                 self._out.append(self._hand_prompt(spot, index))
                 return
         if previous:
-            self._light(f"spot{previous[0]}.action", "off")
+            self._light(action_light(previous[0]), "off")
         rnd.in_action = None
         self._dealer_turn()
 
@@ -85,15 +100,16 @@ class PlayersTurn(TablePart):
 
     def _give(self, spot_no: int, index: int, card: Card) -> None:
         """A card to a player's hand in action (second card of a split hand, hit or double)."""
-        spot = self._round.spots[spot_no]
+        spot = self.state.round.spots[spot_no]
         hand = spot.hands[index]
         hand.cards.append(card)
         count = hand_total(hand.cards)
-        if count.is_bust:
+        if count.total > 21:  # bust
             where = hand_words(spot_no, index, len(spot.hands))
             self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
             hand.settled = True
-            for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+            dealer = self.state.round.dealer
+            for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
                 self._settle(spot_no, line, index)
         self._advance()
 
@@ -120,7 +136,7 @@ class PlayersTurn(TablePart):
             raise ProcedureError(
                 f"{what} refused: no player is in action now ({phase.value.replace('_', ' ')})"
             )
-        rnd = self._round
+        rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
         if event.spot not in (spot_no, IN_ACTION):
@@ -172,22 +188,23 @@ class PlayersTurn(TablePart):
             f"{format_cents(hand.wager)} on the new hand",
             spot.number,
         )
-        self._round.in_action = None  # the prompt for the first hand's second card follows
+        self.state.round.in_action = None  # the prompt for the first hand's second card follows
         self._advance()
 
     def _on_surrender(self, event: ev.Surrender) -> None:
         spot, index, hand = self._acting(event, "surrender")
         actions.check_surrender(
-            self._hand_state(hand), self.rules, dealer_checked=self._round.dealer_checked
+            self._hand_state(hand), self.rules, dealer_checked=self.state.round.dealer_checked
         )
         hand.surrendered = True
         hand.settled = True
-        for line in settle_hand(self._player_hand(hand, index), self._round.dealer, self.rules):
+        dealer = self.state.round.dealer
+        for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
             self._settle(spot.number, line, index)
         self._advance()
 
     def _stand(self) -> None:
-        rnd = self._round
+        rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
         hand = self._hand(spot_no, index)
@@ -197,6 +214,14 @@ class PlayersTurn(TablePart):
                 f"({'double down' if hand.double_down else 'split hand'})"
             )
         hand.stood = True
-        where = hand_words(spot_no, index, len(rnd.spots[spot_no].hands))
-        self._prompt("stand", f"{where.capitalize()} stands on {hand.total}", spot_no)
+        # The same few prompts (a spot, its hands, a total): each made once per table.
+        key = (spot_no, index, len(rnd.spots[spot_no].hands), hand_total(hand.cards).total)
+        prompt = _STANDS.get(key)
+        if prompt is None:
+            where = hand_words(spot_no, index, key[2])
+            prompt = Prompt("stand", f"{where.capitalize()} stands on {key[3]}", spot_no)
+            if len(_STANDS) >= 4096:
+                _STANDS.clear()
+            _STANDS[key] = prompt
+        self._out.append(prompt)
         self._advance()

@@ -9,6 +9,8 @@ everything before they change anything, so a refused event leaves the state as i
 
 from __future__ import annotations
 
+import functools
+
 from controller.errors import ProcedureError, WagerError
 from controller.rules import actions
 from controller.rules.cards import Card
@@ -24,9 +26,16 @@ from controller.rules.settlement import (
     settle_insurance,
     settle_offered_side_bet,
 )
-from controller.rules.sidebets import blazing_7s, ez_bust, lucky_ladies, xtreme
+from controller.rules.sidebets import (
+    BetResult,
+    SideBetResult,
+    blazing_7s,
+    ez_bust,
+    lucky_ladies,
+    xtreme,
+)
 from controller.table import events as ev
-from controller.table.effects import Prompt, Settled
+from controller.table.effects import Later, Prompt, Settled
 from controller.table.part import TablePart
 from controller.table.state import DEALER, Phase, SpotInPlay
 from controller.table.view import bet_name, settlement_prompt
@@ -34,6 +43,11 @@ from controller.table.view import bet_name, settlement_prompt
 SETTLED_KEPT = 4096
 """Settlement lines a table remembers with their prompts (:meth:`Procedure._settle`): a
 replay of 1,000 seeded rounds makes 14,944 lines, 4,215 of them different."""
+
+
+SIDE_LOST_KEPT = 1024
+"""Losing side-bet lines a table remembers with their prompts
+(:meth:`Procedure._settle_side_bet`)."""
 
 
 class Procedure(TablePart):
@@ -80,11 +94,38 @@ class Procedure(TablePart):
             )
             if len(made) >= SETTLED_KEPT:
                 made.clear()
-            pair = made[key] = (settled, Prompt("pay", settlement_prompt(settled), spot))
+            # Its words are written when first read (a replay reads none of them).
+            words = Later(functools.partial(settlement_prompt, settled))
+            pair = made[key] = (settled, Prompt("pay", words, spot))  # type: ignore[arg-type]
         self._out.extend(pair)
 
+    def _settle_side_bet(
+        self, spot: int, stake: int, result: SideBetResult, wager: str = ""
+    ) -> None:
+        """Settle a side bet's ``result`` on the terms of the rules
+        (:func:`~controller.rules.settlement.settle_offered_side_bet`) with :meth:`_settle`.
+
+        Most side bets lose: a losing line's effects are remembered per table by everything
+        they are made of (the spot, the wager, the bet, a plain int stake and the result's
+        words; at most :data:`SIDE_LOST_KEPT`, then forgotten at once) and shared."""
+        if result.result is not BetResult.LOSE or type(stake) is not int:
+            self._settle(spot, settle_offered_side_bet(stake, result, self.rules), wager=wager)
+            return
+        key = (spot, wager, result.bet, stake, result.outcome, result.label)
+        made = self._side_lost
+        effects = made.get(key)
+        if effects is None:
+            out = self._out
+            start = len(out)
+            self._settle(spot, settle_offered_side_bet(stake, result, self.rules), wager=wager)
+            if len(made) >= SIDE_LOST_KEPT:
+                made.clear()
+            made[key] = tuple(out[start:])
+        else:
+            self._out.extend(effects)
+
     def _deal_to(self, recipient: int, card: Card) -> None:
-        rnd = self._round
+        rnd = self.state.round
         rnd.deal_queue.remove(recipient)
         if recipient == DEALER:
             rnd.dealer.append(card)
@@ -96,7 +137,7 @@ class Procedure(TablePart):
             self._after_initial_deal()
 
     def _after_initial_deal(self) -> None:
-        rules, rnd = self.rules, self._round
+        rules, rnd = self.rules, self.state.round
         up = rnd.dealer[0]
         can_have_blackjack = up.value in (1, 10)
         for spot in rnd.spots.values():
@@ -136,10 +177,10 @@ class Procedure(TablePart):
             else:
                 continue
             spot.side_settled.add(wager)
-            self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+            self._settle_side_bet(spot.number, stake, result)
 
     def _pay_blackjacks(self, why: str) -> None:
-        rnd = self._round
+        rnd = self.state.round
         up = rnd.dealer[0]
         for spot in rnd.spots.values():
             hand = spot.hands[0]
@@ -154,7 +195,7 @@ class Procedure(TablePart):
 
     def _check_dealer_blackjack(self) -> None:
         """The peek (where the profile has one), then the players' turn."""
-        rnd, rules = self._round, self.rules
+        rnd, rules = self.state.round, self.rules
         up = rnd.dealer[0]
         if up.value in (1, 10) and rules.dealer.peek == "electronic" and len(rnd.dealer) == 2:
             if is_blackjack(rnd.dealer):
@@ -171,7 +212,7 @@ class Procedure(TablePart):
         self._start_players()
 
     def _settle_insurance(self, dealer_blackjack: bool) -> None:
-        for spot in self._round.spots.values():
+        for spot in self.state.round.spots.values():
             if spot.insurance and not spot.insurance_settled:
                 spot.insurance_settled = True
                 self._settle(
@@ -180,12 +221,12 @@ class Procedure(TablePart):
 
     def _settle_lucky_ladies(self, dealer_blackjack: bool) -> None:
         section = self.rules.side_bets.lucky_ladies
-        for spot in self._round.spots.values():
+        for spot in self.state.round.spots.values():
             stake = spot.wagers.get(lucky_ladies.BET)
             if section is not None and stake and lucky_ladies.BET not in spot.side_settled:
                 spot.side_settled.add(lucky_ladies.BET)
                 result = lucky_ladies.evaluate(spot.first_two, dealer_blackjack, section)
-                self._settle(spot.number, settle_offered_side_bet(stake, result, self.rules))
+                self._settle_side_bet(spot.number, stake, result)
 
     def _close_insurance(self) -> None:
         self._prompt("insurance_closed", "Insurance closed")
@@ -207,7 +248,7 @@ class Procedure(TablePart):
                 f"{what} refused: the EZ Bust offer is not open (it opens only when the dealer "
                 "shows 2-6, after the initial deal, and closes at the first player card)"
             )
-        spot = self._round.spots.get(event.spot)
+        spot = self.state.round.spots.get(event.spot)
         if spot is None:
             raise ProcedureError(f"{what} refused: spot {event.spot} has no main wager this round")
         return spot
@@ -233,7 +274,7 @@ class Procedure(TablePart):
                 f"even money refused: spot {spot.number} already has insurance or even money"
             )
         hand = spot.hands[0]
-        actions.check_even_money(hand.cards, self._round.dealer[0], self.rules)
+        actions.check_even_money(hand.cards, self.state.round.dealer[0], self.rules)
         spot.even_money = True
         hand.settled = True
         self._settle(spot.number, settle_even_money(hand.wager), 0)

@@ -96,7 +96,7 @@ class Prompts(TablePart):
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
         total = hand_total(hand.cards)
         hands = len(spot.hands)
-        key = choices_key(hand, total.total, hands, self._round.dealer_checked)
+        key = choices_key(hand, total.total, hands, self.state.round.dealer_checked)
         # The same prompts come again and again: each is made once per table and shared,
         # remembered by what its words are made of (at most HAND_PROMPTS_KEPT, then
         # forgotten at once). The choices' key holds the hands at the spot.
@@ -191,7 +191,7 @@ class Prompts(TablePart):
         """The decisions the rules allow ``hand`` (whose count is ``total``) now, as the
         prompt lists them: looked up in the table's memo (:func:`choices_key`), asked of the
         rules (:func:`allowed_choices`) the first time."""
-        dealer_checked = self._round.dealer_checked
+        dealer_checked = self.state.round.dealer_checked
         key = choices_key(hand, total, len(spot.hands), dealer_checked)
         memo = self._choices_memo
         words = memo.get(key) if key is not None else None

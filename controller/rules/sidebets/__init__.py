@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 
 from controller.errors import CardError, WagerError
+from controller.fast_init import fast_init
 from controller.rules.cards import Card
 from controller.rules.pays import Pay
 
@@ -41,6 +42,7 @@ class BetResult(enum.Enum):
     PUSH = "push"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SideBetResult:
     """The result of one side bet: ``outcome`` is the paytable key (``"matched_20"``),
@@ -59,9 +61,13 @@ class SideBetResult:
 
 def require_cards(cards: object, count: int, what: str) -> None:
     """Refuse anything but exactly ``count`` Card objects for ``what``."""
-    items = tuple(cards) if isinstance(cards, tuple | list) else None
-    if items is None or len(items) != count or not all(isinstance(c, Card) for c in items):
-        raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
+    if isinstance(cards, tuple | list) and len(cards) == count:
+        for card in cards:  # a loop, not all() over a generator: a hot path
+            if not isinstance(card, Card):
+                break
+        else:
+            return
+    raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
 
 
 def require_stake(stake: object, what: str) -> int:
@@ -71,9 +77,18 @@ def require_stake(stake: object, what: str) -> int:
     return stake
 
 
+_LOST: dict[tuple[str, str], SideBetResult] = {}
+
+
 def lost(bet: str, label: str = "no qualifying hand") -> SideBetResult:
-    """A losing result for ``bet``."""
-    return SideBetResult(bet, BetResult.LOSE, "lose", label)
+    """A losing result for ``bet`` (made once per bet and label, then shared: results are
+    immutable values, and most side bets lose)."""
+    result = _LOST.get((bet, label))
+    if result is None:
+        if len(_LOST) >= 1024:  # labels are a few per bet: never, in practice
+            _LOST.clear()
+        result = _LOST[(bet, label)] = SideBetResult(bet, BetResult.LOSE, "lose", label)
+    return result
 
 
 def won(bet: str, outcome: str, labels: dict[str, str], pays: dict[str, Pay]) -> SideBetResult:
