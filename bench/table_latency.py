@@ -29,6 +29,7 @@ per prompt card, the daemon's CPU and context switches (``/proc/PID/task/*/statu
 thread) per journaled event while dealing, and its context switches a second while idle.
 
     .venv/bin/python bench/table_latency.py [--quick] [--rounds N] [--pace-ms MS] [--idle-s S]
+        [--save FILE]
 
 The last line is ``prompt_p50_ms=... prompt_p99_ms=... outbox_p50_ms=... outbox_p99_ms=...
 rss_mb=... idle_cpu_pct=...``; exit 1 if a card is missing from the trace, an event is refused
@@ -462,6 +463,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--profile", type=Path, help="run the daemon under cProfile (its loop's thread) into FILE"
     )
+    p.add_argument(
+        "--save",
+        type=Path,
+        help="write each card's trace record, with its frame's sent_ns, "
+        "to FILE (JSON lines: to line the tail up with perf sched or strace, -k monotonic)",
+    )
     args = p.parse_args(argv)
     rounds = args.rounds or (6 if args.quick else 30)
     idle_s = args.idle_s or (3.0 if args.quick else 10.0)
@@ -503,6 +510,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(records) != len(sent):
         print(f"FAILED: {len(sent)} card frames written, {len(records)} card events traced")
         return 1
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as f:
+            for r, t in zip(records, sent, strict=True):
+                f.write(json.dumps({**r, "sent_ns": t}) + "\n")
     outbox = sorted((r["committed_ns"] - t) / 1e6 for r, t in zip(records, sent, strict=True))
     carried = sorted((r["carried_out_ns"] - t) / 1e6 for r, t in zip(records, sent, strict=True))
     prompt = sorted(
