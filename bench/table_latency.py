@@ -29,6 +29,7 @@ per prompt card, the daemon's CPU and context switches (``/proc/PID/task/*/statu
 thread) per journaled event while dealing, and its context switches a second while idle.
 
     .venv/bin/python bench/table_latency.py [--quick] [--rounds N] [--pace-ms MS] [--idle-s S]
+        [--save FILE]
 
 The last line is ``prompt_p50_ms=... prompt_p99_ms=... outbox_p50_ms=... outbox_p99_ms=...
 rss_mb=... idle_cpu_pct=...``; exit 1 if a card is missing from the trace, an event is refused
@@ -424,6 +425,32 @@ def play(rig: Rig, rounds: int, pace_ms: float) -> tuple[list[int], int]:
     return sent, late
 
 
+def tail_table(records: list[dict], sent: list[int], stages, slowest: int = 3) -> str:
+    """The slowest ``slowest`` prompt cards stage by stage beside the median one (ms): where
+    the tail's time went (a p99 over 65 prompt cards is the second-slowest)."""
+    cards = sorted(
+        ((r["carried_out_ns"] - t, r, t) for r, t in zip(records, sent, strict=True)
+         if r["prompts"]),
+        key=lambda c: c[0],
+    )  # fmt: skip
+    picked = [("median", cards[len(cards) // 2])] + [
+        (f"#{len(cards) - i}", cards[len(cards) - 1 - i]) for i in range(min(slowest, len(cards)))
+    ]
+    rows = [f"  {'stage (ms)':<26}" + "".join(f"{name:>9}" for name, _ in picked)]
+    for name, start, end in stages:
+        cells = []
+        for _, (_, r, t) in picked:
+            begin = t if start == "sent" else r.get(start)
+            cells.append(f"{(r[end] - begin) / 1e6:9.3f}" if begin and r.get(end) else f"{'-':>9}")
+        rows.append(f"  {name:<26}" + "".join(cells))
+    rows.append(f"  {'frame -> prompt':<26}" + "".join(f"{c[0] / 1e6:9.3f}" for _, c in picked))
+    rows.append(
+        f"  {'loop thread CPU':<26}"
+        + "".join(f"{c[1].get('loop_cpu_ns', 0) / 1e6:9.3f}" for _, c in picked)
+    )
+    return "the median prompt card and the slowest, stage by stage:\n" + "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="6 rounds, 3 s idle (a smoke run)")
@@ -435,6 +462,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--profile", type=Path, help="run the daemon under cProfile (its loop's thread) into FILE"
+    )
+    p.add_argument(
+        "--save",
+        type=Path,
+        help="write each card's trace record, with its frame's sent_ns, "
+        "to FILE (JSON lines: to line the tail up with perf sched or strace, -k monotonic)",
     )
     args = p.parse_args(argv)
     rounds = args.rounds or (6 if args.quick else 30)
@@ -477,6 +510,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(records) != len(sent):
         print(f"FAILED: {len(sent)} card frames written, {len(records)} card events traced")
         return 1
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as f:
+            for r, t in zip(records, sent, strict=True):
+                f.write(json.dumps({**r, "sent_ns": t}) + "\n")
     outbox = sorted((r["committed_ns"] - t) / 1e6 for r, t in zip(records, sent, strict=True))
     carried = sorted((r["carried_out_ns"] - t) / 1e6 for r, t in zip(records, sent, strict=True))
     prompt = sorted(
@@ -519,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if values:
             print(line(f"  {name}", values))
+    print(tail_table(records, sent, stages))
     gcs = [r["gc_ns"] / 1e6 for r in records if r["prompts"] and r.get("gc_ns")]
     if any("gc_ns" in r for r in records):  # the trace says (this daemon's code does)
         print(

@@ -311,15 +311,23 @@ class ShoeReader:
             self._problem(item.reason, f"frame discarded: {item.data!r}")
 
     def _frame(self, frame: Frame) -> None:
+        """One good frame. A clean one's events go to the sink first and the health's
+        bookkeeping (the diagnostics page's) after, off the dealer prompt's path; a frame
+        with a problem is counted before its events, so whoever hears an alarm sees it
+        counted."""
         now = self._clock()
         self._last_alive = now
-        self._health.message()
         if self._online is not True:
             back = self._online is False
             self._online = True
             self._health.set(state="online")
             self._emit(ShoeEvent("online", "back" if back else "", t=now))
         decoded = self._decoder.decode(frame, now)
+        clean = not decoded.counts and not decoded.problems
+        if clean:
+            for event in decoded.events:
+                self._emit(event)
+        self._health.message()
         decoder = self._decoder
         last = decoder.seq.last
         self._health.set(
@@ -327,6 +335,8 @@ class ShoeReader:
             firmware=decoder.firmware,
             shuffling=decoder.shuffling,
         )
+        if clean:
+            return
         for kind, n in decoded.counts:
             self._health.count(kind, n)
         for kind, detail in decoded.problems:

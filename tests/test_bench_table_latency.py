@@ -6,6 +6,7 @@ each p99 is at least its p50): speed is what the bench reports, never what a tes
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import subprocess
@@ -22,9 +23,10 @@ KEYS = ("prompt_p50_ms", "prompt_p99_ms", "outbox_p50_ms", "outbox_p99_ms", "rss
 
 
 @pytest.mark.skipif(find_mosquitto() is None, reason="mosquitto is not installed")
-def test_quick_run_prints_its_figures_as_the_last_line():
+def test_quick_run_prints_its_figures_as_the_last_line(tmp_path):
+    saved = tmp_path / "cards.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, str(BENCH), "--quick"],
+        [sys.executable, str(BENCH), "--quick", "--save", str(saved)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -47,3 +49,8 @@ def test_quick_run_prints_its_figures_as_the_last_line():
         assert value >= 0 if key == "idle_cpu_pct" else value > 0, (key, last)
     assert values["prompt_p99_ms"] >= values["prompt_p50_ms"]
     assert values["outbox_p99_ms"] >= values["outbox_p50_ms"]
+    assert "the median prompt card and the slowest, stage by stage:" in out
+    cards = [json.loads(line) for line in saved.read_text().splitlines()]
+    frames = int(out.split(" card frames")[0].rsplit(" ", 1)[1])
+    assert len(cards) == frames  # --save: every card's record, with its frame's write time
+    assert all(c["carried_out_ns"] > c["committed_ns"] > c["sent_ns"] > 0 for c in cards)

@@ -495,3 +495,41 @@ def test_shoe_watch_prints_one_json_line_per_event_and_per_error():
     assert [e["card"] for e in events if e["type"] == "card"] == ["QH"]
     assert events[0]["type"] == "shoe" and events[0]["event"] == "missed_frames"
     assert [e["error"] for e in errors] == ["bad_checksum"]
+
+
+def test_a_card_reaches_the_sink_before_the_bookkeeping_and_an_alarm_after_its_count():
+    """The sink runs on the reader's thread: a clean frame's card is handed over before the
+    health's bookkeeping (off the dealer prompt's path: the health still shows the frame
+    before it), a frame with a problem is counted before its alarm is handed over."""
+    sim = Sim("--cards", "QH,7D,AS")
+    heard: list[tuple[Event, dict]] = []
+    holder: list[ShoeReader] = []
+    online = threading.Event()
+
+    def sink(event: Event) -> None:
+        if holder:
+            heard.append((event, holder[0].health()))
+        if isinstance(event, ShoeEvent) and event.event == "online":
+            online.set()
+
+    reader = ShoeReader(sim.path, sink, heartbeat_timeout_ms=600)
+    holder.append(reader)
+    try:
+        assert online.wait(WAIT_S)
+        sim.send("deal")
+        qh_seq = sim.expect("sent card QH").split()[4]
+        sim.send("drop")
+        sim.send("deal 2")
+        sim.expect("sent card AS")
+        deadline = time.monotonic() + WAIT_S
+        while not any(isinstance(e, CardDrawn) and str(e.card) == "AS" for e, _ in heard):
+            assert time.monotonic() < deadline, heard
+            time.sleep(0.01)
+    finally:
+        reader.close()
+        sim.close()
+    qh = next(h for e, h in heard if isinstance(e, CardDrawn) and str(e.card) == "QH")
+    assert qh["last_seq"] != qh_seq  # QH was heard before its frame was booked
+    assert reader.health()["last_seq"] != qh["last_seq"]
+    alarm = next(h for e, h in heard if isinstance(e, ShoeEvent) and e.event == "missed_frames")
+    assert alarm["errors"].get("missed_frames") == 1  # counted before it was heard

@@ -28,7 +28,8 @@ While any fault is latched the lights are held in their safe state (``safe_state
 
 With a ``rotator`` (:class:`~controller.runtime.rotator.JournalRotator`) the loop also rotates
 the journal into gaming-day files, on its own thread and only between rounds: looked at
-once a second from the tick, or at once when asked (:meth:`TableRuntime.rotate_journal`).
+once a second from the tick, or at once when asked (:meth:`TableRuntime.rotate_journal`);
+that, the WAL's checkpoint and a journal fault are :mod:`controller.runtime.upkeep`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from controller.runtime.lighttest import (  # noqa: F401 - the tests' names, fro
 )
 from controller.runtime.recall import RecallLast, SettledRound
 from controller.runtime.rotator import JournalRotator
+from controller.runtime.upkeep import JournalUpkeep
 from controller.table import events as ev
 from controller.table.effects import (
     Alarm,
@@ -126,7 +128,7 @@ def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
     return out
 
 
-class TableRuntime(LightTests):
+class TableRuntime(LightTests, JournalUpkeep):
     """Runs ``table``; see the module docstring.
 
     ``lights(effect)`` carries out a light; ``safe_state(reason | None)`` latches (a reason)
@@ -187,7 +189,9 @@ class TableRuntime(LightTests):
         self.settled_round = SettledRound(recall_ms, hold_ms)
         self._light_test: LightTest | None = None
         self._light_test_pending: str | None = None  # who asked, for the next round break
-        self._queue: queue.Queue[_Item] = queue.Queue()
+        # SimpleQueue: put and get in C, no Condition in Python on the prompt's path (a
+        # driver's thread queues, the loop takes: both sides of every card's hand-off)
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._feed_lock = threading.Lock()
         self._settlements: list[dict[str, Any]] = []  # the round's, however long the feed
@@ -217,26 +221,6 @@ class TableRuntime(LightTests):
         reply: Future[Any] = Future()
         self._queue.put(_Item(None, reply, fn))
         return reply.result(timeout_s)
-
-    ROTATE_TIMEOUT_S = 600.0
-    """How long :meth:`rotate_journal` waits for the loop (a first rotation of a large
-    journal copies the whole file)."""
-
-    def rotate_journal(self, by: str) -> dict[str, Any]:
-        """Rotate the journal on demand (``by``: who asked): at once between rounds, else
-        when the round in progress is settled. Returns what happened: ``ok``, ``rotated``,
-        ``archive``, ``events``, ``message``, or ``deferred``, or ``error``. Any thread but
-        the loop's."""
-        if self._rotator is None:
-            return {"ok": False, "error": "this table runs without journal rotation"}
-        try:
-            return self.call(lambda: self._ask_rotation(by), self.ROTATE_TIMEOUT_S)
-        except TimeoutError:
-            return {
-                "ok": False,
-                "error": f"the table loop did not answer within {self.ROTATE_TIMEOUT_S:g} s; "
-                "a rotation may still be running: see the status' journal entry",
-            }
 
     def wait_change(self, timeout_s: float) -> bool:
         """Wait until the loop publishes a new status after a journaled event (or the
@@ -380,18 +364,6 @@ class TableRuntime(LightTests):
         if self._on_tick is not None:
             self._on_tick(self.is_healthy())
 
-    def _checkpoint_wal(self) -> None:
-        """The journal's WAL into its file, between rounds (:meth:`Journal.checkpoint_wal`).
-        A failure is logged, not latched: every event is on disk in the WAL already, and
-        SQLite checkpoints by itself once the WAL is long."""
-        try:
-            log_pages, copied = self.table.journal.checkpoint_wal()
-        except JournalError as exc:
-            self.table.journal.wal_events = 0  # tried again after as many events
-            log.warning("%s (the events are on disk in the WAL; the table plays on)", exc)
-            return
-        log.debug("journal WAL checkpoint: %d of %d pages copied", copied, log_pages)
-
     def is_healthy(self) -> bool:
         """Whether the watchdog may be pinged: the journal is writable and ``healthy()``."""
         return self.journal_fault is None and (self._healthy is None or self._healthy())
@@ -521,73 +493,6 @@ class TableRuntime(LightTests):
             self._update_safe_state()
         if not isinstance(event, ev.Tick) and (step.effects or step.accepted):
             self._publish_status()  # before the reply: who asked sees the change at once
-
-    # -- journal rotation ------------------------------------------------------------------
-
-    def _ask_rotation(self, by: str) -> dict[str, Any]:
-        assert self._rotator is not None
-        if self.journal_fault is not None:
-            return {
-                "ok": False,
-                "error": f"journal rotation refused: the journal cannot be written "
-                f"({self.journal_fault}); fix that first",
-            }
-        before = self._rotator.error
-        answer = self._rotator.ask(by, self.clock())
-        self._rotation_warning(before)
-        self._publish_status()
-        return answer
-
-    def _rotation_warning(self, before: str | None) -> None:
-        """A new rotation error goes to the feed once, for the technician (the table plays
-        on: the live journal is as it was)."""
-        assert self._rotator is not None
-        error = self._rotator.error
-        if error is None or error == before:
-            return
-        with self._feed_lock:
-            self._feed.append(
-                {
-                    "kind": "alarm",
-                    "t": self.clock(),
-                    "code": "journal_rotation",
-                    "text": f"The journal could not start a new file: {error}",
-                    "action": "Play on; call a technician to check the journal's disk "
-                    "(it is tried again every minute)",
-                    "spot": None,
-                }
-            )
-
-    def _journal_failed(self, detail: str) -> None:
-        first = self.journal_fault is None
-        self.journal_fault = detail
-        if first:
-            log.critical("journal write failed, table latched: %s", detail)
-            with self._feed_lock:
-                self._feed.append(
-                    {
-                        "kind": "alarm",
-                        "t": self.clock(),
-                        "code": "journal_fault",
-                        "text": f"The journal cannot be written: {detail}",
-                        "action": "Stop the game and call a technician",
-                        "spot": None,
-                    }
-                )
-        self._update_safe_state()
-        self._publish_status()
-
-    def _retry_journal(self, now: int) -> None:
-        detail = self.journal_fault or ""
-        try:
-            step = self.table.handle(ev.TableFault("journal", detail[:200], active=False, t=now))
-        except JournalError as exc:
-            self.journal_fault = str(exc)
-            return
-        log.warning("journal writable again; %d events were dropped meanwhile", self.dropped)
-        self.journal_fault = None
-        self._carry_out(ev.TableFault("journal", detail, active=False, t=now), step)
-        self._update_safe_state()
 
     def _fault_reason(self) -> str | None:
         if self.journal_fault is not None:
