@@ -6,7 +6,7 @@ from __future__ import annotations
 from controller.errors import ProcedureError
 from controller.rules import actions
 from controller.rules.cards import Card
-from controller.rules.hand import hand_total
+from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
@@ -35,17 +35,25 @@ class PlayersTurn(TablePart):
         self.state.phase = Phase.PLAYERS
         self._advance()
 
-    def _hand_done(self, hand: HandInPlay) -> bool:
+    def _hand_done(self, hand: HandInPlay, count: HandTotal | None = None) -> bool:
+        """Whether ``hand`` takes no more cards or decisions; ``count`` is its
+        ``hand_total`` where the caller counted it already (else it is counted here, if
+        needed)."""
         if hand.settled or hand.surrendered or hand.stood or hand.double_up:
             return True
         if len(hand.cards) < 2:
             return False
         if hand.double_down:
             return len(hand.cards) >= 3
-        count = hand_total(hand.cards)
-        if count.total > 21:  # bust (read without the property: a hot path)
+        return self._counted_done(hand, count if count is not None else hand_total(hand.cards))
+
+    def _counted_done(self, hand: HandInPlay, count: HandTotal) -> bool:
+        """:meth:`_hand_done` of an open hand of two or more cards, not doubled, that counts
+        ``count``."""
+        total = count.total
+        if total > 21:  # bust (read without the property: a hot path)
             return True
-        if count.total == 21:
+        if total == 21:
             # a split hand's two-card 21 is no natural: it stays open for its Double Up
             # (seed 003 rule 4, "on any 2-card hand, including split hands")
             return not self._double_up_open(hand)
@@ -58,15 +66,21 @@ class PlayersTurn(TablePart):
         """Whether ``hand`` may still make its Double Up wager (of its own wager's size)."""
         return actions.double_up_refusal(self._hand_state(hand), hand.wager, self.rules) is None
 
-    def _advance(self) -> None:
+    def _advance(self, counted: HandTotal | None = None) -> None:
         """Put the first unfinished hand in action, or start the dealer's turn. It runs after
         every card and decision of the players' turn, so the hand in action is prompted each
-        time with its total as it is now and only the choices the rules allow now."""
+        time with its total as it is now and only the choices the rules allow now.
+
+        Each hand it reads is counted once, here, and the count passed on to the checks and
+        the prompt; ``counted`` is the ``hand_total`` of the hand in action as it is now,
+        where the caller counted it already (the hand that just took a card)."""
         rnd = self.state.round
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
         # in action; a split starts the search afresh): the search starts at it.
         start_spot, start_index = previous if previous is not None else (None, 0)
+        if previous is None:
+            counted = None
         for spot in rnd.spots.values():
             if start_spot is not None:
                 if spot.number != start_spot:
@@ -78,15 +92,28 @@ class PlayersTurn(TablePart):
             hands = spot.hands
             for index in range(first, len(hands)):
                 hand = hands[index]
-                if self._hand_done(hand):
-                    continue
+                count, counted = counted, None  # the caller's count: the first hand's only
+                if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+                    continue  # done (as _hand_done, without a call)
+                cards = hand.cards
+                if len(cards) < 2:
+                    count = None
+                elif hand.double_down:
+                    if len(cards) >= 3:
+                        continue
+                    count = None
+                else:
+                    if count is None:
+                        count = hand_total(cards)
+                    if self._counted_done(hand, count):
+                        continue
                 rnd.in_action = (spot.number, index)
                 if previous and previous[0] != spot.number:
                     self._light(action_light(previous[0]), "off")
                 light = action_light(spot.number)
                 if self.state.lights.get(light) != "on":  # as _light asks: mostly on already
                     self._light(light, "on")
-                self._out.append(self._hand_prompt(spot, index))
+                self._out.append(self._hand_prompt(spot, index, count))
                 return
         if previous:
             self._light(action_light(previous[0]), "off")
@@ -111,7 +138,7 @@ class PlayersTurn(TablePart):
             dealer = self.state.round.dealer
             for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
                 self._settle(spot_no, line, index)
-        self._advance()
+        self._advance(count)
 
     def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
         return PlayerHand(

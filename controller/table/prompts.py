@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from controller.rules import actions
 from controller.rules.actions import HandState
-from controller.rules.hand import hand_total, is_blackjack
+from controller.rules.hand import HandTotal, hand_total, is_blackjack
 from controller.rules.pays import format_cents
 from controller.rules.profile import HouseRules
 from controller.table.effects import Prompt
@@ -84,9 +84,10 @@ def choices_key(
 class Prompts(TablePart):
     """What the dealer must do, from the state."""
 
-    def _hand_prompt(self, spot: SpotInPlay, index: int) -> Prompt:
+    def _hand_prompt(self, spot: SpotInPlay, index: int, count: HandTotal | None = None) -> Prompt:
         """What the hand in action needs: its next card, or a decision on its total as it is
-        now (``soft 17`` as the rule cards write it) among the choices the rules allow now."""
+        now (``soft 17`` as the rule cards write it) among the choices the rules allow now.
+        ``count`` is the hand's ``hand_total`` where the caller counted it already."""
         hand = spot.hands[index]
         if len(hand.cards) < 2:
             where = hand_words(spot.number, index, len(spot.hands))
@@ -94,7 +95,7 @@ class Prompts(TablePart):
         if hand.double_down:
             where = hand_words(spot.number, index, len(spot.hands))
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
-        total = hand_total(hand.cards)
+        total = count if count is not None else hand_total(hand.cards)
         hands = len(spot.hands)
         key = choices_key(hand, total.total, hands, self.state.round.dealer_checked)
         # The same prompts come again and again: each is made once per table and shared,

@@ -1,0 +1,139 @@
+"""The replay's shortcuts of issue 32 item 3, fourth round, against the forms they replace.
+
+A table whose methods are the forms before this round (:class:`Before`, below) and the table
+as it is now replay the same seeded rounds side by side, on every profile: every step (its
+acceptance and effects) and the state after it are equal.
+
+- The players' turn counts each hand once per event and passes the count on
+  (``_advance(counted)``, ``_hand_done(hand, count)``, ``_hand_prompt(spot, index,
+  count)``): before, the card, the search for the hand in action, its prompt and its checks
+  each counted it again.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from controller.games import available_games, load_game
+from controller.rules.cards import Card
+from controller.rules.hand import hand_total
+from controller.rules.settlement import settle_hand
+from controller.table import Table, TableSettings
+from controller.table.players import action_light
+from controller.table.prompts import hand_words
+from controller.table.state import HandInPlay
+
+GAMES = sorted(available_games())
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "replay_rounds.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("replay_rounds_counts", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Before(Table):
+    """The table with the forms this round replaced (copied from ``main`` before it)."""
+
+    def _hand_done(self, hand: HandInPlay, count=None) -> bool:
+        if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+            return True
+        if len(hand.cards) < 2:
+            return False
+        if hand.double_down:
+            return len(hand.cards) >= 3
+        count = hand_total(hand.cards)
+        if count.total > 21:
+            return True
+        if count.total == 21:
+            return not self._double_up_open(hand)
+        if hand.split_aces and self.rules.split.split_aces_one_card:
+            du = self.rules.double_up
+            return not (du.offered and du.after_split_aces)
+        return False
+
+    def _advance(self, counted=None) -> None:
+        rnd = self.state.round
+        previous = rnd.in_action
+        start_spot, start_index = previous if previous is not None else (None, 0)
+        for spot in rnd.spots.values():
+            if start_spot is not None:
+                if spot.number != start_spot:
+                    continue
+                start_spot = None
+                first = start_index
+            else:
+                first = 0
+            hands = spot.hands
+            for index in range(first, len(hands)):
+                hand = hands[index]
+                if self._hand_done(hand):
+                    continue
+                rnd.in_action = (spot.number, index)
+                if previous and previous[0] != spot.number:
+                    self._light(action_light(previous[0]), "off")
+                light = action_light(spot.number)
+                if self.state.lights.get(light) != "on":
+                    self._light(light, "on")
+                self._out.append(self._hand_prompt(spot, index))
+                return
+        if previous:
+            self._light(action_light(previous[0]), "off")
+        rnd.in_action = None
+        self._dealer_turn()
+
+    def _give(self, spot_no: int, index: int, card: Card) -> None:
+        spot = self.state.round.spots[spot_no]
+        hand = spot.hands[index]
+        hand.cards.append(card)
+        count = hand_total(hand.cards)
+        if count.total > 21:
+            where = hand_words(spot_no, index, len(spot.hands))
+            self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
+            hand.settled = True
+            dealer = self.state.round.dealer
+            for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
+                self._settle(spot_no, line, index)
+        self._advance()
+
+    def _hand_prompt(self, spot, index, count=None):
+        return super()._hand_prompt(spot, index)  # counts the hand itself
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_table_steps_as_the_forms_it_replaces(game):
+    rules = load_game(game)
+    events = _bench().generate(rules, 150, 11).events
+    now, before = Table(rules, TableSettings(spots=7)), Before(rules, TableSettings(spots=7))
+    for event in events:
+        mine, theirs = now.handle(event), before.handle(event)
+        assert mine == theirs, event
+        assert now.state == before.state, event
+    assert now.snapshot() == before.snapshot()
+
+
+def test_a_count_passed_on_is_the_count_of_the_hand_as_it_is_now():
+    """Every hand of every players' turn: _hand_done and _hand_prompt given its count answer
+    as they do counting it themselves."""
+    rules = load_game("pa-standard")
+    table = Table(rules, TableSettings(spots=7))
+    checked = 0
+    for event in _bench().generate(rules, 60, 5).events:
+        table.handle(event)
+        rnd = table.state.round
+        if rnd is None or rnd.in_action is None:
+            continue
+        for spot in rnd.spots.values():
+            for index, hand in enumerate(spot.hands):
+                count = hand_total(hand.cards)
+                assert table._hand_done(hand, count) == table._hand_done(hand)
+                if len(hand.cards) >= 2 and not hand.double_down:
+                    assert table._hand_prompt(spot, index, count) == table._hand_prompt(spot, index)
+                    checked += 1
+    assert checked > 500
