@@ -8,19 +8,24 @@ acceptance and effects) and the state after it are equal.
   (``_advance(counted)``, ``_hand_done(hand, count)``, ``_hand_prompt(spot, index,
   count)``): before, the card, the search for the hand in action, its prompt and its checks
   each counted it again.
+- The rules share their common settlement lines (``settlement._win`` at even money, ``_lose``,
+  ``_push``, remembered by what they are made of): every line equals, field for field and
+  type for type, the line made afresh.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
 import pytest
 
 from controller.games import available_games, load_game
-from controller.rules.cards import Card
+from controller.rules import settlement
+from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total
-from controller.rules.settlement import settle_hand
+from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import Table, TableSettings
 from controller.table.players import action_light
 from controller.table.prompts import hand_words
@@ -137,3 +142,69 @@ def test_a_count_passed_on_is_the_count_of_the_hand_as_it_is_now():
                     assert table._hand_prompt(spot, index, count) == table._hand_prompt(spot, index)
                     checked += 1
     assert checked > 500
+
+
+class _Forgets(dict):
+    """A memo that remembers nothing: every line is made afresh."""
+
+    def get(self, key, default=None):
+        return default
+
+
+def _fields(line):
+    return [(type(v), v) for v in (getattr(line, f.name) for f in dataclasses.fields(line))]
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_shared_settlement_lines_equal_lines_made_afresh(game, monkeypatch):
+    rules = load_game(game)
+    ranks = [Rank.ACE, Rank.TWO, Rank.FIVE, Rank.SIX, Rank.SEVEN, Rank.NINE, Rank.TEN, Rank.KING]
+
+    def card(rank, suit=Suit.SPADES):
+        return Card(rank, suit)
+
+    hands = [
+        PlayerHand((card(a), card(b, Suit.HEARTS), *extra), 1000, dd, du, split, split, surr)
+        for a in ranks
+        for b in ranks
+        for extra in ((), (card(Rank.SIX, Suit.CLUBS),))
+        for dd, du, surr in ((0, 0, False), (1000, 0, False), (0, 500, False), (0, 0, True))
+        for split in (False, True)
+        if not (du and not extra and {a, b} & {Rank.ACE} and {a, b} & {Rank.TEN, Rank.KING})
+        and not (surr and (dd or du))
+    ]
+    dealers = [
+        (card(a, Suit.DIAMONDS), card(b, Suit.CLUBS), *extra)
+        for a in ranks
+        for b in ranks
+        for extra in ((), (card(Rank.FIVE, Suit.CLUBS),), (card(Rank.TEN, Suit.CLUBS),))
+    ]
+
+    def settle_all():
+        out = []
+        for dealer in dealers:
+            for hand in hands:
+                try:
+                    out.append(settle_hand(hand, dealer, rules))
+                except Exception as exc:  # an unfinished dealer: the same refusal either way
+                    out.append(repr(exc))
+        return out
+
+    settlement._LINES.clear()
+    shared = settle_all()
+    again = settle_all()  # now from the memo
+    monkeypatch.setattr(settlement, "_LINES", _Forgets())
+    fresh = settle_all()
+    assert shared == fresh == again
+    for a, b in zip(again, fresh, strict=True):
+        if isinstance(a, list):
+            assert [_fields(x) for x in a] == [_fields(y) for y in b]
+
+
+def test_a_shared_line_keeps_its_stake_s_type():
+    settlement._LINES.clear()
+    assert settlement._lose("main", 1, "r").stake == 1
+    line = settlement._lose("main", True, "r")  # True == 1, but not the same stake
+    assert type(line.stake) is bool
+    assert type(settlement._push("main", 1.0, "r").stake) is float
+    assert type(settlement._win("main", 1, settlement.EVEN, "r").stake) is int

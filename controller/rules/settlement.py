@@ -60,18 +60,52 @@ class Settlement:
         return self.paid + self.returned - self.stake
 
 
+LINES_KEPT = 4096
+"""Settlement lines :func:`_win` (at even money), :func:`_lose` and :func:`_push` remember
+each, by everything they are made of; then they are forgotten at once."""
+
+_LINES: dict[tuple[object, ...], Settlement] = {}
+"""The lines made so far, by maker, wager, stake and reason: immutable values, shared (the
+same few lines come again and again, and building one costs more than looking it up)."""
+
+
+def _made(key: tuple[object, ...], line: Settlement) -> Settlement:
+    if len(_LINES) >= LINES_KEPT:
+        _LINES.clear()
+    _LINES[key] = line
+    return line
+
+
 def _win(
     wager: str, stake: int, odds: Odds, reason: str, outcome: Outcome = Outcome.WIN
 ) -> Settlement:
+    if odds is EVEN and outcome is Outcome.WIN and type(stake) is int:
+        key = ("win", wager, stake, reason)
+        line = _LINES.get(key)
+        if line is None:
+            line = _made(key, Settlement(wager, stake, outcome, stake, stake, odds, reason))
+        return line
     return Settlement(wager, stake, outcome, odds.amount(stake), stake, odds, reason)
 
 
 def _lose(wager: str, stake: int, reason: str) -> Settlement:
-    return Settlement(wager, stake, Outcome.LOSE, 0, 0, None, reason)
+    if type(stake) is not int:  # remembered by a plain int stake only (True == 1)
+        return Settlement(wager, stake, Outcome.LOSE, 0, 0, None, reason)
+    key = ("lose", wager, stake, reason)
+    line = _LINES.get(key)
+    if line is None:
+        line = _made(key, Settlement(wager, stake, Outcome.LOSE, 0, 0, None, reason))
+    return line
 
 
 def _push(wager: str, stake: int, reason: str) -> Settlement:
-    return Settlement(wager, stake, Outcome.PUSH, 0, stake, None, reason)
+    if type(stake) is not int:
+        return Settlement(wager, stake, Outcome.PUSH, 0, stake, None, reason)
+    key = ("push", wager, stake, reason)
+    line = _LINES.get(key)
+    if line is None:
+        line = _made(key, Settlement(wager, stake, Outcome.PUSH, 0, stake, None, reason))
+    return line
 
 
 EVEN = Odds(1, 1)
