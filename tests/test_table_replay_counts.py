@@ -11,6 +11,8 @@ acceptance and effects) and the state after it are equal.
 - The rules share their common settlement lines (``settlement._win`` at even money, ``_lose``,
   ``_push``, remembered by what they are made of): every line equals, field for field and
   type for type, the line made afresh.
+- Lockout lights each wager's circle with its name and :class:`Light` made once per spot and
+  circle (no ``_light`` call, no f-string): the lights equal ``_light``'s, in order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import Table, TableSettings
+from controller.table.effects import Light
 from controller.table.players import action_light
 from controller.table.prompts import hand_words
 from controller.table.state import HandInPlay
@@ -208,3 +211,28 @@ def test_a_shared_line_keeps_its_stake_s_type():
     assert type(line.stake) is bool
     assert type(settlement._push("main", 1.0, "r").stake) is float
     assert type(settlement._win("main", 1, settlement.EVEN, "r").stake) is int
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_lockout_lights_the_circles_as_light_does(game):
+    rules = load_game(game)
+    table = Table(rules, TableSettings(spots=7))
+    locked = 0
+    for event in _bench().generate(rules, 40, 3).events:
+        lit_before = dict(table.state.lights)
+        step = table.handle(event)
+        if event.TYPE != "lockout" or not step.accepted:
+            continue
+        locked += 1
+        expected = []
+        for spot in table.state.round.spots.values():
+            for circle in spot.wagers:
+                name = f"spot{spot.number}.{circle}"
+                if lit_before.get(name, "off") != "on":
+                    lit_before[name] = "on"
+                    expected.append(Light(name, "on"))
+        mine = [e for e in step.effects if type(e) is Light and e.name != "lockout"]
+        assert mine == expected
+        for light in mine:
+            assert table.state.lights[light.name] == "on"
+    assert locked == 40

@@ -7,11 +7,21 @@ from controller.errors import ProcedureError, WagerError
 from controller.rules.pays import format_cents
 from controller.rules.profile import PROGRESSIVE_WAGERS
 from controller.rules.sidebets import blackjack_tie
-from controller.table.effects import Publish
+from controller.table.effects import Light, Publish
 from controller.table.events import BetSensor, Lockout, WagerAmount
-from controller.table.part import TablePart
+from controller.table.part import TablePart, shared_light
 from controller.table.state import DEALER, IN_PROGRESS, HandInPlay, Phase, RoundState, SpotInPlay
 from controller.table.view import bet_name
+
+_CIRCLE_ON: dict[tuple[int, str], tuple[str, Light]] = {}
+"""The light of each spot's bet circle, ``spot3.lucky_ladies``, and its :class:`Light` on, by
+spot and circle (bounded by the layouts' names, as :data:`~controller.table.part._LIGHTS`)."""
+
+
+def _circle_on(spot: int, circle: str) -> tuple[str, Light]:
+    name = f"spot{spot}.{circle}"
+    made = _CIRCLE_ON[(spot, circle)] = (name, shared_light(name, "on"))
+    return made
 
 
 class Betting(TablePart):
@@ -201,9 +211,18 @@ class Betting(TablePart):
                 circle,
             )
         mystery = rules.mystery
+        lights, out = state.lights, self._out
         for spot in spots.values():
             for circle, amount in spot.wagers.items():
-                self._light(f"spot{spot.number}.{circle}", "on")
+                # self._light(f"spot{spot.number}.{circle}", "on"), its name and Light made
+                # once per spot and circle (a lockout lights every wager's circle)
+                lit = _CIRCLE_ON.get((spot.number, circle))
+                if lit is None:
+                    lit = _circle_on(spot.number, circle)
+                name, light = lit
+                if lights.get(name, "off") != "on":
+                    lights[name] = "on"
+                    out.append(light)
                 if circle in PROGRESSIVE_WAGERS:
                     section = getattr(rules.side_bets, circle)
                     self._out.append(

@@ -19,6 +19,14 @@ _LIGHTS: dict[tuple[str, str], Light] = {}
 (bounded by the layouts' names)."""
 
 
+def shared_light(name: str, state: str) -> Light:
+    """The :class:`Light` effect setting light ``name`` to ``state``, made once and shared."""
+    light = _LIGHTS.get((name, state))
+    if light is None:
+        light = _LIGHTS[(name, state)] = Light(name, state)
+    return light
+
+
 class RefusedWithAlarm(ProcedureError):
     """A refusal a technician must see: the event is refused (journaled as refused, nothing
     else changes) and ``alarm`` enters the alarm register."""
@@ -63,10 +71,9 @@ class TablePart:
                 lights[name] = state
             # A table sets the same few lights again and again: each Light is made once,
             # then shared (effects are immutable values).
-            key = (name, state)
-            light = _LIGHTS.get(key)
+            light = _LIGHTS.get((name, state))
             if light is None:
-                light = _LIGHTS[key] = Light(name, state)
+                light = shared_light(name, state)
             self._out.append(light)
 
     def _lights_off(self) -> None:
