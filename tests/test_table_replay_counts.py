@@ -13,18 +13,21 @@ acceptance and effects) and the state after it are equal.
   type for type, the line made afresh.
 - Lockout lights each wager's circle with its name and :class:`Light` made once per spot and
   circle (no ``_light`` call, no f-string): the lights equal ``_light``'s, in order.
+- Whether the hand in action takes a card is asked of its count where none of
+  ``hit_refusal``'s other rules can close it (no split aces, Double Up or double down).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pytest
 
 from controller.games import available_games, load_game
-from controller.rules import settlement
+from controller.rules import actions, settlement
 from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total
 from controller.rules.settlement import PlayerHand, settle_hand
@@ -109,6 +112,11 @@ class Before(Table):
             for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
                 self._settle(spot_no, line, index)
         self._advance()
+
+    def _takes_card(self, hand: HandInPlay) -> bool:
+        if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
+            return True
+        return actions.hit_refusal(hand, self.rules) is None
 
     def _hand_prompt(self, spot, index, count=None):
         return super()._hand_prompt(spot, index)  # counts the hand itself
@@ -236,3 +244,19 @@ def test_lockout_lights_the_circles_as_light_does(game):
         for light in mine:
             assert table.state.lights[light.name] == "on"
     assert locked == 40
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_takes_card_answers_as_hit_refusal(game):
+    rules = load_game(game)
+    table = Before(rules, TableSettings(spots=1))
+    now = Table(rules, TableSettings(spots=1))
+    ranks = [Rank.ACE, Rank.TWO, Rank.FIVE, Rank.SIX, Rank.NINE, Rank.TEN]
+    for a in ranks:
+        for b in ranks:
+            for extra in ((), (Card(Rank.FIVE, Suit.CLUBS),), (Card(Rank.KING, Suit.CLUBS),)):
+                for dd, du, split_aces in itertools.product((0, 500), (0, 500), (False, True)):
+                    cards = [Card(a, Suit.SPADES), Card(b, Suit.HEARTS), *extra]
+                    for n in range(len(cards) + 1):
+                        hand = HandInPlay(cards[:n], 1000, dd, du, split_aces, split_aces)
+                        assert now._takes_card(hand) == table._takes_card(hand)

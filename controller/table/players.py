@@ -121,8 +121,13 @@ class PlayersTurn(TablePart):
         self._dealer_turn()
 
     def _takes_card(self, hand: HandInPlay) -> bool:
-        if len(hand.cards) < 2 or (hand.double_down and len(hand.cards) == 2):
+        cards = hand.cards
+        if len(cards) < 2 or (hand.double_down and len(cards) == 2):
             return True
+        if not (hand.split_aces or hand.double_up or hand.double_down):
+            # hit_refusal's answer for a hand none of its rules closes, without its calls:
+            # the count decides
+            return hand_total(cards).total < 21
         return actions.hit_refusal(hand, self.rules) is None
 
     def _give(self, spot_no: int, index: int, card: Card) -> None:
