@@ -15,6 +15,8 @@ acceptance and effects) and the state after it are equal.
   circle (no ``_light`` call, no f-string): the lights equal ``_light``'s, in order.
 - Whether the hand in action takes a card is asked of its count where none of
   ``hit_refusal``'s other rules can close it (no split aces, Double Up or double down).
+- The hand in action's prompt is remembered by one flat key (no ``choices_key`` call, no
+  nested tuple): it tells hands apart exactly as the nested key did.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import Table, TableSettings
 from controller.table.effects import Light
 from controller.table.players import action_light
-from controller.table.prompts import hand_words
+from controller.table.prompts import choices_key, hand_words
 from controller.table.state import HandInPlay
 
 GAMES = sorted(available_games())
@@ -260,3 +262,36 @@ def test_takes_card_answers_as_hit_refusal(game):
                     for n in range(len(cards) + 1):
                         hand = HandInPlay(cards[:n], 1000, dd, du, split_aces, split_aces)
                         assert now._takes_card(hand) == table._takes_card(hand)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_flat_prompt_key_tells_hands_apart_as_the_nested_one(game):
+    rules = load_game(game)
+    table = Table(rules, TableSettings(spots=7))
+    pairs = set()
+    for event in _bench().generate(rules, 80, 13).events:
+        table.handle(event)
+        rnd = table.state.round
+        if rnd is None or rnd.in_action is None:
+            continue
+        spot_no, index = rnd.in_action
+        spot = rnd.spots[spot_no]
+        hand = spot.hands[index]
+        if len(hand.cards) < 2 or hand.double_down:
+            continue
+        count = hand_total(hand.cards)
+        nested = (
+            spot_no,
+            index,
+            count.total,
+            count.soft,
+            choices_key(hand, count.total, len(spot.hands), rnd.dealer_checked),
+        )
+        table._hand_prompts.clear()
+        prompt = table._hand_prompt(spot, index, count)
+        (flat,) = table._hand_prompts
+        assert table._hand_prompts[flat] is prompt
+        pairs.add((nested, flat))
+    nested_keys = {n for n, _ in pairs}
+    flat_keys = {f for _, f in pairs}
+    assert len(pairs) == len(nested_keys) == len(flat_keys) > 20

@@ -97,23 +97,41 @@ class Prompts(TablePart):
             return Prompt("deal_card", f"Deal {where} its double-down card", spot.number)
         total = count if count is not None else hand_total(hand.cards)
         hands = len(spot.hands)
-        key = choices_key(hand, total.total, hands, self.state.round.dealer_checked)
         # The same prompts come again and again: each is made once per table and shared,
         # remembered by what its words are made of (at most HAND_PROMPTS_KEPT, then
-        # forgotten at once). The choices' key holds the hands at the spot.
+        # forgotten at once): the spot, the hand, its count and choices_key's fields
+        # (they hold the hands at the spot), in one flat key.
         made = self._hand_prompts
-        if key is not None:
-            seen = made.get((spot.number, index, total.total, total.soft, key))
+        wager = hand.wager
+        cards = hand.cards
+        if type(wager) is int:  # choices_key(...) is not None
+            flat = (
+                spot.number,
+                index,
+                total.total,
+                total.soft,
+                (cards[0].rank, cards[1].rank) if len(cards) == 2 else (False, total.total),
+                wager > 0,
+                hand.from_split,
+                hand.split_aces,
+                bool(hand.double_down),
+                bool(hand.double_up),
+                hands,
+                self.state.round.dealer_checked,
+            )
+            seen = made.get(flat)
             if seen is not None:
                 return seen
+        else:
+            flat = None
         choices = self._choices(spot, hand, total.total)
-        count = f"soft {total.total}" if total.soft else str(total.total)
+        on = f"soft {total.total}" if total.soft else str(total.total)
         where = hand_words(spot.number, index, hands)
-        prompt = Prompt("action", f"{where.capitalize()} to act on {count}: {choices}", spot.number)
-        if key is not None:
+        prompt = Prompt("action", f"{where.capitalize()} to act on {on}: {choices}", spot.number)
+        if flat is not None:
             if len(made) >= HAND_PROMPTS_KEPT:
                 made.clear()
-            made[(spot.number, index, total.total, total.soft, key)] = prompt
+            made[flat] = prompt
         return prompt
 
     def prompt_now(self) -> Prompt:
