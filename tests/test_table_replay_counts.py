@@ -15,6 +15,8 @@ acceptance and effects) and the state after it are equal.
   circle (no ``_light`` call, no f-string): the lights equal ``_light``'s, in order.
 - Whether the hand in action takes a card is asked of its count where none of
   ``hit_refusal``'s other rules can close it (no split aces, Double Up or double down).
+- The round's settlement counts the dealer's hand once and passes the count to
+  ``settle_hand`` (``dealer_count``) for every hand: the lines equal those settled without it.
 - The hand in action's prompt is remembered by one flat key (no ``choices_key`` call, no
   nested tuple): it tells hands apart exactly as the nested key did.
 """
@@ -31,7 +33,7 @@ import pytest
 from controller.games import available_games, load_game
 from controller.rules import actions, settlement
 from controller.rules.cards import Card, Rank, Suit
-from controller.rules.hand import hand_total
+from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import Table, TableSettings
 from controller.table.effects import Light
@@ -203,8 +205,18 @@ def test_shared_settlement_lines_equal_lines_made_afresh(game, monkeypatch):
                     out.append(repr(exc))
         return out
 
+    counted = []
+    for dealer in dealers:
+        count = (hand_total(dealer), is_blackjack(dealer))
+        for hand in hands:
+            try:
+                mine = settle_hand(hand, dealer, rules, dealer_count=count)
+            except Exception as exc:
+                mine = repr(exc)
+            counted.append(mine)
     settlement._LINES.clear()
     shared = settle_all()
+    assert counted == shared
     again = settle_all()  # now from the memo
     monkeypatch.setattr(settlement, "_LINES", _Forgets())
     fresh = settle_all()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from controller.errors import WagerError
 from controller.fast_init import fast_init
 from controller.rules.cards import Card
-from controller.rules.hand import hand_total, is_blackjack
+from controller.rules.hand import HandTotal, hand_total, is_blackjack
 from controller.rules.pays import FixedAward, MeterShare, Odds, Pay, format_cents
 from controller.rules.profile import HouseRules
 from controller.rules.sidebets import BetResult, SideBetResult, require_stake
@@ -166,21 +166,32 @@ class PlayerHand:
 
 
 def settle_hand(
-    hand: PlayerHand, dealer_cards: Sequence[Card], rules: HouseRules
+    hand: PlayerHand,
+    dealer_cards: Sequence[Card],
+    rules: HouseRules,
+    *,
+    dealer_count: tuple[HandTotal, bool] | None = None,
 ) -> list[Settlement]:
     """Settle a hand's main, Double Down and Double Up wagers against the dealer's final hand.
 
     ``dealer_cards`` is the dealer's whole hand, up card first. Wagers of 0
-    produce no settlement line.
+    produce no settlement line. ``dealer_count`` is ``(hand_total(dealer_cards),
+    is_blackjack(dealer_cards))`` where the caller counted them once for every hand it
+    settles.
     """
-    lines = _settle_hand(hand, tuple(dealer_cards), rules)
+    lines = _settle_hand(hand, tuple(dealer_cards), rules, dealer_count)
     for line in lines:
         if line.stake <= 0:
             return [line for line in lines if line.stake > 0]
     return lines  # a new list already: most hands have no 0 stake
 
 
-def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) -> list[Settlement]:
+def _settle_hand(
+    hand: PlayerHand,
+    dealer: tuple[Card, ...],
+    rules: HouseRules,
+    dealer_count: tuple[HandTotal, bool] | None = None,
+) -> list[Settlement]:
     # Wagers of 0 make no line (settle_hand drops them): none is made for them at all.
     stakes = {"main": hand.wager}
     if hand.double_down:
@@ -188,8 +199,11 @@ def _settle_hand(hand: PlayerHand, dealer: tuple[Card, ...], rules: HouseRules) 
     if hand.double_up:
         stakes["double_up"] = hand.double_up
     player = hand_total(hand.cards)
-    dealer_total = hand_total(dealer)
-    dealer_bj = is_blackjack(dealer)
+    if dealer_count is None:
+        dealer_total = hand_total(dealer)
+        dealer_bj = is_blackjack(dealer)
+    else:
+        dealer_total, dealer_bj = dealer_count
 
     if hand.surrendered:
         # "giving up half their bet": half comes back, rounded down to the cent
