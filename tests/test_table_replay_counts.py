@@ -17,6 +17,9 @@ acceptance and effects) and the state after it are equal.
   ``hit_refusal``'s other rules can close it (no split aces, Double Up or double down).
 - The round's settlement counts the dealer's hand once and passes the count to
   ``settle_hand`` (``dealer_count``) for every hand: the lines equal those settled without it.
+- 21+3 Xtreme's paytable line remembered by the three ranks, whether the suits are one and
+  the Q-K-A rule; Blazing 7's sevens counted without a generator: every result equals the
+  evaluation before (copied below), over every two cards and up card of two suits.
 - The hand in action's prompt is remembered by one flat key (no ``choices_key`` call, no
   nested tuple): it tells hands apart exactly as the nested key did.
 """
@@ -30,11 +33,13 @@ from pathlib import Path
 
 import pytest
 
+from controller.errors import CardError
 from controller.games import available_games, load_game
-from controller.rules import actions, settlement
+from controller.rules import actions, settlement, sidebets
 from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.sidebets import blazing_7s, xtreme
 from controller.table import Table, TableSettings
 from controller.table.effects import Light
 from controller.table.players import action_light
@@ -188,10 +193,11 @@ def test_shared_settlement_lines_equal_lines_made_afresh(game, monkeypatch):
         if not (du and not extra and {a, b} & {Rank.ACE} and {a, b} & {Rank.TEN, Rank.KING})
         and not (surr and (dd or du))
     ]
+    dealer_ranks = [Rank.ACE, Rank.TWO, Rank.SIX, Rank.SEVEN, Rank.TEN]
     dealers = [
         (card(a, Suit.DIAMONDS), card(b, Suit.CLUBS), *extra)
-        for a in ranks
-        for b in ranks
+        for a in dealer_ranks
+        for b in dealer_ranks
         for extra in ((), (card(Rank.FIVE, Suit.CLUBS),), (card(Rank.TEN, Suit.CLUBS),))
     ]
 
@@ -307,3 +313,55 @@ def test_the_flat_prompt_key_tells_hands_apart_as_the_nested_one(game):
     nested_keys = {n for n, _ in pairs}
     flat_keys = {f for _, f in pairs}
     assert len(pairs) == len(nested_keys) == len(flat_keys) > 20
+
+
+def _xtreme_before(first_two, up_card, rules):
+    sidebets.require_cards(first_two, 2, "the player's first two cards")
+    sidebets.require_cards((up_card,), 1, "the dealer's up card")
+    cards = (*first_two, up_card)
+    flush = len({card.suit for card in cards}) == 1
+    straight = xtreme.is_straight(
+        [card.rank for card in cards], queen_king_ace=rules.queen_king_ace_straight
+    )
+    if len({card.rank for card in cards}) == 1:
+        outcome = "three_of_a_kind"
+    elif straight and flush:
+        outcome = "straight_flush"
+    elif straight:
+        outcome = "straight"
+    elif flush:
+        outcome = "flush"
+    else:
+        return sidebets.lost(xtreme.BET)
+    return sidebets.won(xtreme.BET, outcome, xtreme.LABELS, dict(rules.pays))
+
+
+def _blazing_before(first_two, up_card, rules):
+    sidebets.require_cards(first_two, 2, "the player's first two cards")
+    sidebets.require_cards((up_card,), 1, "the dealer's up card")
+    sevens = sum(card.rank is Rank.SEVEN for card in first_two)
+    if sevens == 0:
+        return sidebets.lost(blazing_7s.BET)
+    pays = dict(rules.pays)
+    if sevens == 1:
+        return sidebets.won(blazing_7s.BET, "one_seven", blazing_7s.LABELS, pays)
+    return blazing_7s.evaluate(first_two, up_card, rules)  # two sevens: the code unchanged
+
+
+def test_card_side_bets_evaluate_as_before():
+    cards = [Card(rank, suit) for rank in Rank for suit in (Suit.SPADES, Suit.HEARTS)]
+    xtreme_rules = [xtreme.XtremeRules(), xtreme.XtremeRules(queen_king_ace_straight=False)]
+    blazing = blazing_7s.Blazing7sRules()
+    xtreme._OUTCOMES.clear()
+    for _ in range(2):  # the first pass fills the memo, the second reads it
+        for first, second, up in itertools.product(cards, cards, cards):
+            for rules in xtreme_rules:
+                assert xtreme.evaluate((first, second), up, rules) == _xtreme_before(
+                    (first, second), up, rules
+                )
+            if up.suit is Suit.SPADES:
+                assert blazing_7s.evaluate([first, second], up, blazing) == _blazing_before(
+                    [first, second], up, blazing
+                )
+    with pytest.raises(CardError):
+        xtreme.evaluate((cards[0],), cards[1], xtreme_rules[0])

@@ -62,7 +62,8 @@ def evaluate(first_two: Sequence[Card], up_card: Card, rules: Blazing7sRules) ->
     """Settle Blazing 7's on the player's first two cards and the dealer's up card."""
     require_cards(first_two, 2, "the player's first two cards")
     require_cards((up_card,), 1, "the dealer's up card")
-    sevens = sum(card.rank is Rank.SEVEN for card in first_two)
+    first, second = first_two
+    sevens = (first.rank is Rank.SEVEN) + (second.rank is Rank.SEVEN)  # no generator to sum
     if sevens == 0:
         return lost(BET)
     pays = dict(rules.pays)

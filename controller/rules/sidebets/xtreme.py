@@ -55,23 +55,44 @@ def is_straight(ranks: Sequence[Rank], *, queen_king_ace: bool) -> bool:
     return queen_king_ace and values == [1, 12, 13]
 
 
+def _outcome(first_two: Sequence[Card], up_card: Card, queen_king_ace: bool) -> str | None:
+    """The paytable line three cards make, or None (the bet loses)."""
+    cards = (*first_two, up_card)
+    flush = len({card.suit for card in cards}) == 1
+    straight = is_straight([card.rank for card in cards], queen_king_ace=queen_king_ace)
+    if len({card.rank for card in cards}) == 1:
+        return "three_of_a_kind"
+    if straight and flush:
+        return "straight_flush"
+    if straight:
+        return "straight"
+    if flush:
+        return "flush"
+    return None
+
+
+_UNSEEN = object()
+_OUTCOMES: dict[tuple[Rank, Rank, Rank, bool, bool], str | None] = {}
+""":func:`_outcome` by the three ranks, whether the suits are all one, and whether Q-K-A is a
+straight: all it reads of the cards (at most 13 * 13 * 13 * 2 * 2 entries)."""
+
+
 def evaluate(first_two: Sequence[Card], up_card: Card, rules: XtremeRules) -> SideBetResult:
     """Settle 21+3 Xtreme on the player's first two cards and the dealer's up card."""
     require_cards(first_two, 2, "the player's first two cards")
     require_cards((up_card,), 1, "the dealer's up card")
-    cards = (*first_two, up_card)
-    flush = len({card.suit for card in cards}) == 1
-    straight = is_straight(
-        [card.rank for card in cards], queen_king_ace=rules.queen_king_ace_straight
+    first, second = first_two
+    suit = first.suit
+    key = (
+        first.rank,
+        second.rank,
+        up_card.rank,
+        suit == second.suit and suit == up_card.suit,  # len({suits}) == 1
+        rules.queen_king_ace_straight,
     )
-    if len({card.rank for card in cards}) == 1:
-        outcome = "three_of_a_kind"
-    elif straight and flush:
-        outcome = "straight_flush"
-    elif straight:
-        outcome = "straight"
-    elif flush:
-        outcome = "flush"
-    else:
+    outcome = _OUTCOMES.get(key, _UNSEEN)
+    if outcome is _UNSEEN:
+        outcome = _OUTCOMES[key] = _outcome(first_two, up_card, key[4])
+    if outcome is None:
         return lost(BET)
-    return won(BET, outcome, LABELS, dict(rules.pays))
+    return won(BET, outcome, LABELS, dict(rules.pays))  # type: ignore[arg-type]
