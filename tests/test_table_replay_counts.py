@@ -7,7 +7,8 @@ acceptance and effects) and the state after it are equal.
 - The players' turn counts each hand once per event and passes the count on
   (``_advance(counted)``, ``_hand_done(hand, count)``, ``_hand_prompt(spot, index,
   count)``): before, the card, the search for the hand in action, its prompt and its checks
-  each counted it again.
+  each counted it again. The action lights it sets are set without ``_light``'s calls (each
+  spot's name and Light effects made once): ``Before._advance`` sets them with ``_light``.
 - The rules share their common settlement lines (``settlement._win`` at even money, ``_lose``,
   ``_push``, remembered by what they are made of): every line equals, field for field and
   type for type, the line made afresh.

@@ -10,8 +10,8 @@ from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
-from controller.table.effects import Prompt
-from controller.table.part import TablePart
+from controller.table.effects import Light, Prompt
+from controller.table.part import TablePart, shared_light
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
@@ -26,6 +26,16 @@ def action_light(spot: int) -> str:
     if name is None:
         name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
     return name
+
+
+_ACTION: dict[int, tuple[str, Light, Light]] = {}
+"""Each spot's action light: its name and its :class:`Light` on and off (made once)."""
+
+
+def _action(spot: int) -> tuple[str, Light, Light]:
+    name = action_light(spot)
+    made = _ACTION[spot] = (name, shared_light(name, "on"), shared_light(name, "off"))
+    return made
 
 
 class PlayersTurn(TablePart):
@@ -107,13 +117,21 @@ class PlayersTurn(TablePart):
                         count = hand_total(cards)
                     if self._counted_done(hand, count):
                         continue
-                rnd.in_action = (spot.number, index)
-                if previous and previous[0] != spot.number:
-                    self._light(action_light(previous[0]), "off")
-                light = action_light(spot.number)
-                if self.state.lights.get(light) != "on":  # as _light asks: mostly on already
-                    self._light(light, "on")
-                self._out.append(self._hand_prompt(spot, index, count))
+                number = spot.number
+                rnd.in_action = (number, index)
+                # _light(action_light(...), "off" / "on") without the calls: each spot's
+                # light name and its Light effects made once (mostly on already)
+                lights, out = self.state.lights, self._out
+                if previous and previous[0] != number:
+                    name, _on, off = _ACTION.get(previous[0]) or _action(previous[0])
+                    if lights.get(name, "off") != "off":
+                        del lights[name]
+                        out.append(off)
+                name, on, _off = _ACTION.get(number) or _action(number)
+                if lights.get(name) != "on":
+                    lights[name] = "on"
+                    out.append(on)
+                out.append(self._hand_prompt(spot, index, count))
                 return
         if previous:
             self._light(action_light(previous[0]), "off")
