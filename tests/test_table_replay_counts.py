@@ -12,6 +12,8 @@ acceptance and effects) and the state after it are equal.
 - The rules share their common settlement lines (``settlement._win`` at even money, ``_lose``,
   ``_push``, remembered by what they are made of): every line equals, field for field and
   type for type, the line made afresh.
+- Lockout reads a layout's Blackjack Tie circles and sensor keys made once per layout
+  (``betting._LAYOUTS``): the circles placed equal those asked of the sensors one by one.
 - Lockout lights each wager's circle with its name and :class:`Light` made once per spot and
   circle (no ``_light`` call, no f-string): the lights equal ``_light``'s, in order.
 - Whether the hand in action takes a card is asked of its count where none of
@@ -41,7 +43,7 @@ from controller.rules.cards import Card, Rank, Suit
 from controller.rules.hand import hand_total, is_blackjack
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.rules.sidebets import blazing_7s, xtreme
-from controller.table import Table, TableSettings
+from controller.table import Table, TableSettings, betting, table_circles
 from controller.table.effects import Light
 from controller.table.players import action_light
 from controller.table.prompts import choices_key, hand_words
@@ -366,3 +368,25 @@ def test_card_side_bets_evaluate_as_before():
                 )
     with pytest.raises(CardError):
         xtreme.evaluate((cards[0],), cards[1], xtreme_rules[0])
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_lockout_reads_the_layout_as_made_afresh(game):
+    rules = load_game(game)
+    circles = table_circles(rules)
+    for spots in (1, 3, 7):
+        betting._LAYOUTS.clear()
+        tie, keys = betting._layout(spots, circles)
+        assert betting._LAYOUTS[(spots, circles)] == (tie, keys)
+        assert tie == any(c.startswith("blackjack_tie.") for c in circles)
+        assert [n for n, _ in keys] == list(range(1, spots + 1))
+        for bits in range(64):
+            sensors = {
+                (n, c): bool(bits >> ((n + i) % 6) & 1)
+                for n in range(1, spots + 1)
+                for i, c in enumerate(circles)
+            }
+            for number, spot_keys in keys:
+                assert [c for c, key in spot_keys if sensors.get(key)] == [
+                    c for c in circles if sensors.get((number, c))
+                ]

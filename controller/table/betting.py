@@ -3,6 +3,8 @@ wagers and starts the round. A part of :class:`controller.table.machine.Table`."
 
 from __future__ import annotations
 
+from typing import Any
+
 from controller.errors import ProcedureError, WagerError
 from controller.rules.pays import format_cents
 from controller.rules.profile import PROGRESSIVE_WAGERS
@@ -16,6 +18,19 @@ from controller.table.view import bet_name
 _CIRCLE_ON: dict[tuple[int, str], tuple[str, Light]] = {}
 """The light of each spot's bet circle, ``spot3.lucky_ladies``, and its :class:`Light` on, by
 spot and circle (bounded by the layouts' names, as :data:`~controller.table.part._LIGHTS`)."""
+
+
+_LAYOUTS: dict[tuple[int, tuple[str, ...]], tuple[bool, tuple[tuple[int, Any], ...]]] = {}
+"""What lockout reads of a layout (spots, circles), made once per layout: whether it has
+Blackjack Tie circles, and each spot's number with each circle and its sensor key."""
+
+
+def _layout(spots: int, circles: tuple[str, ...]) -> tuple[bool, tuple[tuple[int, Any], ...]]:
+    made = _LAYOUTS[(spots, circles)] = (
+        any(c.startswith("blackjack_tie.") for c in circles),
+        tuple((number, tuple((c, (number, c)) for c in circles)) for number in range(1, spots + 1)),
+    )
+    return made
 
 
 def _circle_on(spot: int, circle: str) -> tuple[str, Light]:
@@ -142,14 +157,16 @@ class Betting(TablePart):
                 "no more bets refused: no burn card has come out of the shoe since the "
                 "shuffle; burn one card first"
             )
-        tie = any(c.startswith("blackjack_tie.") for c in self.circles)
+        layout = (self.settings.spots, self.circles)
+        tie, sensor_keys = _LAYOUTS.get(layout) or _layout(*layout)
         fixed_amounts, amounts = self._fixed_amounts, state.amounts
         main_minimum, side_minimum = self.settings.main_minimum, self.settings.side_minimum
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
-        for number in range(1, self.settings.spots + 1):
-            placed = [c for c in self.circles if state.sensors.get((number, c))]
+        sensors = state.sensors
+        for number, keys in sensor_keys:
+            placed = [c for c, key in keys if sensors.get(key)]  # (number, c): made once
             if not placed:
                 continue
             if not state.jackpot_link and "main" in placed:
