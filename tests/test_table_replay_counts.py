@@ -12,6 +12,8 @@ acceptance and effects) and the state after it are equal.
 - The rules share their common settlement lines (``settlement._win`` at even money, ``_lose``,
   ``_push``, remembered by what they are made of): every line equals, field for field and
   type for type, the line made afresh.
+- End round sorts the bets it carries by their keys alone (not the items): the events carried
+  are those of the items sorted, in order.
 - Lockout reads a layout's Blackjack Tie circles and sensor keys made once per layout
   (``betting._LAYOUTS``): the circles placed equal those asked of the sensors one by one.
 - Lockout lights each wager's circle with its name and :class:`Light` made once per spot and
@@ -390,3 +392,24 @@ def test_lockout_reads_the_layout_as_made_afresh(game):
                 assert [c for c, key in spot_keys if sensors.get(key)] == [
                     c for c in circles if sensors.get((number, c))
                 ]
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_end_round_carries_the_bets_in_the_items_order(game):
+    rules = load_game(game)
+    table = Table(rules, TableSettings(spots=7))
+    ended = 0
+    for event in _bench().generate(rules, 60, 17).events:
+        if event.TYPE == "end_round":
+            sensors, amounts = dict(table.state.sensors), dict(table.state.amounts)
+        step = table.handle(event)
+        if event.TYPE != "end_round" or not step.accepted:
+            continue
+        ended += 1
+        expected = [(k[0], k[1], True) for k, on in sorted(sensors.items()) if on]
+        expected += [(s, c, a) for (s, c), a in sorted(amounts.items())]
+        carried = table.state.carried
+        assert [(e.spot, e.circle, getattr(e, "on", None) or e.amount) for e in carried] == [
+            (s, c, a) for s, c, a in expected
+        ]
+    assert ended == 60

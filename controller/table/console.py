@@ -69,13 +69,17 @@ class Console(TablePart):
         # and shared (events are immutable values).
         made = self._carried_made
         carried: list[ev.Event] = []
-        for key, on in sorted(state.sensors.items()):
-            if on:
+        # Sorted by key alone: the items' order (the keys are unique), without comparing
+        # each key inside an item's tuple
+        sensors, amounts = state.sensors, state.amounts
+        for key in sorted(sensors):
+            if sensors[key]:
                 event = made.get(key)
                 if event is None:
                     event = made[key] = BetSensor(key[0], key[1], True)
                 carried.append(event)
-        for (spot, circle), amount in sorted(state.amounts.items()):
+        for spot, circle in sorted(amounts):
+            amount = amounts[(spot, circle)]
             key = (spot, circle, amount)
             event = made.get(key)
             if event is None:
