@@ -65,7 +65,14 @@ BATCHED_COLUMNS = {
     "movements": (("pool", "text"), ("table_id", "text"), ("seq", "int"), ("what", "text"),
                   ("amount", "text"), ("t_utc", "int"), ("gaming_day", "text"),
                   ("change_n", "int"), ("chain", "text")),
+    # PostgreSQL only (a statement there costs psycopg's work and the server's parse of it;
+    # SQLite's checks read these tables in-process, so it writes them as it goes)
+    "contributions": (("table_id", "text"), ("round", "int"), ("spot", "int"), ("pool", "text"),
+                      ("seq", "int")),
+    "round_results": (("table_id", "text"), ("round", "int"), ("seq", "int")),
 }  # fmt: skip
+#: Of those, the ones a batch writes at its end only where a statement is a round trip.
+LATER_ON_SERVER = ("contributions", "round_results")
 
 
 class Ledger(KindRules, LedgerReads):
@@ -392,7 +399,9 @@ class Ledger(KindRules, LedgerReads):
         self.draws.hold()
         self._unwritten = {}
         self._rows = {"applied": [], "movements": []}
-        if not db.round_trips:
+        if db.round_trips:
+            self._rows.update((name, []) for name in LATER_ON_SERVER)
+        else:
             self._terms_current()
             self._meters, self._hit_counts, self._acked = {}, {}, {}
             return
@@ -500,6 +509,26 @@ class Ledger(KindRules, LedgerReads):
             " change_n, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*row, self._heads.next("movements", row)),
         )
+
+    def _insert(self, table: str, row: tuple[Any, ...]) -> None:
+        """A ``contributions`` or ``round_results`` row: on PostgreSQL inside a batch kept
+        and written at its end with the others of its table (one statement a batch, not one
+        a message; the batch's checks see it through jackpot/ledger_facts.py), else now."""
+        rows = None if self._rows is None else self._rows.get(table)
+        if rows is None:
+            marks = ", ".join("?" for _ in row)
+            self._db.execute(f"INSERT INTO {table} VALUES ({marks})", row)
+        else:
+            rows.append(row)
+
+    def _written(self, *tables: str) -> None:
+        """Write the batch's kept rows of ``tables`` now: a statement reading them follows
+        (a check the batch's facts do not answer, a claim's contribution)."""
+        for table in tables:
+            rows = None if self._rows is None else self._rows.get(table)
+            if rows:
+                self._db.insert_rows(table, BATCHED_COLUMNS[table], rows)
+                rows.clear()
 
     def _meter(self, pool: str) -> Fraction:
         """The pool's meter inside the batch's transaction (read once, then kept)."""
