@@ -366,13 +366,7 @@ class Ledger(KindRules, LedgerReads):
                 for name, rows in self._rows.items():  # each one statement a batch
                     if rows:
                         db.insert_rows(name, BATCHED_COLUMNS[name], rows)
-                for table, seq in moved.items():  # once a table a batch, not once a message
-                    db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
-                for pool, (updates, hits) in self._unwritten.items():  # once a pool a batch
-                    db.execute(
-                        "UPDATE meters SET value=?, seq=seq+?, hits=hits+? WHERE pool=?",
-                        (str(self._meters[pool]), updates, hits, pool),
-                    )
+                self._write_heads(moved)
                 db.commit()
         except BaseException:
             db.rollback()  # after the pipeline: a rollback queued behind an error would wait
@@ -387,41 +381,75 @@ class Ledger(KindRules, LedgerReads):
 
     def _start_batch(self, messages: Sequence[Any]) -> None:
         """Hold the meter rows and read what the batch starts from, in one round trip:
-        every meter and its hits, every table's acked sequence, the chains' heads, the terms
-        in force (refused with :class:`LedgerFenced` if another controller changed them).
-        The batch keeps them up to date as it writes (the rows are held: no one else
-        moves them until it ends). Where a read costs no round trip (SQLite) each is read
-        when first needed instead: a batch of one reads less. On PostgreSQL the same round
-        trip reads what the batch's contributions and round results are checked against
-        (jackpot/ledger_facts.py)."""
+        every meter and its hits (the lock's own rows), every table's acked sequence, the
+        chains' heads, the live Mystery draws, the terms in force (refused with
+        :class:`LedgerFenced` if another controller changed them). The batch keeps them up
+        to date as it writes (the rows are held: no one else moves them until it ends).
+        Where a read costs no round trip (SQLite) each is read when first needed instead: a
+        batch of one reads less. On PostgreSQL the same round trip reads what the batch's
+        contributions and round results are checked against (jackpot/ledger_facts.py)."""
         db = self._db
-        db.lock_money()
         self.draws.hold()
         self._unwritten = {}
         self._rows = {"applied": [], "movements": []}
-        if db.round_trips:
-            self._rows.update((name, []) for name in LATER_ON_SERVER)
-        else:
+        if not db.round_trips:
+            db.lock_money()
             self._terms_current()
             self._meters, self._hit_counts, self._acked = {}, {}, {}
             return
+        self._rows.update((name, []) for name in LATER_ON_SERVER)
+        # the lock of lock_money (every meter row, in its order) reading the rows it holds
+        meters = db.execute("SELECT pool, value, hits FROM meters ORDER BY pool FOR UPDATE")
         terms = db.execute("SELECT value FROM meta WHERE key=?", (TERMS_KEY,))
-        meters = db.execute("SELECT pool, value, hits FROM meters")
         acked = db.execute("SELECT table_id, acked FROM tables")
         heads = db.execute(self._heads.read_sql())
+        live = None
+        if any(isinstance(p, MysteryPool) for p in self.config.pools.values()):
+            live = db.execute("SELECT pool, cycle, sealed FROM draws WHERE ended IS NULL")
         facts = BatchFacts(messages)
         if facts:
             facts.ask(db.execute)
-        row = terms.fetchone()  # the first read waits for all the answers
+        rows = meters.fetchall()  # the first read waits for all the answers
+        row = terms.fetchone()
         self._check_terms(row[0] if row else None)
-        rows = meters.fetchall()
         self._meters = {pool: frac(value) for pool, value, _ in rows}
         self._hit_counts = {pool: hits for pool, _, hits in rows}
         self._acked = dict(acked.fetchall())
         self._heads.known(heads.fetchone())
+        if live is not None:
+            self.draws.known(live.fetchall())
         if facts:
             facts.read()
             self._facts = facts
+
+    def _write_heads(self, moved: dict[str, int]) -> None:
+        """At a batch's end: each table's acked sequence (``moved``) and each changed meter
+        row, once each: the value, ``seq`` and ``hits`` that one update per change leaves.
+        PostgreSQL: one statement for the tables and one for the meters (``unnest``)."""
+        db, unwritten = self._db, self._unwritten
+        if not db.round_trips:
+            for table, seq in moved.items():
+                db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
+            for pool, (updates, hits) in unwritten.items():
+                db.execute(
+                    "UPDATE meters SET value=?, seq=seq+?, hits=hits+? WHERE pool=?",
+                    (str(self._meters[pool]), updates, hits, pool),
+                )
+            return
+        if moved:
+            db.execute(
+                "UPDATE tables t SET acked=u.acked FROM unnest(?::text[], ?::bigint[])"
+                " AS u(table_id, acked) WHERE t.table_id=u.table_id",
+                (list(moved), list(moved.values())),
+            )
+        if unwritten:
+            db.execute(
+                "UPDATE meters m SET value=u.value, seq=m.seq+u.n, hits=m.hits+u.hits"
+                " FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[])"
+                " AS u(pool, value, n, hits) WHERE m.pool=u.pool",
+                (list(unwritten), [str(self._meters[p]) for p in unwritten],
+                 [n for n, _ in unwritten.values()], [h for _, h in unwritten.values()]),
+            )  # fmt: skip
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
