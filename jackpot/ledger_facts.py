@@ -2,8 +2,9 @@
 
 On PostgreSQL each contribution's and round result's checks were one statement and one round
 trip a message (jackpot/ledger_kinds.py). :class:`BatchFacts` asks them for the whole batch
-at its start, in the round trip that reads the meters (the meter rows are held by then: no
-one else writes these tables until the batch ends), and keeps them up to date as the batch
+at its start, in one statement (that statement's subqueries, a row a message) sent in the
+round trip that reads the meters (the meter rows are held by then: no one else writes these
+tables until the batch ends), and keeps them up to date as the batch
 inserts its own rows, so each message sees exactly what its one statement would have shown:
 
 - the round results reported for each (table, round) the batch names, and each table's last
@@ -46,14 +47,14 @@ def _fields(message: Any) -> tuple[str, str, int, int | None, str | None] | None
 
 class BatchFacts:
     """The facts a batch's contributions and round results are checked against (see the
-    module). :meth:`ask` sends the queries (without waiting), :meth:`read` takes the
-    answers; then :meth:`contribution` and :meth:`round_result` answer as their one
+    module). :meth:`ask` sends the query (without waiting), :meth:`read` takes the
+    answer; then :meth:`contribution` and :meth:`round_result` answer as their one
     statement would, and :meth:`contributed` and :meth:`reported` note the batch's own
     inserts."""
 
     def __init__(self, messages: Sequence[Any]) -> None:
         self._asked = {id(m): f for m in messages if (f := _fields(m)) is not None}
-        self._pending: tuple[Any, ...] = ()
+        self._pending: Any = None  # the query's cursor, until read
         self.keys: set[tuple[str, str]] = set()
         self.results: dict[tuple[str, int], int] = {}
         self.last_reported: dict[str, int | None] = {}
@@ -64,46 +65,37 @@ class BatchFacts:
         return bool(self._asked)
 
     def ask(self, execute: Any) -> None:
-        """Send the four queries (psycopg's pipeline: their answers come with the batch's
-        first read)."""
+        """Send the one query (psycopg's pipeline: its answer comes with the batch's first
+        read): a row a message, in order, with what its check statement would read. Each
+        value is a scalar subquery, so each is one probe of a primary key or an index
+        whatever the tables hold (as ``IN (SELECT ... unnest)`` a generic plan scanned
+        ``contributions`` and ``round_results`` whole)."""
         facts = list(self._asked.values())
-        tables = sorted({f[0] for f in facts})
-        rounds = sorted({(f[0], f[2]) for f in facts})
-        spots = sorted({(f[0], f[2], f[3], f[4]) for f in facts if f[3] is not None})
-        self._pending = (
-            execute(
-                "SELECT table_id, key FROM applied WHERE (table_id, key) IN"
-                " (SELECT * FROM unnest(?::text[], ?::text[]))",
-                ([f[0] for f in facts], [f[1] for f in facts]),
-            ),
-            execute(
-                "SELECT table_id, round, seq FROM round_results WHERE (table_id, round) IN"
-                " (SELECT * FROM unnest(?::text[], ?::bigint[]))",
-                ([r[0] for r in rounds], [r[1] for r in rounds]),
-            ),
-            execute(
-                "SELECT t, (SELECT MAX(round) FROM round_results WHERE table_id=t),"
-                " (SELECT MAX(round) FROM contributions WHERE table_id=t)"
-                " FROM unnest(?::text[]) AS u(t)",
-                (tables,),
-            ),
-            execute(
-                "SELECT table_id, round, spot, pool, seq FROM contributions"
-                " WHERE (table_id, round, spot, pool) IN"
-                " (SELECT * FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::text[]))",
-                tuple([s[i] for s in spots] for i in range(4)),
-            ),
+        self._pending = execute(
+            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=u.t AND key=u.k),"
+            " (SELECT seq FROM round_results WHERE table_id=u.t AND round=u.r),"
+            " (SELECT MAX(round) FROM round_results WHERE table_id=u.t),"
+            " (SELECT MAX(round) FROM contributions WHERE table_id=u.t),"
+            " (SELECT seq FROM contributions"
+            "  WHERE table_id=u.t AND round=u.r AND spot=u.s AND pool=u.p)"
+            " FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[])"
+            " WITH ORDINALITY AS u(t, k, r, s, p, o) ORDER BY o",
+            tuple([f[i] for f in facts] for i in range(5)),
         )
 
     def read(self) -> None:
-        keys, results, lasts, twins = self._pending
-        self._pending = ()
-        self.keys = {(t, k) for t, k in keys.fetchall()}
-        self.results = {(t, r): seq for t, r, seq in results.fetchall()}
-        for table, reported, contributed in lasts.fetchall():
-            self.last_reported[table] = reported
-            self.last_contributed[table] = contributed
-        self.twins = {(t, r, s, p): seq for t, r, s, p, seq in twins.fetchall()}
+        answer, self._pending = self._pending, None
+        for (table, key, rnd, spot, pool), (replayed, reported, last_reported, latest, twin) in zip(
+            self._asked.values(), answer.fetchall(), strict=True
+        ):
+            if replayed:
+                self.keys.add((table, key))
+            if reported is not None:
+                self.results[(table, rnd)] = reported
+            self.last_reported[table] = last_reported
+            self.last_contributed[table] = latest
+            if twin is not None:
+                self.twins[(table, rnd, spot, pool)] = twin
 
     def known(self, message: Any) -> bool:
         """Whether the batch asked for this message's facts."""
