@@ -25,6 +25,21 @@ from typing import Any
 
 _KINDS = ("contribution", "round_result")
 
+#: A row a message (table, key, round, spot, pool: each one array), in order: whether its key
+#: was applied (1 or NULL: ``EXISTS`` may be planned as a hash of the whole table), its round's
+#: result, the table's last reported and last contributed round, a
+#: twin contribution: the check statement of jackpot/ledger_kinds.py for every message at once.
+FACTS_SQL = (
+    "SELECT (SELECT 1 FROM applied WHERE table_id=u.t AND key=u.k LIMIT 1),"
+    " (SELECT seq FROM round_results WHERE table_id=u.t AND round=u.r),"
+    " (SELECT MAX(round) FROM round_results WHERE table_id=u.t),"
+    " (SELECT MAX(round) FROM contributions WHERE table_id=u.t),"
+    " (SELECT seq FROM contributions"
+    "  WHERE table_id=u.t AND round=u.r AND spot=u.s AND pool=u.p)"
+    " FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[])"
+    " WITH ORDINALITY AS u(t, k, r, s, p, o) ORDER BY o"
+)
+
 
 def _fields(message: Any) -> tuple[str, str, int, int | None, str | None] | None:
     """(table, key, round, spot, pool) of a contribution or round result whose fields have
@@ -72,14 +87,7 @@ class BatchFacts:
         ``contributions`` and ``round_results`` whole)."""
         facts = list(self._asked.values())
         self._pending = execute(
-            "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=u.t AND key=u.k),"
-            " (SELECT seq FROM round_results WHERE table_id=u.t AND round=u.r),"
-            " (SELECT MAX(round) FROM round_results WHERE table_id=u.t),"
-            " (SELECT MAX(round) FROM contributions WHERE table_id=u.t),"
-            " (SELECT seq FROM contributions"
-            "  WHERE table_id=u.t AND round=u.r AND spot=u.s AND pool=u.p)"
-            " FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[])"
-            " WITH ORDINALITY AS u(t, k, r, s, p, o) ORDER BY o",
+            FACTS_SQL,
             tuple([f[i] for f in facts] for i in range(5)),
         )
 

@@ -53,3 +53,30 @@ def test_a_batch_that_depends_on_itself_gives_what_one_by_one_gives(ledger_at, s
         assert statuses.count(Status.REFUSED) >= 5 and Status.CONFLICT in statuses
         assert Status.DUPLICATE in statuses and singles[4].awards  # the claim was paid
         assert state(many) == state(one)
+
+
+def test_the_facts_probe_an_index_whatever_the_plan(pg_server):  # noqa: F811
+    """Each of the facts statement's subqueries is one index probe, in PostgreSQL's generic
+    plan too (a prepared statement's after its fifth use): as ``IN (SELECT ... unnest)`` the
+    generic plan read ``contributions`` and ``round_results`` whole, a batch costing more as
+    the ledger grows."""
+    import psycopg
+
+    from jackpot.ledger_facts import FACTS_SQL
+
+    stream = _stream()
+    location = pg_server.create_database()
+    with Ledger(location, CONFIG, randbelow=fixed(3), clock=lambda: 1_800_000_000.0) as led:
+        led.apply_batch(stream)
+    sql = FACTS_SQL
+    for n in range(1, sql.count("?") + 1):
+        sql = sql.replace("?", f"${n}", 1)
+    with psycopg.connect(location, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE facts AS {sql}")
+        plan = "\n".join(
+            row[0] for row in conn.execute(
+                "EXPLAIN EXECUTE facts('{hcm-bj-07}', '{k}', '{1}', '{1}', '{p}')"
+            )
+        )  # fmt: skip
+    assert "Seq Scan" not in plan and plan.count("Scan using") == 5, plan
