@@ -44,6 +44,7 @@ from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
 from jackpot import chain as chains
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
+from jackpot.ledger_end import BATCHED_COLUMNS, LATER_ON_SERVER, write_end
 from jackpot.ledger_facts import BatchFacts
 from jackpot.ledger_kinds import KEY_ASKED_BY_KIND, KindRules
 from jackpot.ledger_reads import LedgerReads
@@ -55,24 +56,6 @@ from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, ope
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
-
-#: The tables whose rows a batch writes at its end, one statement each: column -> type.
-BATCHED_COLUMNS = {
-    "applied": (("table_id", "text"), ("seq", "int"), ("key", "text"), ("kind", "text"),
-                ("boot", "int"), ("outcome", "text"), ("reason", "text"),
-                ("message", "text"), ("digest", "text"), ("received_utc", "int"),
-                ("gaming_day", "text"), ("chain", "text")),
-    "movements": (("pool", "text"), ("table_id", "text"), ("seq", "int"), ("what", "text"),
-                  ("amount", "text"), ("t_utc", "int"), ("gaming_day", "text"),
-                  ("change_n", "int"), ("chain", "text")),
-    # PostgreSQL only (a statement there costs psycopg's work and the server's parse of it;
-    # SQLite's checks read these tables in-process, so it writes them as it goes)
-    "contributions": (("table_id", "text"), ("round", "int"), ("spot", "int"), ("pool", "text"),
-                      ("seq", "int")),
-    "round_results": (("table_id", "text"), ("round", "int"), ("seq", "int")),
-}  # fmt: skip
-#: Of those, the ones a batch writes at its end only where a statement is a round trip.
-LATER_ON_SERVER = ("contributions", "round_results")
 
 
 class Ledger(KindRules, LedgerReads):
@@ -363,10 +346,10 @@ class Ledger(KindRules, LedgerReads):
                     if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                         moved[result.table] = result.seq
                     results.append(result)
-                for name, rows in self._rows.items():  # each one statement a batch
-                    if rows:
-                        db.insert_rows(name, BATCHED_COLUMNS[name], rows)
-                self._write_heads(moved)
+                write_end(db, self._rows, moved, {  # PostgreSQL: one statement
+                    pool: (str(self._meters[pool]), updates, hits)
+                    for pool, (updates, hits) in self._unwritten.items()
+                })  # fmt: skip
                 db.commit()
         except BaseException:
             db.rollback()  # after the pipeline: a rollback queued behind an error would wait
@@ -426,35 +409,6 @@ class Ledger(KindRules, LedgerReads):
         if facts:
             facts.read()
             self._facts = facts
-
-    def _write_heads(self, moved: dict[str, int]) -> None:
-        """At a batch's end: each table's acked sequence (``moved``) and each changed meter
-        row, once each: the value, ``seq`` and ``hits`` that one update per change leaves.
-        PostgreSQL: one statement for the tables and one for the meters (``unnest``)."""
-        db, unwritten = self._db, self._unwritten
-        if not db.round_trips:
-            for table, seq in moved.items():
-                db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
-            for pool, (updates, hits) in unwritten.items():
-                db.execute(
-                    "UPDATE meters SET value=?, seq=seq+?, hits=hits+? WHERE pool=?",
-                    (str(self._meters[pool]), updates, hits, pool),
-                )
-            return
-        if moved:
-            db.execute(
-                "UPDATE tables t SET acked=u.acked FROM unnest(?::text[], ?::bigint[])"
-                " AS u(table_id, acked) WHERE t.table_id=u.table_id",
-                (list(moved), list(moved.values())),
-            )
-        if unwritten:
-            db.execute(
-                "UPDATE meters m SET value=u.value, seq=m.seq+u.n, hits=m.hits+u.hits"
-                " FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[])"
-                " AS u(pool, value, n, hits) WHERE m.pool=u.pool",
-                (list(unwritten), [str(self._meters[p]) for p in unwritten],
-                 [n for n, _ in unwritten.values()], [h for _, h in unwritten.values()]),
-            )  # fmt: skip
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
