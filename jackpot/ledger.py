@@ -110,6 +110,7 @@ class Ledger(KindRules, LedgerReads):
         self._batch_results: dict[tuple[str, int], str] = {}
         self._digest: str | None = None  # the message being applied's, from the intake
         self._facts: BatchFacts | None = None  # PostgreSQL: the checks' facts, once a batch
+        self._start_text: str | None = None  # PostgreSQL: _start_sql, made once
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -388,27 +389,44 @@ class Ledger(KindRules, LedgerReads):
         db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         # the lock of lock_money (every meter row, in its order) reading the rows it holds
         meters = db.execute("SELECT pool, value, hits FROM meters ORDER BY pool FOR UPDATE")
-        terms = db.execute("SELECT value FROM meta WHERE key=?", (TERMS_KEY,))
-        acked = db.execute("SELECT table_id, acked FROM tables")
-        heads = db.execute(self._heads.read_sql())
-        live = None
-        if any(isinstance(p, MysteryPool) for p in self.config.pools.values()):
-            live = db.execute("SELECT pool, cycle, sealed FROM draws WHERE ended IS NULL")
+        if self._start_text is None:
+            self._start_text = self._start_sql()
+        start = db.execute(self._start_text, (TERMS_KEY,))
         facts = BatchFacts(messages)
         if facts:
             facts.ask(db.execute)
         rows = meters.fetchall()  # the first read waits for all the answers
-        row = terms.fetchone()
-        self._check_terms(row[0] if row else None)
+        read: dict[str, list[tuple[Any, ...]]] = {"terms": [], "acked": [], "draw": [], "head": []}
+        for what, name, number, text in start.fetchall():
+            read[what].append((name, number, text))
+        self._check_terms(read["terms"][0][0] if read["terms"] else None)
         self._meters = {pool: frac(value) for pool, value, _ in rows}
         self._hit_counts = {pool: hits for pool, _, hits in rows}
-        self._acked = dict(acked.fetchall())
-        self._heads.known(heads.fetchone())
-        if live is not None:
-            self.draws.known(live.fetchall())
+        self._acked = {table: acked for table, acked, _ in read["acked"]}
+        heads = {table: link for table, _, link in read["head"]}
+        self._heads.known(tuple(heads[table] for table in chains.TABLES))
+        self.draws.known(read["draw"])
         if facts:
             facts.read()
             self._facts = facts
+
+    def _start_sql(self) -> str:
+        """PostgreSQL: what a batch starts from but the meters, one statement (its one
+        parameter: the terms' ``meta`` key), a row each as (what, name, number, text): the
+        terms in force (``terms``, value), each table's acked sequence (``acked``, table,
+        seq), each live Mystery draw (``draw``, pool, cycle, sealed), each chain's head
+        (``head``, table, None, last link)."""
+        heads = " UNION ALL ".join(
+            f"SELECT 'head', '{table}', NULL, (SELECT chain FROM {table}"
+            f" ORDER BY {chains.order(table, self._db.award_order)} DESC LIMIT 1)"
+            for table in chains.TABLES
+        )
+        return (
+            "SELECT 'terms', value, NULL::bigint, NULL::text FROM meta WHERE key=?"
+            " UNION ALL SELECT 'acked', table_id, acked, NULL FROM tables"
+            " UNION ALL SELECT 'draw', pool, cycle, sealed FROM draws WHERE ended IS NULL"
+            f" UNION ALL {heads}"
+        )
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
