@@ -574,6 +574,8 @@ class Ledger(KindRules, LedgerReads):
         return hits
 
     def _insert_award(self, a: Award) -> None:
+        if self._facts is not None and a.state != "refused":  # a later claim's duplicate check
+            self._facts.awarded.add((a.table, a.round, a.spot, a.pool))
         row = (*vars(a).values(), self._now, self._day)  # the award's fields in order
         self._db.execute(
             f"INSERT INTO awards ({AWARD_COLUMNS}, offered_utc, gaming_day, chain)"

@@ -266,11 +266,15 @@ class KindRules:
             raise refuse("claim_terms", f"{p['meter']!r} is not a line of pool {pool.name!r}")
         if p["wager"] != blazing_7s.BET:  # pragma: no cover - the only progressive wager
             raise refuse("claim_terms", f"no evaluator for wager {p['wager']!r}")
-        # the proof: the round as the table reported it before the claim
+        # the proof: the round as the table reported it before the claim (PostgreSQL: the
+        # claim's three reads asked for the whole batch at its start, jackpot/ledger_facts.py)
         rnd, spot_no = p["round"], p["spot"]
+        facts = None if self._facts is None else self._facts.claim(message, pool.name)
         row = self._batch_results.get((table, rnd))  # reported earlier in this batch
         if row is not None:
             row = (row,)
+        elif facts is not None:
+            row = None if facts[0] is None else (facts[0],)
         else:  # (a round result of this batch is in _batch_results: no need to write them)
             row = self._db.execute(
                 "SELECT a.message FROM round_results r JOIN applied a"
@@ -305,17 +309,24 @@ class KindRules:
                 "claim_unproven", f"round {rnd}'s result settled no {p['line']!r} "
                 f"({p['meter']}) on spot {spot_no}'s {p['wager']} wager of pool {pool.name}"
             )  # fmt: skip
-        self._written("contributions")
-        if not self._db.execute(
-            "SELECT 1 FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
-            (table, rnd, spot_no, pool.name),
-        ).fetchone():
+        if facts is not None:
+            contributed, awarded = facts[1], facts[2]
+        else:
+            self._written("contributions")
+            contributed = self._db.execute(
+                "SELECT 1 FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
+                (table, rnd, spot_no, pool.name),
+            ).fetchone()
+            awarded = None
+        if not contributed:
             raise refuse("claim_unproven", f"no contribution from round {rnd} spot {spot_no}")
-        if self._db.execute(
-            "SELECT 1 FROM awards WHERE table_id=? AND round=? AND spot=? AND pool=?"
-            " AND state!='refused'",
-            (table, rnd, spot_no, pool.name),
-        ).fetchone():
+        if facts is None:
+            awarded = self._db.execute(
+                "SELECT 1 FROM awards WHERE table_id=? AND round=? AND spot=? AND pool=?"
+                " AND state!='refused'",
+                (table, rnd, spot_no, pool.name),
+            ).fetchone()
+        if awarded:
             raise refuse("claim_duplicate", f"round {rnd} spot {spot_no} was already awarded")
         try:
             first_two = parse_cards(" ".join(p["cards"]))

@@ -3,7 +3,8 @@ written at its end (jackpot/ledger.py) give what one-by-one application gives, w
 message depends on one before it in the same batch: a twin spot, a replayed key, a round
 reported then contributed to, an older round after a newer one, a result reported twice, a
 claim proven by a result of the same batch, a resend of a sequence the batch applied (the
-same content and other content). Both backends; every result and every stored row compared.
+same content and other content), a claim of a spot awarded in the same batch or before, a
+claim of a spot that did not contribute. Both backends; every result and every stored row compared.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def _stream() -> list[dict]:
         {**contrib(T2, 2, 9, spot=4), "key": "x"},  # seq 2 with other content: a conflict
         result(T2, 4, 2, ["2C", "3D"], "KS", meter=None),
         contrib(T2, 5, 2, spot=2),  # round 2 reported in this batch: refused
+        result(T1, 10, 3, seven, "7D"),
+        claim(T1, 11, 3, seven, "7D"),  # proven; its contribution in an earlier batch
+        {**claim(T1, 12, 3, seven, "7D"), "key": "again/3"},  # awarded just before: refused
+        {**claim(T1, 13, 1, seven, "7D"), "key": "again/1"},  # awarded batches ago: refused
+        result(T1, 14, 4, seven, "7D", spot=2),
+        claim(T1, 15, 4, seven, "7D", spot=2),  # no contribution from round 4 spot 2: refused
     ]
     return out
 
@@ -52,6 +59,9 @@ def test_a_batch_that_depends_on_itself_gives_what_one_by_one_gives(ledger_at, s
         statuses = [r.status for r in singles]
         assert statuses.count(Status.REFUSED) >= 5 and Status.CONFLICT in statuses
         assert Status.DUPLICATE in statuses and singles[4].awards  # the claim was paid
+        alarms = [r.alarm for r in singles[16:]]
+        assert alarms == [None, None, "claim_duplicate", "claim_duplicate", None,
+                          "claim_unproven"]  # fmt: skip
         assert state(many) == state(one)
 
 
