@@ -13,9 +13,9 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
    messages) until the outbox is empty. Every message is signed and checked end to end (each
    table's key and the controller's, made by jackpot_faults' :class:`FaultRun`).
    Beside the rates, the CPU each part spent per message (``/proc``: user + system time of
-   the controller process, of Mosquitto, and of this process, which is the raw clients or
-   the table's publisher): what the rate would be on cores of their own, whatever else the
-   machine was doing.
+   the controller process, of Mosquitto, of this process, which is the raw clients or
+   the table's publisher, and with ``--ledger postgresql`` of the server's processes): what
+   the rate would be on cores of their own, whatever else the machine was doing.
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
    reader polling the ledger's ``applied`` table every millisecond). After each event that
@@ -62,10 +62,13 @@ from controller.table.effects import Publish
 T7, T8 = TABLES
 
 
-def cpu_s(pid: int | None = None) -> float:
-    """User + system CPU seconds of process ``pid`` (this one if None), all its threads."""
+def cpu_s(pid: int | list[int] | None = None) -> float:
+    """User + system CPU seconds of process ``pid`` (this one if None), all its threads; of
+    a list of processes, those still alive (a PostgreSQL server's)."""
     if pid is None:
         return time.process_time()
+    if isinstance(pid, list):
+        return sum(cpu_s(p) for p in pid if Path(f"/proc/{p}").exists())
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -73,7 +76,7 @@ def cpu_s(pid: int | None = None) -> float:
 class CpuMeter:
     """CPU seconds spent by named processes between ``start()`` and ``stop()``."""
 
-    def __init__(self, pids: dict[str, int | None]):
+    def __init__(self, pids: dict[str, int | list[int] | None]):
         self.pids = pids
         self.spent: dict[str, float] = {}
 
@@ -255,8 +258,12 @@ def main(argv: list[str] | None = None) -> int:
             raw = raw_qos1(fr.broker, args.raw, 300, cpu)
             print(f"raw: {args.raw} QoS 1 messages of 300 bytes: {raw:.0f}/s; CPU per message: "
                   f"{cpu.per_message(args.raw)}", flush=True)  # fmt: skip
-            cpu = CpuMeter({"controller": fr.service.pid, "table publisher": None,
-                            "mosquitto": broker_pid})  # fmt: skip
+            pids: dict[str, int | list[int] | None] = {
+                "controller": fr.service.pid, "table publisher": None, "mosquitto": broker_pid
+            }  # fmt: skip
+            if args.ledger == "postgresql":  # the server: its backends, WAL writer...
+                pids["postgresql"] = server._processes()
+            cpu = CpuMeter(pids)
             contribs, messages, secs = backlog(fr, args.rounds, cpu, args.batch_rows)
             per_s = contribs / secs
             print(f"backlog: {messages} messages ({contribs} contributions) in {secs:.2f}s: "
