@@ -93,6 +93,12 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
 #: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
 BATCH_MAX = 256
+#: Table rows (single messages and the rows of batch frames) applied in one ledger
+#: transaction at most. Below a table's window (256 rows by default), so a backlog is
+#: acknowledged in parts: the table reads and frames the next rows while the controller
+#: applies these (on two cores at once). With the batch as deep as the window, each side
+#: waited for the other: the whole window applied, then acked, then the next one framed.
+BATCH_ROWS_MAX = 64
 #: Seconds between republishing the retained ``online`` status while connected, when the
 #: config does not say (``[status] heartbeat_ms``): the tables' heartbeat (a table that hears
 #: none for its ``controller_timeout_s`` calls the controller lost; issue 28 item 3), and a will
@@ -144,6 +150,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         randbelow: Callable[[int], int] = secrets.randbelow,
         rng: random.Random | None = None,
         batch_max: int = BATCH_MAX,
+        batch_rows: int = BATCH_ROWS_MAX,
         fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
@@ -158,6 +165,8 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
         if not 1 <= batch_max <= 65_535:
             raise ValueError(f"batch_max {batch_max!r}: must be 1 to 65535 messages")
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows {batch_rows!r}: must be 1 or more table rows")
         self.config = config
         self.signer = signer
         self._intake = Intake(config.tables, config.table_keys)  # parse, route, verify
@@ -235,6 +244,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         self._status_wanted = False  # another's status arrived: say online again
         self._birth_checks: dict[str, tuple[float, int]] = {}  # table -> (due, its ack then)
         self.batch_max = batch_max
+        self.batch_rows = min(batch_rows, batch_max)
         self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
         self._thread.start()
