@@ -332,6 +332,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
             self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence,
             clock=self.clock, trigger_key=self._trigger_key,
         )  # fmt: skip
+        self._ledger.checkpoint_apart()  # no WAL checkpoint inside a live message's commit
         # a hot standby's term tags and bounds this connection as its ledger's (leader.py)
         session = getattr(self._fence, "session", None)
         self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms, session=session)
