@@ -24,7 +24,9 @@ One run, one test Mosquitto (tests/mqtt_broker.py), the jackpot controller as a 
 3. ``p99_ms``: a table plays live at a dealer's pace; the latency of each contribution from
    its journal commit (``JournaledTable.handle`` returned) to its ledger commit (seen by a
    reader polling the ledger's ``applied`` table every millisecond). After each event that
-   wrote rows the bench wakes the publisher, as the daemon's loop does.
+   wrote rows the bench wakes the publisher, as the daemon's loop does; as that loop does
+   when it starts, the bench freezes its heap first (``gc.freeze``), and the controller runs
+   with ``freeze_heap`` as ``jackpot-controller`` does.
 
 ``--ledger postgresql``: the ledger in a PostgreSQL server of the bench's own (Debian's
 binaries, tests/pg_server.py: a temporary cluster on a free loopback port, fsync on).
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import sqlite3
@@ -197,6 +200,11 @@ def live(fr: FaultRun, rounds: int, pace_ms: float, batch_rows: int = BATCH_ROWS
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    # as the table daemon's loop does when it starts (controller/runtime/loop.py): the heap
+    # so far (here the backlog's journaling, the fault run) frozen, never scanned again; a
+    # full collection of it stopped this process's threads, the link's too, for 20-35 ms
+    gc.collect()
+    gc.freeze()
     with JournaledTable(path, load_game(GAME), SETTINGS) as table:
         pub = TablePublisher(path, T8, fr.broker.host, fr.broker.port, T8,
                              fr.broker.passwords[T8], signer=fr.keys.table_signer(T8),
@@ -220,6 +228,7 @@ def live(fr: FaultRun, rounds: int, pace_ms: float, batch_rows: int = BATCH_ROWS
             pub.close()
             stop.set()
             watcher.join(5)
+            gc.unfreeze()
     missing = set(committed) - set(seen)
     if missing:
         raise RuntimeError(f"{len(missing)} live contributions never reached the ledger")
