@@ -198,7 +198,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         # the process's heap after start-up never scanned again (gc.freeze, process-wide: for
         # a process that is the controller, as jackpot-controller runs it): a full collection
         # scanned all of it, 20-24 ms with every thread stopped, a live contribution's too;
-        # 0.3 ms after (docs/jackpot/controller.md, "The live p99")
+        # 0.3 ms after (docs/jackpot/controller.md, issue 32's "Third round")
         self._freeze_heap = freeze_heap
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
         with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
