@@ -144,6 +144,10 @@ class Ledger(KindRules, LedgerReads):
     def __repr__(self) -> str:
         return f"Ledger({self.location!r})"
 
+    def checkpoint_apart(self) -> None:
+        """SQLite: WAL checkpoints on a thread apart, not in commits (store/sqlite.py)."""
+        getattr(self._db, "checkpoint_apart", lambda: None)()
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
