@@ -126,7 +126,8 @@ def service_child(config: str, ledger: str, port: int, pwfile: str, keyfile: str
     password = Path(pwfile).read_text(encoding="utf-8").strip()
     signer = Signer(CONTROLLER_KID, load_signing_key(keyfile))
     svc = JackpotService(load_config(config), ledger, "127.0.0.1", port, CONTROLLER, password,
-                         signer=signer, backoff=BACKOFF, meter_rate=4)  # fmt: skip
+                         signer=signer, backoff=BACKOFF, meter_rate=4,
+                         freeze_heap=True)  # fmt: skip
     try:
         while not stop.wait(0.2):
             pass

@@ -71,16 +71,9 @@ class Heads:
     def forget(self) -> None:
         self._heads.clear()
 
-    def read_sql(self) -> str:
-        """One statement whose row is every table's last link, in :data:`TABLES` order
-        (a batch reads it with the rest it starts from: one round trip, not three)."""
-        return "SELECT " + ", ".join(
-            f"(SELECT chain FROM {t} ORDER BY {order(t, self._order)} DESC LIMIT 1)"
-            for t in TABLES
-        )
-
     def known(self, row: tuple[Any, ...]) -> None:
-        """The heads as :meth:`read_sql`'s row gives them (a table's last row without a
+        """The heads, each table's last link in :data:`TABLES` order (a batch reads them with
+        the rest it starts from, jackpot/ledger.py; a table's last row without a
         link, or no row: the chain starts at :data:`GENESIS`, as :meth:`next` reads it)."""
         self._heads = {t: link or GENESIS for t, link in zip(TABLES, row, strict=True)}
 

@@ -278,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             tls_ca=config.mqtt_tls_ca,
             trigger_key=trigger_key,
             selfcheck=selfcheck,
+            freeze_heap=True,  # this process is the controller: its start-up heap frozen
         )
     except (TableControllerError, ValueError) as exc:
         parser.exit(2, f"jackpot-controller: {exc}\n")

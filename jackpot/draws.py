@@ -214,6 +214,11 @@ class Draws:
         holds the meter rows: no one else draws meanwhile) until :meth:`release`."""
         self._live = {}
 
+    def known(self, rows: list[tuple[str, int, str]]) -> None:
+        """Inside a batch (after :meth:`hold`): every live draw's (pool, cycle, sealed),
+        read with what the batch starts from (PostgreSQL: no round trip of its own)."""
+        self._live = {pool: (cycle, sealed) for pool, cycle, sealed in rows}
+
     def release(self) -> None:
         """Read every live draw again from now on (after a batch, or a rollback)."""
         self._live = None

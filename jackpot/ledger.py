@@ -19,7 +19,8 @@ UTC time and the gaming day (jackpot/gaming_day.py); the terms in force are ledg
 
 Here: the ledger's transactions (opening, :meth:`Ledger.apply_batch`, audited writes) and its
 reads. The rules of each message kind are in jackpot/ledger_kinds.py, what applying gives
-(:class:`Status`, :class:`Result`, :class:`Award`) in jackpot/ledger_results.py, the chains
+(:class:`Status`, :class:`Result`, :class:`Award`) in jackpot/ledger_results.py, its reads
+outside a batch in jackpot/ledger_reads.py, the chains
 in jackpot/chain.py, the SQL dialects in jackpot/store/. A batch on PostgreSQL runs in
 psycopg's pipeline mode: a write does not wait for its answer, a read waits once for all
 that is due; it reads what it starts from in one round trip, each kind's checks in one
@@ -43,30 +44,21 @@ from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
 from jackpot import chain as chains
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
+from jackpot.ledger_end import BATCHED_COLUMNS, LATER_ON_SERVER, write_end
 from jackpot.ledger_facts import BatchFacts
 from jackpot.ledger_kinds import KEY_ASKED_BY_KIND, KindRules
+from jackpot.ledger_reads import LedgerReads
 from jackpot.ledger_results import AWARD_COLUMNS, Award, Refused, Result, Status, frac
 from jackpot.parameters import TERMS_KEY
-from jackpot.pools import JackpotConfig, MeterReading, MysteryPool, ProgressivePool, split_meter
+from jackpot.pools import JackpotConfig, MysteryPool, ProgressivePool
 from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, open_store
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
-#: The tables whose rows a batch writes at its end, one statement each: column -> type.
-BATCHED_COLUMNS = {
-    "applied": (("table_id", "text"), ("seq", "int"), ("key", "text"), ("kind", "text"),
-                ("boot", "int"), ("outcome", "text"), ("reason", "text"),
-                ("message", "text"), ("digest", "text"), ("received_utc", "int"),
-                ("gaming_day", "text"), ("chain", "text")),
-    "movements": (("pool", "text"), ("table_id", "text"), ("seq", "int"), ("what", "text"),
-                  ("amount", "text"), ("t_utc", "int"), ("gaming_day", "text"),
-                  ("change_n", "int"), ("chain", "text")),
-}  # fmt: skip
 
-
-class Ledger(KindRules):
+class Ledger(KindRules, LedgerReads):
     """The ledger at ``location`` (an SQLite file path, or a ``postgresql://`` URL) for
     ``config``. ``randbelow`` draws the mystery triggers (``secrets.randbelow``; tests inject
     a seeded one). ``fence(cursor)``, if given, is called first inside every write
@@ -118,6 +110,7 @@ class Ledger(KindRules):
         self._batch_results: dict[tuple[str, int], str] = {}
         self._digest: str | None = None  # the message being applied's, from the intake
         self._facts: BatchFacts | None = None  # PostgreSQL: the checks' facts, once a batch
+        self._start_text: str | None = None  # PostgreSQL: _start_sql, made once
         self._clock = clock
         self._now: int | None = None  # the controller's UTC ms of what is being written
         self._day: str | None = None  # and its gaming day
@@ -150,6 +143,10 @@ class Ledger(KindRules):
 
     def __repr__(self) -> str:
         return f"Ledger({self.location!r})"
+
+    def checkpoint_apart(self) -> None:
+        """SQLite: WAL checkpoints on a thread apart, not in commits (store/sqlite.py)."""
+        getattr(self._db, "checkpoint_apart", lambda: None)()
 
     def close(self) -> None:
         if self._db is not None:
@@ -292,72 +289,6 @@ class Ledger(KindRules):
             raise
         return int(value)
 
-    # -- reading -------------------------------------------------------------------------
-
-    def meters(self) -> dict[str, MeterReading]:
-        """Every pool's meter for the signs (never the mystery trigger); a pool the config
-        no longer has (retired) is not shown."""
-        out = {}
-        rows = self._db.execute("SELECT pool, value, seq FROM meters").fetchall()
-        for pool, value, seq in sorted(rows):
-            if pool not in self.config.pools:
-                continue
-            amount, fraction = split_meter(frac(value))
-            cfg = self.config.pools.get(pool)
-            ceiling = cfg.must_hit_by if isinstance(cfg, MysteryPool) else None
-            out[pool] = MeterReading(pool, amount, fraction, seq, ceiling)
-        return out
-
-    def meter(self, pool: str) -> Fraction:
-        row = self._db.execute("SELECT value FROM meters WHERE pool=?", (pool,)).fetchone()
-        return frac(row[0])
-
-    def ack(self, table: str) -> int:
-        row = self._db.execute("SELECT acked FROM tables WHERE table_id=?", (table,)).fetchone()
-        return row[0] if row else 0
-
-    def awards(self, table: str | None = None) -> list[Award]:
-        sql = f"SELECT {AWARD_COLUMNS} FROM awards"
-        sql += (" WHERE table_id=?" if table else "") + f" ORDER BY {self._db.award_order}"
-        return [Award(*r) for r in self._db.execute(sql, (table,) if table else ())]
-
-    def confirmed_by(self, award_id: str) -> str | None:
-        """Who confirmed a committed award's hand pay, as its table's ``award_confirm`` said
-        (``confirmed_by``: ``supervisor key`` or ``supervisor NAME``; issue 28): kept with
-        the message in ``applied``. None: not committed, or confirmed by a table before
-        issue 28 (its message names no one)."""
-        row = self._db.execute(
-            "SELECT a.message FROM awards w JOIN applied a"
-            " ON a.table_id = w.table_id AND a.seq = w.confirm_seq WHERE w.award_id = ?",
-            (award_id,),
-        ).fetchone()
-        if row is None:
-            return None
-        return json.loads(row[0]).get("payload", {}).get("confirmed_by")
-
-    def acks(self) -> dict[str, int]:
-        """Every table's highest sequence with no gap."""
-        return dict(self._db.execute("SELECT table_id, acked FROM tables").fetchall())
-
-    def boots(self) -> dict[str, int]:
-        """Every table's latest ``boot`` among its applied messages."""
-        sql = "SELECT table_id, MAX(boot) FROM applied GROUP BY table_id"
-        return dict(self._db.execute(sql).fetchall())
-
-    def applied(self) -> list[tuple[str, int, str, str, str | None]]:
-        """(table, seq, kind, outcome, reason) in apply order."""
-        sql = "SELECT table_id, seq, kind, outcome, reason FROM applied ORDER BY n"
-        return [tuple(row) for row in self._db.execute(sql).fetchall()]
-
-    def totals(self, pool: str) -> dict[str, Fraction]:
-        """The pool's movements summed by what: contribution, seed, award, excess."""
-        out: dict[str, Fraction] = {}
-        for what, amount in self._db.execute(
-            "SELECT what, amount FROM movements WHERE pool=?", (pool,)
-        ).fetchall():
-            out[what] = out.get(what, Fraction(0)) + frac(amount)
-        return out
-
     # -- applying --------------------------------------------------------------------------
 
     def apply(self, message: dict[str, Any], *, checked: bool = False) -> Result:
@@ -420,16 +351,10 @@ class Ledger(KindRules):
                     if result.status in (Status.APPLIED, Status.REFUSED):  # the seq is taken
                         moved[result.table] = result.seq
                     results.append(result)
-                for name, rows in self._rows.items():  # each one statement a batch
-                    if rows:
-                        db.insert_rows(name, BATCHED_COLUMNS[name], rows)
-                for table, seq in moved.items():  # once a table a batch, not once a message
-                    db.execute("UPDATE tables SET acked=? WHERE table_id=?", (seq, table))
-                for pool, (updates, hits) in self._unwritten.items():  # once a pool a batch
-                    db.execute(
-                        "UPDATE meters SET value=?, seq=seq+?, hits=hits+? WHERE pool=?",
-                        (str(self._meters[pool]), updates, hits, pool),
-                    )
+                write_end(db, self._rows, moved, {  # PostgreSQL: one statement
+                    pool: (str(self._meters[pool]), updates, hits)
+                    for pool, (updates, hits) in self._unwritten.items()
+                })  # fmt: skip
                 db.commit()
         except BaseException:
             db.rollback()  # after the pipeline: a rollback queued behind an error would wait
@@ -444,39 +369,68 @@ class Ledger(KindRules):
 
     def _start_batch(self, messages: Sequence[Any]) -> None:
         """Hold the meter rows and read what the batch starts from, in one round trip:
-        every meter and its hits, every table's acked sequence, the chains' heads, the terms
-        in force (refused with :class:`LedgerFenced` if another controller changed them).
-        The batch keeps them up to date as it writes (the rows are held: no one else
-        moves them until it ends). Where a read costs no round trip (SQLite) each is read
-        when first needed instead: a batch of one reads less. On PostgreSQL the same round
-        trip reads what the batch's contributions and round results are checked against
-        (jackpot/ledger_facts.py)."""
+        every meter and its hits (the lock's own rows), every table's acked sequence, the
+        chains' heads, the live Mystery draws, the terms in force (refused with
+        :class:`LedgerFenced` if another controller changed them). The batch keeps them up
+        to date as it writes (the rows are held: no one else moves them until it ends).
+        Where a read costs no round trip (SQLite) each is read when first needed instead: a
+        batch of one reads less. On PostgreSQL the same round trip reads what the batch's
+        contributions and round results are checked against (jackpot/ledger_facts.py)."""
         db = self._db
-        db.lock_money()
         self.draws.hold()
         self._unwritten = {}
         self._rows = {"applied": [], "movements": []}
         if not db.round_trips:
+            db.lock_money()
             self._terms_current()
             self._meters, self._hit_counts, self._acked = {}, {}, {}
             return
-        terms = db.execute("SELECT value FROM meta WHERE key=?", (TERMS_KEY,))
-        meters = db.execute("SELECT pool, value, hits FROM meters")
-        acked = db.execute("SELECT table_id, acked FROM tables")
-        heads = db.execute(self._heads.read_sql())
+        self._rows.update((name, []) for name in LATER_ON_SERVER)
+        # this transaction's prepared statements run their generic plan: a statement of
+        # unnest arrays was planned again at each use (its custom plan looked cheaper than the
+        # generic one, whose arrays it cannot see), about 0.3 ms of the server's time a batch
+        # for the facts alone; each generic plan probes indexes (tests/test_ledger_facts.py)
+        db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        # the lock of lock_money (every meter row, in its order) reading the rows it holds
+        meters = db.execute("SELECT pool, value, hits FROM meters ORDER BY pool FOR UPDATE")
+        if self._start_text is None:
+            self._start_text = self._start_sql()
+        start = db.execute(self._start_text, (TERMS_KEY,))
         facts = BatchFacts(messages)
         if facts:
             facts.ask(db.execute)
-        row = terms.fetchone()  # the first read waits for all the answers
-        self._check_terms(row[0] if row else None)
-        rows = meters.fetchall()
+        rows = meters.fetchall()  # the first read waits for all the answers
+        read: dict[str, list[tuple[Any, ...]]] = {"terms": [], "acked": [], "draw": [], "head": []}
+        for what, name, number, text in start.fetchall():
+            read[what].append((name, number, text))
+        self._check_terms(read["terms"][0][0] if read["terms"] else None)
         self._meters = {pool: frac(value) for pool, value, _ in rows}
         self._hit_counts = {pool: hits for pool, _, hits in rows}
-        self._acked = dict(acked.fetchall())
-        self._heads.known(heads.fetchone())
+        self._acked = {table: acked for table, acked, _ in read["acked"]}
+        heads = {table: link for table, _, link in read["head"]}
+        self._heads.known(tuple(heads[table] for table in chains.TABLES))
+        self.draws.known(read["draw"])
         if facts:
             facts.read()
             self._facts = facts
+
+    def _start_sql(self) -> str:
+        """PostgreSQL: what a batch starts from but the meters, one statement (its one
+        parameter: the terms' ``meta`` key), a row each as (what, name, number, text): the
+        terms in force (``terms``, value), each table's acked sequence (``acked``, table,
+        seq), each live Mystery draw (``draw``, pool, cycle, sealed), each chain's head
+        (``head``, table, None, last link)."""
+        heads = " UNION ALL ".join(
+            f"SELECT 'head', '{table}', NULL, (SELECT chain FROM {table}"
+            f" ORDER BY {chains.order(table, self._db.award_order)} DESC LIMIT 1)"
+            for table in chains.TABLES
+        )
+        return (
+            "SELECT 'terms', value, NULL::bigint, NULL::text FROM meta WHERE key=?"
+            " UNION ALL SELECT 'acked', table_id, acked, NULL FROM tables"
+            " UNION ALL SELECT 'draw', pool, cycle, sealed FROM draws WHERE ended IS NULL"
+            f" UNION ALL {heads}"
+        )
 
     def _apply_one(self, message: dict[str, Any], checked: bool, text: str | None) -> Result:
         """One message inside the batch's transaction; writes nothing unless it takes its
@@ -565,6 +519,26 @@ class Ledger(KindRules):
             (*row, self._heads.next("movements", row)),
         )
 
+    def _insert(self, table: str, row: tuple[Any, ...]) -> None:
+        """A ``contributions`` or ``round_results`` row: on PostgreSQL inside a batch kept
+        and written at its end with the others of its table (one statement a batch, not one
+        a message; the batch's checks see it through jackpot/ledger_facts.py), else now."""
+        rows = None if self._rows is None else self._rows.get(table)
+        if rows is None:
+            marks = ", ".join("?" for _ in row)
+            self._db.execute(f"INSERT INTO {table} VALUES ({marks})", row)
+        else:
+            rows.append(row)
+
+    def _written(self, *tables: str) -> None:
+        """Write the batch's kept rows of ``tables`` now: a statement reading them follows
+        (a check the batch's facts do not answer, a claim's contribution)."""
+        for table in tables:
+            rows = None if self._rows is None else self._rows.get(table)
+            if rows:
+                self._db.insert_rows(table, BATCHED_COLUMNS[table], rows)
+                rows.clear()
+
     def _meter(self, pool: str) -> Fraction:
         """The pool's meter inside the batch's transaction (read once, then kept)."""
         value = self._meters.get(pool)
@@ -604,6 +578,8 @@ class Ledger(KindRules):
         return hits
 
     def _insert_award(self, a: Award) -> None:
+        if self._facts is not None and a.state != "refused":  # a later claim's duplicate check
+            self._facts.awarded.add((a.table, a.round, a.spot, a.pool))
         row = (*vars(a).values(), self._now, self._day)  # the award's fields in order
         self._db.execute(
             f"INSERT INTO awards ({AWARD_COLUMNS}, offered_utc, gaming_day, chain)"

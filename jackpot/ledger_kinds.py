@@ -6,8 +6,8 @@ game's terms, out of order or unproven, and does so before its first write: ever
 kind runs before it writes a row or moves a meter, so a refused message has written nothing and
 the ledger needs no savepoint a message (it records the refusal and goes on). A mixin of
 :class:`~jackpot.ledger.Ledger`: its methods run inside the ledger's batch transaction and
-write through the ledger's ``_move``, ``_set_meter`` and ``_insert_award`` (so the chains and
-the batch's kept meters stay right).
+write through the ledger's ``_move``, ``_set_meter``, ``_insert`` and ``_insert_award`` (so
+the chains, the batch's kept meters and its rows written at its end stay right).
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ class KindRules:
         if facts is not None and facts.known(message):
             replayed, reported, last_reported, latest, twin = facts.contribution(message)
         else:
+            self._written("contributions", "round_results")
             replayed, reported, last_reported, latest, twin = self._db.execute(
                 "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
                 " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
@@ -174,10 +175,7 @@ class KindRules:
             except ValueError as exc:  # only after a restart above a fresh trigger
                 raise Refused("mystery_ceiling", f"{exc}: the contribution is refused") from None
             del trigger
-        self._db.execute(
-            "INSERT INTO contributions VALUES (?, ?, ?, ?, ?)",
-            (table, p["round"], p["spot"], pool.name, seq),
-        )
+        self._insert("contributions", (table, p["round"], p["spot"], pool.name, seq))
         if facts is not None:  # the batch's facts follow its own rows
             if facts.known(message):
                 facts.contributed(table, p["round"], p["spot"], pool.name, seq)
@@ -217,6 +215,7 @@ class KindRules:
         if facts is not None and facts.known(message):
             replayed, reported, last = facts.round_result(message)
         else:
+            self._written("round_results")
             replayed, reported, last = self._db.execute(
                 "SELECT EXISTS (SELECT 1 FROM applied WHERE table_id=? AND key=?),"
                 " (SELECT seq FROM round_results WHERE table_id=? AND round=?),"
@@ -236,9 +235,7 @@ class KindRules:
         _forward(last, p["round"], "round_result_order", "the result of")
         if problem := _cards_problem(p, profile.shoe.decks):
             raise Refused("round_result_cards", problem)
-        self._db.execute(
-            "INSERT INTO round_results VALUES (?, ?, ?)", (table, p["round"], message["seq"])
-        )
+        self._insert("round_results", (table, p["round"], message["seq"]))
         if facts is not None:  # the batch's facts follow its own rows
             if facts.known(message):
                 facts.reported(table, p["round"], message["seq"])
@@ -269,12 +266,16 @@ class KindRules:
             raise refuse("claim_terms", f"{p['meter']!r} is not a line of pool {pool.name!r}")
         if p["wager"] != blazing_7s.BET:  # pragma: no cover - the only progressive wager
             raise refuse("claim_terms", f"no evaluator for wager {p['wager']!r}")
-        # the proof: the round as the table reported it before the claim
+        # the proof: the round as the table reported it before the claim (PostgreSQL: the
+        # claim's three reads asked for the whole batch at its start, jackpot/ledger_facts.py)
         rnd, spot_no = p["round"], p["spot"]
+        facts = None if self._facts is None else self._facts.claim(message, pool.name)
         row = self._batch_results.get((table, rnd))  # reported earlier in this batch
         if row is not None:
             row = (row,)
-        else:
+        elif facts is not None:
+            row = None if facts[0] is None else (facts[0],)
+        else:  # (a round result of this batch is in _batch_results: no need to write them)
             row = self._db.execute(
                 "SELECT a.message FROM round_results r JOIN applied a"
                 " ON a.table_id=r.table_id AND a.seq=r.seq WHERE r.table_id=? AND r.round=?",
@@ -308,16 +309,24 @@ class KindRules:
                 "claim_unproven", f"round {rnd}'s result settled no {p['line']!r} "
                 f"({p['meter']}) on spot {spot_no}'s {p['wager']} wager of pool {pool.name}"
             )  # fmt: skip
-        if not self._db.execute(
-            "SELECT 1 FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
-            (table, rnd, spot_no, pool.name),
-        ).fetchone():
+        if facts is not None:
+            contributed, awarded = facts[1], facts[2]
+        else:
+            self._written("contributions")
+            contributed = self._db.execute(
+                "SELECT 1 FROM contributions WHERE table_id=? AND round=? AND spot=? AND pool=?",
+                (table, rnd, spot_no, pool.name),
+            ).fetchone()
+            awarded = None
+        if not contributed:
             raise refuse("claim_unproven", f"no contribution from round {rnd} spot {spot_no}")
-        if self._db.execute(
-            "SELECT 1 FROM awards WHERE table_id=? AND round=? AND spot=? AND pool=?"
-            " AND state!='refused'",
-            (table, rnd, spot_no, pool.name),
-        ).fetchone():
+        if facts is None:
+            awarded = self._db.execute(
+                "SELECT 1 FROM awards WHERE table_id=? AND round=? AND spot=? AND pool=?"
+                " AND state!='refused'",
+                (table, rnd, spot_no, pool.name),
+            ).fetchone()
+        if awarded:
             raise refuse("claim_duplicate", f"round {rnd} spot {spot_no} was already awarded")
         try:
             first_two = parse_cards(" ".join(p["cards"]))

@@ -50,6 +50,7 @@ imports neither it nor :mod:`jackpot.ha`. See docs/jackpot/controller.md ("Servi
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import random
 import secrets
@@ -93,6 +94,12 @@ WILL_DISCONNECT = ReasonCode(PacketTypes.DISCONNECT, identifier=4)
 #: Table messages applied in one ledger transaction at most (group commit), and the MQTT 5
 #: Receive Maximum the controller asks of the broker: how many it may send before a PUBACK.
 BATCH_MAX = 256
+#: Table rows (single messages and the rows of batch frames) applied in one ledger
+#: transaction at most. Below a table's window (256 rows by default), so a backlog is
+#: acknowledged in parts: the table reads and frames the next rows while the controller
+#: applies these (on two cores at once). With the batch as deep as the window, each side
+#: waited for the other: the whole window applied, then acked, then the next one framed.
+BATCH_ROWS_MAX = 64
 #: Seconds between republishing the retained ``online`` status while connected, when the
 #: config does not say (``[status] heartbeat_ms``): the tables' heartbeat (a table that hears
 #: none for its ``controller_timeout_s`` calls the controller lost; issue 28 item 3), and a will
@@ -144,6 +151,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         randbelow: Callable[[int], int] = secrets.randbelow,
         rng: random.Random | None = None,
         batch_max: int = BATCH_MAX,
+        batch_rows: int = BATCH_ROWS_MAX,
         fence: Fence | None = None,
         brokers: BrokerList | None = None,
         tls_ca: str | None = None,
@@ -153,11 +161,14 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         clock_check_s: float = 60.0,
         max_clock_offset_ms: float = 1000.0,
         selfcheck: Any = None,
+        freeze_heap: bool = False,
     ) -> None:
         if meter_rate <= 0:
             raise ValueError(f"meter_rate {meter_rate!r}: must be > 0 messages per second")
         if not 1 <= batch_max <= 65_535:
             raise ValueError(f"batch_max {batch_max!r}: must be 1 to 65535 messages")
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows {batch_rows!r}: must be 1 or more table rows")
         self.config = config
         self.signer = signer
         self._intake = Intake(config.tables, config.table_keys)  # parse, route, verify
@@ -184,6 +195,11 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         self._check_clock()
         self._trigger_key = trigger_key  # the Mystery trigger key file (jackpot/draws.py)
         self._selfcheck = selfcheck  # jackpot/selfcheck.py: its results, on this thread
+        # the process's heap after start-up never scanned again (gc.freeze, process-wide: for
+        # a process that is the controller, as jackpot-controller runs it): a full collection
+        # scanned all of it, 20-24 ms with every thread stopped, a live contribution's too;
+        # 0.3 ms after (docs/jackpot/controller.md, issue 32's "Third round")
+        self._freeze_heap = freeze_heap
         # Opened here to fail fast (and to draw the first triggers); the thread reopens it.
         with Ledger(self.ledger_path, config, randbelow=randbelow, fence=fence, clock=clock,
                     trigger_key=trigger_key) as ledger:  # fmt: skip
@@ -235,6 +251,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         self._status_wanted = False  # another's status arrived: say online again
         self._birth_checks: dict[str, tuple[float, int]] = {}  # table -> (due, its ack then)
         self.batch_max = batch_max
+        self.batch_rows = min(batch_rows, batch_max)
         self._largest_batch = 0
         self._thread = threading.Thread(target=self._run, name="jackpot-controller", daemon=True)
         self._thread.start()
@@ -322,12 +339,16 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
             self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence,
             clock=self.clock, trigger_key=self._trigger_key,
         )  # fmt: skip
+        self._ledger.checkpoint_apart()  # no WAL checkpoint inside a live message's commit
         # a hot standby's term tags and bounds this connection as its ledger's (leader.py)
         session = getattr(self._fence, "session", None)
         self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms, session=session)
         with self._lock:
             self._open_alarms = self._alarm_log.open_count()
         self._load_boots()
+        if self._freeze_heap:
+            gc.collect()
+            gc.freeze()
         socket_up, clean = False, False
         try:
             while not self._stop.is_set():

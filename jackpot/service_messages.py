@@ -69,7 +69,7 @@ class MessagesMixin:
             return
         self._queue.append(queued)
         self._queued_rows += len(queued.rows)
-        if len(self._queue) >= self.batch_max or self._queued_rows >= self.batch_max:
+        if len(self._queue) >= self.batch_max or self._queued_rows >= self.batch_rows:
             self._flush()
 
     def _take_safely(self, message: Any, queued: _Queued) -> None:
@@ -109,12 +109,17 @@ class MessagesMixin:
         socket already holds, up to a full batch: a burst becomes one ledger transaction."""
         sock = self._client.socket()
         for _ in range(self.batch_max):
-            if self._drop or sock is None or self._queued_rows >= self.batch_max:
+            if self._drop or sock is None or self._queued_rows >= self.batch_rows:
                 break
             pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: decrypted bytes
             if not pending and not select.select([sock], [], [], 0)[0]:
                 break
             rc = self._client.loop_read()
+            if rc == mqtt.MQTT_ERR_SUCCESS and self._client.want_write():
+                # a batch filled up inside that read (:meth:`_on_message` applied it): its
+                # acks and PUBACKs, queued by paho inside the callback, go out now, not after
+                # the next batch is read; the table frames its next rows meanwhile
+                rc = self._client.loop_write()
             if rc != mqtt.MQTT_ERR_SUCCESS:
                 return rc
         return mqtt.MQTT_ERR_SUCCESS

@@ -177,6 +177,9 @@ def test_the_production_queue_limits_are_set_on_purpose():
     assert int(limits["max_inflight_messages"]) > 0
     assert 0 < int(limits["message_size_limit"]) <= 1_048_576
     assert "persistent_client_expiration" in limits
+    # Nagle off on the broker's side: with it on, a contribution waited up to 40 ms for the
+    # controller's delayed TCP acknowledgement of the PUBACK before it (issue 32)
+    assert limits["set_tcp_nodelay"] == "true"
 
 
 def test_the_test_broker_runs_the_production_limits(broker):  # noqa: F811

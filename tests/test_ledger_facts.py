@@ -3,7 +3,8 @@ written at its end (jackpot/ledger.py) give what one-by-one application gives, w
 message depends on one before it in the same batch: a twin spot, a replayed key, a round
 reported then contributed to, an older round after a newer one, a result reported twice, a
 claim proven by a result of the same batch, a resend of a sequence the batch applied (the
-same content and other content). Both backends; every result and every stored row compared.
+same content and other content), a claim of a spot awarded in the same batch or before, a
+claim of a spot that did not contribute. Both backends; every result and every stored row compared.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def _stream() -> list[dict]:
         {**contrib(T2, 2, 9, spot=4), "key": "x"},  # seq 2 with other content: a conflict
         result(T2, 4, 2, ["2C", "3D"], "KS", meter=None),
         contrib(T2, 5, 2, spot=2),  # round 2 reported in this batch: refused
+        result(T1, 10, 3, seven, "7D"),
+        claim(T1, 11, 3, seven, "7D"),  # proven; its contribution in an earlier batch
+        {**claim(T1, 12, 3, seven, "7D"), "key": "again/3"},  # awarded just before: refused
+        {**claim(T1, 13, 1, seven, "7D"), "key": "again/1"},  # awarded batches ago: refused
+        result(T1, 14, 4, seven, "7D", spot=2),
+        claim(T1, 15, 4, seven, "7D", spot=2),  # no contribution from round 4 spot 2: refused
     ]
     return out
 
@@ -52,4 +59,34 @@ def test_a_batch_that_depends_on_itself_gives_what_one_by_one_gives(ledger_at, s
         statuses = [r.status for r in singles]
         assert statuses.count(Status.REFUSED) >= 5 and Status.CONFLICT in statuses
         assert Status.DUPLICATE in statuses and singles[4].awards  # the claim was paid
+        alarms = [r.alarm for r in singles[16:]]
+        assert alarms == [None, None, "claim_duplicate", "claim_duplicate", None,
+                          "claim_unproven"]  # fmt: skip
         assert state(many) == state(one)
+
+
+def test_the_facts_probe_an_index_whatever_the_plan(pg_server):  # noqa: F811
+    """Each of the facts statement's subqueries is one index probe, in PostgreSQL's generic
+    plan too (a prepared statement's after its fifth use): as ``IN (SELECT ... unnest)`` the
+    generic plan read ``contributions`` and ``round_results`` whole, a batch costing more as
+    the ledger grows."""
+    import psycopg
+
+    from jackpot.ledger_facts import FACTS_SQL
+
+    stream = _stream()
+    location = pg_server.create_database()
+    with Ledger(location, CONFIG, randbelow=fixed(3), clock=lambda: 1_800_000_000.0) as led:
+        led.apply_batch(stream)
+    sql = FACTS_SQL
+    for n in range(1, sql.count("?") + 1):
+        sql = sql.replace("?", f"${n}", 1)
+    with psycopg.connect(location, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE facts AS {sql}")
+        plan = "\n".join(
+            row[0] for row in conn.execute(
+                "EXPLAIN EXECUTE facts('{hcm-bj-07}', '{k}', '{1}', '{1}', '{p}')"
+            )
+        )  # fmt: skip
+    assert "Seq Scan" not in plan and plan.count(" using ") == 5, plan

@@ -173,6 +173,44 @@ def frame_size(rows_bytes: int, rows: int) -> int:
     return rows_bytes + rows + 400
 
 
+class Planner:
+    """:func:`plan`, one row at a time, so a frame goes out as soon as it is full instead of
+    after every waiting row is read and encoded: :meth:`add` takes the next row's canonical
+    size and returns the groups (row counts, in order) that are complete now; :meth:`finish`
+    the last one. The groups are :func:`plan`'s, whatever the rows.
+
+    >>> p = Planner(2, BATCH_BYTES)
+    >>> [p.add(300), p.add(300), p.add(300), p.finish()]
+    [[], [], [2], [1]]
+    """
+
+    def __init__(self, batch_rows: int, cap: int) -> None:
+        self.batch_rows, self.cap = batch_rows, cap
+        self.count = self.size = 0
+
+    def add(self, length: int) -> list[int]:
+        out: list[int] = []
+        if self.batch_rows < 2 or frame_size(length, 1) > self.cap:
+            if self.count:
+                out.append(self.count)
+                self.count = self.size = 0
+            out.append(1)
+            return out
+        if self.count >= self.batch_rows or (
+            self.count and frame_size(self.size + length, self.count + 1) > self.cap
+        ):
+            out.append(self.count)
+            self.count = self.size = 0
+        self.count += 1
+        self.size += length
+        return out
+
+    def finish(self) -> list[int]:
+        out = [self.count] if self.count else []
+        self.count = self.size = 0
+        return out
+
+
 def plan(sizes: Sequence[int], batch_rows: int, cap: int) -> list[int]:
     """How many consecutive rows each message carries, in order, for rows whose canonical
     JSON is ``sizes`` bytes: a frame holds at most ``batch_rows`` rows and ``cap`` bytes
@@ -184,23 +222,9 @@ def plan(sizes: Sequence[int], batch_rows: int, cap: int) -> list[int]:
     >>> plan([300, 40_000, 300, 300], 64, BATCH_BYTES)
     [1, 1, 2]
     """
-    out: list[int] = []
-    count = size = 0
-    for length in sizes:
-        if batch_rows < 2 or frame_size(length, 1) > cap:
-            if count:
-                out.append(count)
-                count = size = 0
-            out.append(1)
-            continue
-        if count >= batch_rows or (count and frame_size(size + length, count + 1) > cap):
-            out.append(count)
-            count = size = 0
-        count += 1
-        size += length
-    if count:
-        out.append(count)
-    return out
+    planner = Planner(batch_rows, cap)
+    out = [count for length in sizes for count in planner.add(length)]
+    return out + planner.finish()
 
 
 def check_rows(
@@ -312,6 +336,7 @@ __all__ = [
     "BATCH",
     "BATCH_BYTES",
     "BATCH_ROWS",
+    "Planner",
     "check_rows",
     "frame_size",
     "is_frame_record",

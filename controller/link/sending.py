@@ -26,7 +26,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from controller.link.frames import BATCH, BATCH_BYTES, plan, wire_frame
+from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
 from controller.link.messages import LinkMessageError, envelope, topic_for
 from controller.link.signing import canonical
 from controller.table.effects import Publish
@@ -39,6 +39,9 @@ MAX_PAYLOAD = 60_000
 WINDOW = 256
 #: The outbox is read at least this often whatever happened (a resumed pause, say).
 PUMP_EVERY_S = 0.05
+#: Rows read from the outbox at a time while sending: a frame's worth, so the first frame
+#: goes out before the rest of the window is read and encoded.
+READ_ROWS = BATCH_ROWS
 
 
 class OutboxStream:
@@ -83,41 +86,62 @@ class OutboxStream:
         if room <= 0:
             return
         expected = max(self._next_seq, acked + 1)
+        last = expected + room - 1  # the window's last row
         sent_t = int(self.clock() * 1000)
-        messages: list[dict[str, Any]] = []
+        planner = Planner(self.batch_rows, min(BATCH_BYTES, self.max_payload))
+        framing: bool | None = None  # decided by the first read: more than one row waiting
+        waiting: list[tuple[dict[str, Any], bytes]] = []  # planned, not yet sent
         invalid = None
-        for row in outbox.resend_from(expected, room):
-            if row.seq != expected:
-                break  # a hole cannot be: the outbox's recovery check refuses one
-            expected += 1
-            try:
-                messages.append(envelope(
-                    self.table_id,
-                    self.boot,
-                    row.seq,
-                    Publish(topic=row.kind, key=row.key, payload=row.payload),
-                    sent_t,
-                    copy=False,  # the row's payload was just read from the outbox
-                    floats=row.floats,  # known from reading it: the schema check walks none
-                ))  # fmt: skip
-            except LinkMessageError as exc:
-                invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
-                break
-        # one row waiting goes alone; more go in frames (at most batch_rows and BATCH_BYTES),
-        # each row encoded once: the bytes that size a frame are the bytes it carries (the
-        # live case, one row, is not encoded here only to be measured)
-        framing = self.batch_rows > 1 and len(messages) > 1
-        encoded = [canonical(m) for m in messages] if framing else [b""] * len(messages)
-        start = 0
-        for count in plan(
-            [len(e) for e in encoded], self.batch_rows, min(BATCH_BYTES, self.max_payload)
-        ):
-            end = start + count
-            if not self._send(messages[start:end], encoded[start:end]):
-                return
-            start = end
+        # read and send a frame's worth at a time: the first frame leaves while the rest is
+        # still to read and encode, so the controller applies it meanwhile (the two sides
+        # on two cores; reading the whole window first kept the controller waiting)
+        while invalid is None and expected <= last:
+            rows = outbox.resend_from(expected, min(READ_ROWS, last - expected + 1))
+            if framing is None:
+                framing = self.batch_rows > 1 and len(rows) > 1
+            for row in rows:
+                if row.seq != expected:
+                    rows = []  # a hole cannot be: the outbox's recovery check refuses one
+                    break
+                try:
+                    message = envelope(
+                        self.table_id,
+                        self.boot,
+                        row.seq,
+                        Publish(topic=row.kind, key=row.key, payload=row.payload),
+                        sent_t,
+                        copy=False,  # the row's payload was just read from the outbox
+                        floats=row.floats,  # known from reading it: the schema check walks none
+                    )
+                except LinkMessageError as exc:
+                    invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
+                    break
+                expected += 1
+                # each row encoded once when it goes in a frame: the bytes that size a frame
+                # are the bytes it carries (the live case, one row, is not encoded here only
+                # to be measured)
+                data = canonical(message) if framing else b""
+                waiting.append((message, data))
+                if not self._send_planned(waiting, planner.add(len(data))):
+                    return
+            if len(rows) < READ_ROWS:
+                break  # nothing more written (or a hole, or a row that fails)
+        if not self._send_planned(waiting, planner.finish()):
+            return
         if invalid is not None:
             self._stop_stream(invalid[0], "invalid", invalid[1])
+
+    def _send_planned(
+        self, waiting: list[tuple[dict[str, Any], bytes]], groups: list[int]
+    ) -> bool:
+        """Send the first rows of ``waiting`` as ``groups`` (row counts, in order; from
+        :class:`~controller.link.frames.Planner`) and drop them from it; False as
+        :meth:`_send`."""
+        for count in groups:
+            group, waiting[:count] = waiting[:count], []
+            if not self._send([m for m, _ in group], [e for _, e in group]):
+                return False
+        return True
 
     def _send(self, group: list[dict[str, Any]], encoded: list[bytes]) -> bool:
         """Publish ``group`` (consecutive envelopes; ``encoded``: their canonical JSON when
