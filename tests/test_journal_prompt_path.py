@@ -19,8 +19,8 @@ import pytest
 from _journal_feeder import SETTINGS, session_events
 
 from controller.games import load_game
-from controller.journal import JournaledTable, chain
-from controller.journal.file import Journal, _record_text
+from controller.journal import JournaledTable
+from controller.journal.file import Journal
 from controller.journal.store import dumps
 
 GOLDEN = {
@@ -120,44 +120,6 @@ def test_warm_runs_every_statement_of_a_settling_event_and_commits_none(tmp_path
     for table in ("events", "rounds", "outbox", "checkpoints", "clock_steps"):
         assert f"INSERT INTO {table}" in text
     assert "ROLLBACK" in text and "COMMIT" not in text
-
-
-PAYLOADS = [
-    {},
-    {"round": 3, "game": "pa-standard", "void": None, "stake": 2500},
-    {"round": 4, "spots": [{"spot": 1, "hands": [["AS", "KD"]]}], "note": 'é "q" \\ \n'},
-    {1: "int key", "x": 1.5, "y": True},
-]
-
-
-@pytest.mark.parametrize("payload", PAYLOADS)
-def test_a_stamped_payloads_text_is_what_dumps_writes(payload: dict):
-    link = "ab" * 32
-    assert chain.stamped_text(dumps(payload), link) == dumps({**payload, "chain": link})
-
-
-@pytest.mark.parametrize("result", PAYLOADS)
-def test_a_records_text_written_in_two_parts_is_dumps(result: dict):
-    record = {"round": 7, "events": [{"t": 1}], "result": result, "after": [None, "x"]}
-    text, result_text = _record_text(record)
-    assert text == dumps(record)
-    assert result_text == dumps(result)
-
-
-@pytest.mark.parametrize(
-    "record",
-    [
-        {"round": 1, "result": {"chain": "already"}},  # stamp would replace it in place
-        {"round": 1, "result": [1, 2]},
-        {"round": 1},
-        {"round": 1, "note": "\x00result\x00", "result": {"a": 1}},  # the placeholder's text
-        {"round": 1, "result": {"a": 'x"\x00result\x00'}},
-    ],
-)
-def test_a_record_the_split_does_not_fit_is_written_whole(record: dict):
-    text, result_text = _record_text(record)
-    assert text == dumps(record)
-    assert result_text is None or result_text == dumps(record["result"])
 
 
 def test_the_round_results_payload_row_is_its_records_result_with_the_chain(tmp_path: Path):

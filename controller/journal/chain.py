@@ -118,14 +118,6 @@ def stamp(publish: Publish, chains: dict[int, str]) -> Publish:
     return Publish(publish.topic, publish.key, {**publish.payload, "chain": link})
 
 
-def stamped_text(payload_text: str, link: str) -> str:
-    """The JSON of what :func:`stamp` makes of a payload without a ``chain``, from the
-    payload's own JSON (``dumps(payload)``): ``dumps({**payload, "chain": link})``, the
-    ``chain`` item last, without writing the payload again."""
-    comma = "," if payload_text != "{}" else ""
-    return f'{payload_text[:-1]}{comma}"chain":{_string(link)}}}'
-
-
 @dataclass(frozen=True)
 class Break:
     """The first row that does not verify: event ``seq``, or the record of ``round`` that

@@ -111,26 +111,6 @@ class Origin:
     chain: str | None = None  # the previous file's head (schema 6; None: before the chain)
 
 
-_RESULT_HOLE = "\x00result\x00"
-_RESULT_HOLE_JSON = dumps(_RESULT_HOLE)
-
-
-def _record_text(record: dict[str, Any]) -> tuple[str, str | None]:
-    """A round record's JSON text, ``dumps(record)``, and that of its ``result`` (the
-    ``round_result`` message's payload, the same object) if it was written apart: the record
-    written with a placeholder for it, put in its place, byte for byte ``dumps(record)``
-    (a dict's JSON is its items' in order; the placeholder must occur once). None: the record
-    has no such result, or it holds a ``chain`` already (:func:`chain.stamped_text`)."""
-    result = record.get("result") if type(record) is dict else None
-    if type(result) is not dict or "chain" in result:
-        return dumps(record), None
-    result_text = dumps(result)
-    text = dumps({**record, "result": _RESULT_HOLE})
-    if text.count(_RESULT_HOLE_JSON) != 1:  # the placeholder's text occurs elsewhere too
-        return dumps(record), None
-    return text.replace(_RESULT_HOLE_JSON, result_text), result_text
-
-
 class Journal(JournalSchema, JournalReads):
     """One journal file.
 
@@ -407,8 +387,7 @@ class Journal(JournalSchema, JournalReads):
         """:meth:`append` up to its COMMIT: encode the rows, begin the transaction and
         write them; return the chain's head after them. The caller commits or rolls back."""
         db = self.db
-        encoded = [(record, *_record_text(record)) for record in records]
-        texts = sorted((record["round"], text, record) for record, text, _ in encoded)
+        texts = sorted((record["round"], dumps(record), record) for record in records)
         event_text = dumps(event)
         link, round_links = chain.links(
             self.chain_head, seq, round_number, event_text, accepted, utc_ms,
@@ -419,18 +398,7 @@ class Journal(JournalSchema, JournalReads):
             for (number, text, record), round_link in zip(texts, round_links, strict=True)
         ]
         chains = {row[0]: row[4] for row in rows}
-        # a round_result's payload is its record's "result", whose JSON was just written
-        results = {id(record["result"]): text for record, _, text in encoded if text}
-        payloads: list[str | None] = []
-        stamped = []
-        for publish in publishes:
-            known = results.get(id(publish.payload)) if results else None
-            publish, plain = chain.stamp(publish, chains), publish
-            if known is not None and publish is not plain:
-                known = chain.stamped_text(known, publish.payload["chain"])
-            stamped.append(publish)
-            payloads.append(known)
-        publishes = stamped
+        publishes = [chain.stamp(publish, chains) for publish in publishes]
         self.encoded_ns = time.monotonic_ns()
         db.execute("BEGIN IMMEDIATE")
         db.execute(INSERT_EVENT, (seq, round_number, event_text, int(accepted), utc_ms, link))
@@ -441,7 +409,7 @@ class Journal(JournalSchema, JournalReads):
         # an event with no message and no checkpoint reads nothing of the outbox (most
         # events: one statement less before the prompt's COMMIT)
         if publishes or checkpoint is not None:
-            written = outbox.insert_rows(db, seq, publishes, payloads)
+            written = outbox.insert_rows(db, seq, publishes)
         if checkpoint is not None:
             db.execute(
                 INSERT_CHECKPOINT,

@@ -91,28 +91,18 @@ def create(db: sqlite3.Connection, since_event: int = 0) -> None:
     )
 
 
-def insert_rows(
-    db: sqlite3.Connection,
-    event_seq: int,
-    publishes: Sequence[Publish],
-    texts: Sequence[str | None] = (),
-) -> int:
+def insert_rows(db: sqlite3.Connection, event_seq: int, publishes: Sequence[Publish]) -> int:
     """Write ``publishes`` (of journal event ``event_seq``) to the outbox inside the
     caller's open transaction, numbered after the last written; return the new highest
-    ``seq``. The caller commits or rolls back: rows and event go together. ``texts``: the
-    payloads' JSON the caller has already, ``dumps(payload)`` exactly, by position (None or
-    missing: written here)."""
+    ``seq``. The caller commits or rolls back: rows and event go together."""
     (written,) = db.execute("SELECT written FROM link WHERE id = 1").fetchone()
     if not publishes:
         return int(written)
     rows = []
-    for index, publish in enumerate(publishes):
+    for number, publish in enumerate(publishes, written + 1):
         if publish.topic not in KINDS:
             raise ValueError(f"publish {publish.key!r} has an unknown kind {publish.topic!r}")
-        text = texts[index] if index < len(texts) else None
-        if text is None:
-            text = dumps(publish.payload)
-        rows.append((written + 1 + index, event_seq, publish.topic, publish.key, text))
+        rows.append((number, event_seq, publish.topic, publish.key, dumps(publish.payload)))
     db.executemany(
         "INSERT INTO outbox (seq, event, kind, key, payload) VALUES (?, ?, ?, ?, ?)", rows
     )
