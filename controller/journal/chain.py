@@ -115,7 +115,7 @@ def stamp(publish: Publish, chains: dict[int, str]) -> Publish:
     link = chains.get(publish.payload.get("round"))  # type: ignore[arg-type]
     if link is None:
         return publish
-    return replace(publish, payload={**publish.payload, "chain": link})
+    return Publish(publish.topic, publish.key, {**publish.payload, "chain": link})
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,34 @@ WAL_AUTOCHECKPOINT_PAGES = 4000
 events): a safety net for a round that never ends; between rounds the loop checkpoints
 first, so no event's commit (and no dealer prompt) carries one."""
 
+INSERT_EVENT = (
+    "INSERT INTO events (seq, round, event, accepted, utc_ms, chain) VALUES (?, ?, ?, ?, ?, ?)"
+)
+INSERT_ROUND = (  # the round started with its first event at or after its started_t
+    "INSERT INTO rounds (round, seq, record, utc_ms, chain, started_utc_ms)"
+    " VALUES (?, ?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
+    " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))"
+)
+INSERT_CLOCK_STEP = (
+    "INSERT INTO clock_steps (seq, step_ms, utc_before, utc_after) VALUES (?, ?, ?, ?)"
+)
+INSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (seq, version, software, outbox_written, state) VALUES (?, ?, ?, ?, ?)"
+)
+PRUNE_CHECKPOINTS = (
+    "DELETE FROM checkpoints WHERE seq NOT IN "
+    f"(SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT {CHECKPOINTS_KEPT})"
+)
+"""The statements of :meth:`Journal.append`, one text each: the connection's statement
+cache is keyed by the text, and :meth:`Journal.warm` compiles these very ones."""
+
+WARM_TIMES = 3
+"""How many times :meth:`Journal.warm` writes (and rolls back) its made-up settling event."""
+
+WARM_ROUND = -1
+"""The round number of :meth:`Journal.warm`'s made-up event and record (no real round has it;
+nothing of it is committed)."""
+
 CLOCK_STEP_MS = 2000
 """A change of at least this much between the wall clock and the table's monotonic clock
 from one event to the next (in one run) is recorded as a clock step."""
@@ -328,52 +356,10 @@ class Journal(JournalSchema, JournalReads):
         seq = self.events_written + 1
         db = self.db
         try:
-            texts = sorted((record["round"], dumps(record), record) for record in records)
-            event_text = dumps(event)
-            link, round_links = chain.links(
-                self.chain_head, seq, round_number, event_text, accepted, utc_ms,
-                [(number, text) for number, text, _ in texts],
+            head = self._write(
+                seq, event, round_number, accepted, records, publishes, checkpoint, utc_ms,
+                clock_step,
             )  # fmt: skip
-            rows = [
-                (number, seq, text, utc_ms, round_link, number, record.get("started_t"))
-                for (number, text, record), round_link in zip(texts, round_links, strict=True)
-            ]
-            chains = {row[0]: row[4] for row in rows}
-            publishes = [chain.stamp(publish, chains) for publish in publishes]
-            self.encoded_ns = time.monotonic_ns()
-            db.execute("BEGIN IMMEDIATE")
-            db.execute(
-                "INSERT INTO events (seq, round, event, accepted, utc_ms, chain)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (seq, round_number, event_text, int(accepted), utc_ms, link),
-            )
-            if rows:  # the round started with its first event at or after its started_t
-                db.executemany(
-                    "INSERT INTO rounds (round, seq, record, utc_ms, chain, started_utc_ms)"
-                    " VALUES (?, ?, ?, ?, ?, (SELECT utc_ms FROM events WHERE round = ?"
-                    " AND coalesce(json_extract(event, '$.t') >= ?, 1) ORDER BY seq LIMIT 1))",
-                    rows,
-                )
-            if clock_step is not None and utc_ms is not None:
-                db.execute(
-                    "INSERT INTO clock_steps (seq, step_ms, utc_before, utc_after)"
-                    " VALUES (?, ?, ?, ?)",
-                    (seq, clock_step[0], clock_step[1], utc_ms),
-                )
-            # an event with no message and no checkpoint reads nothing of the outbox (most
-            # events: one statement less before the prompt's COMMIT)
-            if publishes or checkpoint is not None:
-                written = outbox.insert_rows(db, seq, publishes)
-            if checkpoint is not None:
-                db.execute(
-                    "INSERT INTO checkpoints (seq, version, software, outbox_written, state)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (seq, checkpoint["version"], build.software(), written, dumps(checkpoint)),
-                )
-                db.execute(
-                    "DELETE FROM checkpoints WHERE seq NOT IN "
-                    f"(SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT {CHECKPOINTS_KEPT})"
-                )
             self.commit_ns = time.monotonic_ns()
             db.execute("COMMIT")
         except (sqlite3.Error, OSError, TypeError, ValueError, KeyError) as exc:
@@ -383,8 +369,83 @@ class Journal(JournalSchema, JournalReads):
             ) from exc
         self.events_written = seq
         self.wal_events += 1
-        self.chain_head = round_links[-1] if round_links else link
+        self.chain_head = head
         return seq
+
+    def _write(
+        self,
+        seq: int,
+        event: dict[str, Any],
+        round_number: int,
+        accepted: bool,
+        records: Sequence[dict[str, Any]],
+        publishes: Sequence[Publish],
+        checkpoint: dict[str, Any] | None,
+        utc_ms: int | None,
+        clock_step: tuple[int, int] | None,
+    ) -> str:
+        """:meth:`append` up to its COMMIT: encode the rows, begin the transaction and
+        write them; return the chain's head after them. The caller commits or rolls back."""
+        db = self.db
+        texts = sorted((record["round"], dumps(record), record) for record in records)
+        event_text = dumps(event)
+        link, round_links = chain.links(
+            self.chain_head, seq, round_number, event_text, accepted, utc_ms,
+            [(number, text) for number, text, _ in texts],
+        )  # fmt: skip
+        rows = [
+            (number, seq, text, utc_ms, round_link, number, record.get("started_t"))
+            for (number, text, record), round_link in zip(texts, round_links, strict=True)
+        ]
+        chains = {row[0]: row[4] for row in rows}
+        publishes = [chain.stamp(publish, chains) for publish in publishes]
+        self.encoded_ns = time.monotonic_ns()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(INSERT_EVENT, (seq, round_number, event_text, int(accepted), utc_ms, link))
+        if rows:  # the round started with its first event at or after its started_t
+            db.executemany(INSERT_ROUND, rows)
+        if clock_step is not None and utc_ms is not None:
+            db.execute(INSERT_CLOCK_STEP, (seq, clock_step[0], clock_step[1], utc_ms))
+        # an event with no message and no checkpoint reads nothing of the outbox (most
+        # events: one statement less before the prompt's COMMIT)
+        if publishes or checkpoint is not None:
+            written = outbox.insert_rows(db, seq, publishes)
+        if checkpoint is not None:
+            db.execute(
+                INSERT_CHECKPOINT,
+                (seq, checkpoint["version"], build.software(), written, dumps(checkpoint)),
+            )
+            db.execute(PRUNE_CHECKPOINTS)
+        return round_links[-1] if round_links else link
+
+    def warm(self, times: int = WARM_TIMES) -> None:
+        """Write a made-up settling event (a round record, a ``round_result`` message, a
+        clock step and a checkpoint) ``times`` times, each in a transaction rolled back:
+        nothing reaches the file (a rollback in WAL mode writes nothing), but the statements
+        of :meth:`append` are compiled into the connection's cache, the pages they touch
+        read, SQLite's JSON path and Python's encoder, chain and code paths run, before the
+        first real round's settling card, whose prompt waits for its commit (issue 32). The
+        daemon's loop calls it on its own thread before it takes its first event; a failure
+        is ignored (the first settlement is only slower)."""
+        if self.db.in_transaction:
+            return
+        seq = self.events_written + 1
+        stages = self.encoded_ns, self.commit_ns
+        record = {"round": WARM_ROUND, "started_t": 0, "events": [{"type": "warm", "t": 0}],
+                  "effects": [{"effect": "prompt", "code": "warm", "text": "w\u00e9"}],
+                  "result": {"round": WARM_ROUND, "settlements": [{"stake": 0}]}}  # fmt: skip
+        message = Publish("round_result", f"warm-{seq}/result", record["result"])
+        for _ in range(times):
+            try:
+                self._write(
+                    seq, {"type": "warm", "t": 0}, WARM_ROUND, True, [record], [message],
+                    {"version": 0, "state": {}}, 0, (0, 0),
+                )  # fmt: skip
+            except (sqlite3.Error, OSError, TypeError, ValueError, KeyError):
+                pass
+            finally:
+                rollback(self.db)
+        self.encoded_ns, self.commit_ns = stages
 
     # -- closing -----------------------------------------------------------------
 

@@ -256,7 +256,10 @@ class TableRuntime(LightTests, JournalUpkeep):
     def run(self, stop: threading.Event) -> None:
         """Take events until ``stop`` is set, ticking every ``tick_ms`` (with
         ``collect_garbage``: collecting the garbage between events, the collector given
-        back as it was when it returns)."""
+        back as it was when it returns). Before the first event, the journal writes a made-up
+        settling event and rolls it back (:meth:`~controller.journal.file.Journal.warm`): the
+        first round's settling card then finds its statements compiled, as every later one."""
+        self.table.journal.warm()
         managed = self._collect_garbage and gc.isenabled()
         if managed:
             gc.collect()
