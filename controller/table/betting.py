@@ -42,7 +42,6 @@ def _circle_on(spot: int, circle: str) -> tuple[str, Light]:
 class Betting(TablePart):
     """Bet circles, wager amounts and lockout."""
 
-
     def _check_circle(self, spot: int, circle: str, what: str) -> None:
         if not 1 <= spot <= self.settings.spots:
             raise ProcedureError(
@@ -159,8 +158,6 @@ class Betting(TablePart):
             )
         layout = (self.settings.spots, self.circles)
         tie, sensor_keys = _LAYOUTS.get(layout) or _layout(*layout)
-        fixed_amounts, amounts = self._fixed_amounts, state.amounts
-        main_minimum, side_minimum = self.settings.main_minimum, self.settings.side_minimum
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
@@ -175,18 +172,7 @@ class Betting(TablePart):
             if "main" not in placed:
                 orphans.extend((number, c) for c in placed)
                 continue
-            wagers = {}
-            for circle in placed:  # _wager_amount, without a call per circle
-                if circle in fixed_amounts:
-                    fixed = fixed_amounts[circle]
-                else:
-                    fixed = self._fixed_amount(circle)
-                if fixed is not None:
-                    wagers[circle] = fixed
-                else:
-                    wagers[circle] = amounts.get(
-                        (number, circle), main_minimum if circle == "main" else side_minimum
-                    )
+            wagers = {circle: self._wager_amount(number, circle) for circle in placed}
             bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }
@@ -259,4 +245,3 @@ class Betting(TablePart):
                     )
         first = next(iter(spots))
         self._prompt("deal", f"No more bets: deal spot {first} first")
-

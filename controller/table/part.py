@@ -71,22 +71,15 @@ class TablePart:
                 lights[name] = state
             # A table sets the same few lights again and again: each Light is made once,
             # then shared (effects are immutable values).
-            light = _LIGHTS.get((name, state))
-            if light is None:
-                light = shared_light(name, state)
-            self._out.append(light)
+            self._out.append(shared_light(name, state))
 
     def _lights_off(self) -> None:
         """Every light that is on or blinking, off (as :meth:`_light` each, in order)."""
         lights = self.state.lights
-        lit = [name for name, state in lights.items() if state != "off"]
         out = self._out
-        for name in lit:
+        for name in list(lights):  # a light set off is dropped (_light): all here are lit
             del lights[name]
-            light = _LIGHTS.get((name, "off"))
-            if light is None:
-                light = _LIGHTS[(name, "off")] = Light(name, "off")
-            out.append(light)
+            out.append(shared_light(name, "off"))
 
     def _hand(self, spot: int, hand: int) -> HandInPlay:
         return self.state.round.spots[spot].hands[hand]  # type: ignore[union-attr]
