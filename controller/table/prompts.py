@@ -99,32 +99,17 @@ class Prompts(TablePart):
         hands = len(spot.hands)
         # The same prompts come again and again: each is made once per table and shared,
         # remembered by what its words are made of (at most HAND_PROMPTS_KEPT, then
-        # forgotten at once): the spot, the hand, its count and choices_key's fields
-        # (they hold the hands at the spot), in one flat key.
+        # forgotten at once): the spot, the hand, whether its count is soft and
+        # choices_key's fields (the ranks or the total, the hands at the spot).
         made = self._hand_prompts
-        wager = hand.wager
-        cards = hand.cards
-        if type(wager) is int:  # choices_key(...) is not None
-            flat = (
-                spot.number,
-                index,
-                total.total,
-                total.soft,
-                (cards[0].rank, cards[1].rank) if len(cards) == 2 else (False, total.total),
-                wager > 0,
-                hand.from_split,
-                hand.split_aces,
-                bool(hand.double_down),
-                bool(hand.double_up),
-                hands,
-                self.state.round.dealer_checked,
-            )
+        dealer_checked = self.state.round.dealer_checked
+        key = choices_key(hand, total.total, hands, dealer_checked)
+        flat = None if key is None else (spot.number, index, total.soft, key)
+        if flat is not None:
             seen = made.get(flat)
             if seen is not None:
                 return seen
-        else:
-            flat = None
-        choices = self._choices(spot, hand, total.total)
+        choices = self._choices_for(spot, hand, key, dealer_checked)
         on = f"soft {total.total}" if total.soft else str(total.total)
         where = hand_words(spot.number, index, hands)
         prompt = Prompt("action", f"{where.capitalize()} to act on {on}: {choices}", spot.number)
@@ -208,17 +193,26 @@ class Prompts(TablePart):
 
     def _choices(self, spot: SpotInPlay, hand: HandInPlay, total: int) -> str:
         """The decisions the rules allow ``hand`` (whose count is ``total``) now, as the
-        prompt lists them: looked up in the table's memo (:func:`choices_key`), asked of the
-        rules (:func:`allowed_choices`) the first time."""
+        prompt lists them (:meth:`_choices_for` its :func:`choices_key`)."""
         dealer_checked = self.state.round.dealer_checked
         key = choices_key(hand, total, len(spot.hands), dealer_checked)
+        return self._choices_for(spot, hand, key, dealer_checked)
+
+    def _choices_for(
+        self,
+        spot: SpotInPlay,
+        hand: HandInPlay,
+        key: tuple[object, ...] | None,
+        dealer_checked: bool,
+    ) -> str:
+        """:meth:`_choices` with the hand's :func:`choices_key` made already: looked up in
+        the table's memo by ``key`` (None: not remembered), asked of the rules
+        (:func:`allowed_choices`) the first time."""
         memo = self._choices_memo
         words = memo.get(key) if key is not None else None
         if words is None:
             words = ", ".join(
-                allowed_choices(
-                    self.rules, self._hand_state(hand), len(spot.hands), dealer_checked
-                )
+                allowed_choices(self.rules, self._hand_state(hand), len(spot.hands), dealer_checked)
             )
             if key is not None:
                 memo[key] = words
