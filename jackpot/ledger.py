@@ -475,6 +475,8 @@ class Ledger(KindRules, LedgerReads):
             reason = f"seq {seq} is beyond the next expected {acked + 1}: resend from there"
             return Result(Status.GAP, table, seq, ack=acked, resend_from=acked + 1, reason=reason)
         self._changed: list[str] = []
+        moves = self._rows["movements"] if self._rows is not None else []
+        moved = len(moves)
         alarm = None
         try:
             if kind not in KEY_ASKED_BY_KIND:
@@ -487,7 +489,14 @@ class Ledger(KindRules, LedgerReads):
             # every kind runs all its checks before its first write (jackpot/ledger_kinds.py):
             # a refused message wrote nothing and moved no meter, so there is nothing to undo
             # and no savepoint a message (PostgreSQL: two statements less a message, and no
-            # subtransaction: over 64 in a transaction overflowed its subtransaction cache)
+            # subtransaction: over 64 in a transaction overflowed its subtransaction cache);
+            # a kind that broke that rule would commit half a message: the batch is undone
+            if self._changed or len(moves) != moved:
+                raise LedgerError(
+                    f"{kind} seq {seq} of {table} was refused after it had moved money "
+                    f"({refused.reason}): the whole batch is rolled back and nothing is "
+                    "acknowledged; this is a fault of the controller's software, report it"
+                ) from refused
             self._changed = []
             for award in refused.awards:
                 self._insert_award(award)

@@ -1147,3 +1147,30 @@ def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
             assert kept == texts  # the signed record, byte for byte
         with pytest.raises(ValueError, match="2 texts for 12 messages"):
             many.apply_batch(stream, texts=texts[:2])
+
+
+def test_a_kind_that_moves_money_and_then_refuses_undoes_the_whole_batch(
+    ledger_at, monkeypatch  # noqa: F811
+):
+    """Every kind runs its checks before its first write, so a refusal has nothing to undo
+    (no savepoint a message). A kind that broke that rule (a future change) would commit a
+    refused message's meter move; the ledger refuses to: the batch is rolled back whole and
+    raised (nothing acknowledged), the meters and the records as they were."""
+    import jackpot.ledger as ledger_module
+    from jackpot.ledger_results import Refused
+
+    real_apply = ledger_module.Ledger._apply_contribution
+
+    def moves_then_refuses(self, message):
+        real_apply(self, message)  # the meter moved
+        raise Refused("malformed", "refused after its write")
+
+    with Ledger(ledger_at("broken"), CONFIG, randbelow=fixed(3)) as led:
+        assert led.apply(contrib(T1, 1, 1)).status is Status.APPLIED
+        meters, applied = led.meters(), led.applied()
+        monkeypatch.setattr(ledger_module.Ledger, "_apply_contribution", moves_then_refuses)
+        with pytest.raises(LedgerError, match="refused after it had moved money"):
+            led.apply_batch([contrib(T1, 2, 2), contrib(T1, 3, 3)])
+        assert led.meters() == meters
+        assert led.applied() == applied
+        assert led.ack(T1) == 1
