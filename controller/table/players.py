@@ -10,14 +10,15 @@ from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
-from controller.table.effects import Light, Prompt
-from controller.table.part import TablePart, shared_light
+from controller.table.effects import Prompt
+from controller.table.part import TablePart
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
-_ACTION_LIGHTS: dict[int, str] = {}
 _STANDS: dict[tuple[int, int, int, int], Prompt] = {}
 """The prompts of hands that stand, by spot, hand, hands at the spot and total."""
+
+_ACTION_LIGHTS: dict[int, str] = {}
 
 
 def action_light(spot: int) -> str:
@@ -26,16 +27,6 @@ def action_light(spot: int) -> str:
     if name is None:
         name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
     return name
-
-
-_ACTION: dict[int, tuple[str, Light, Light]] = {}
-"""Each spot's action light: its name and its :class:`Light` on and off (made once)."""
-
-
-def _action(spot: int) -> tuple[str, Light, Light]:
-    name = action_light(spot)
-    made = _ACTION[spot] = (name, shared_light(name, "on"), shared_light(name, "off"))
-    return made
 
 
 class PlayersTurn(TablePart):
@@ -103,35 +94,16 @@ class PlayersTurn(TablePart):
             for index in range(first, len(hands)):
                 hand = hands[index]
                 count, counted = counted, None  # the caller's count: the first hand's only
-                if hand.settled or hand.surrendered or hand.stood or hand.double_up:
-                    continue  # done (as _hand_done, without a call)
-                cards = hand.cards
-                if len(cards) < 2:
-                    count = None
-                elif hand.double_down:
-                    if len(cards) >= 3:
-                        continue
-                    count = None
-                else:
-                    if count is None:
-                        count = hand_total(cards)
-                    if self._counted_done(hand, count):
-                        continue
+                if count is None and len(hand.cards) >= 2 and not hand.double_down:
+                    count = hand_total(hand.cards)  # counted once: done, then its prompt
+                if self._hand_done(hand, count):
+                    continue
                 number = spot.number
                 rnd.in_action = (number, index)
-                # _light(action_light(...), "off" / "on") without the calls: each spot's
-                # light name and its Light effects made once (mostly on already)
-                lights, out = self.state.lights, self._out
                 if previous and previous[0] != number:
-                    name, _on, off = _ACTION.get(previous[0]) or _action(previous[0])
-                    if lights.get(name, "off") != "off":
-                        del lights[name]
-                        out.append(off)
-                name, on, _off = _ACTION.get(number) or _action(number)
-                if lights.get(name) != "on":
-                    lights[name] = "on"
-                    out.append(on)
-                out.append(self._hand_prompt(spot, index, count))
+                    self._light(action_light(previous[0]), "off")
+                self._light(action_light(number), "on")
+                self._out.append(self._hand_prompt(spot, index, count))
                 return
         if previous:
             self._light(action_light(previous[0]), "off")
