@@ -40,7 +40,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import json  # noqa: F401 (the doctests read what wire writes)
 import os
 import re
 import stat
@@ -55,6 +55,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from controller import json_text
 from controller.errors import TableControllerError
 from controller.link.messages import LinkMessageError
 
@@ -76,15 +77,12 @@ class SigningKeyError(TableControllerError, ValueError):
     """A key file or public key text that cannot be used; the message names it and what to do."""
 
 
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-).encode
-
-
 def canonical(message: Mapping[str, Any]) -> bytes:
-    """The message as canonical JSON: sorted keys, no spaces, ASCII only (``json.dumps``
-    with these options, through one encoder made once: ``json.dumps`` makes one a call)."""
-    return _CANONICAL(message).encode("ascii")
+    """The message as canonical JSON: sorted keys, no spaces, ASCII only: byte for byte
+    ``json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+    allow_nan=False)``, written by orjson where that is the same
+    (:func:`controller.json_text.canonical`)."""
+    return json_text.canonical(message)
 
 
 def unsigned(message: Mapping[str, Any]) -> dict[str, Any]:
