@@ -192,12 +192,15 @@ def _settle_hand(
     rules: HouseRules,
     dealer_count: tuple[HandTotal, bool] | None = None,
 ) -> list[Settlement]:
-    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all.
+    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all. Most
+    # hands carry their main wager alone (``only``): its one line is made without the loop.
+    only = not hand.double_down and not hand.double_up
     stakes = {"main": hand.wager}
-    if hand.double_down:
-        stakes["double_down"] = hand.double_down
-    if hand.double_up:
-        stakes["double_up"] = hand.double_up
+    if not only:
+        if hand.double_down:
+            stakes["double_down"] = hand.double_down
+        if hand.double_up:
+            stakes["double_up"] = hand.double_up
     player = hand_total(hand.cards)
     if dealer_count is None:
         dealer_total = hand_total(dealer)
@@ -225,10 +228,10 @@ def _settle_hand(
         odds = rules.blackjack.pays
         return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
     if player.total > 21:  # bust (read without the property: a hot path)
-        return [
-            _lose(name, stake, f"player breaks with {player.total}")
-            for name, stake in stakes.items()
-        ]
+        why = f"player breaks with {player.total}"
+        if only:
+            return [_lose("main", hand.wager, why)]
+        return [_lose(name, stake, why) for name, stake in stakes.items()]
     # dealer_must_hit(dealer, ...), from the total and natural counted above (a hot path)
     house = rules.dealer
     if len(dealer) < 2:
@@ -275,9 +278,13 @@ def _settle_hand(
             if dealer_bust
             else f"{player.total} beats {dealer_total.total}"
         )
+        if only:
+            return [_win("main", hand.wager, EVEN, why)]
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
     if player.total < dealer_total.total:
         why = f"{dealer_total.total} beats {player.total}"
+        if only:
+            return [_lose("main", hand.wager, why)]
         return [_lose(name, stake, why) for name, stake in stakes.items()]
     if (
         player.total == 21

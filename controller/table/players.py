@@ -10,8 +10,8 @@ from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
 from controller.rules.settlement import PlayerHand, settle_hand
 from controller.table import events as ev
-from controller.table.effects import Prompt
-from controller.table.part import TablePart
+from controller.table.effects import Light, Prompt
+from controller.table.part import TablePart, shared_light
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
@@ -20,6 +20,10 @@ _STANDS: dict[tuple[int, int, int, int], Prompt] = {}
 
 _ACTION_LIGHTS: dict[int, str] = {}
 
+_ACTION: dict[int, tuple[str, Light, Light]] = {}
+"""Each spot's action light: its name and its :class:`Light` effects on and off (made once
+per spot, shared; bounded by the spots' numbers)."""
+
 
 def action_light(spot: int) -> str:
     """The name of the light of ``spot`` in action, ``spot3.action`` (each made once)."""
@@ -27,6 +31,12 @@ def action_light(spot: int) -> str:
     if name is None:
         name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
     return name
+
+
+def _action(spot: int) -> tuple[str, Light, Light]:
+    name = action_light(spot)
+    made = _ACTION[spot] = (name, shared_light(name, "on"), shared_light(name, "off"))
+    return made
 
 
 class PlayersTurn(TablePart):
@@ -100,15 +110,29 @@ class PlayersTurn(TablePart):
                     continue
                 number = spot.number
                 rnd.in_action = (number, index)
+                # The action lights as _light sets them, each spot's name and effects made
+                # once (_ACTION): the spot that was in action off, this one on.
+                lights, out = self.state.lights, self._out
                 if previous and previous[0] != number:
-                    self._light(action_light(previous[0]), "off")
-                self._light(action_light(number), "on")
-                self._out.append(self._hand_prompt(spot, index, count))
+                    self._action_off(previous[0])
+                name, on, _off = _ACTION.get(number) or _action(number)
+                if lights.get(name) != "on":
+                    lights[name] = "on"
+                    out.append(on)
+                out.append(self._hand_prompt(spot, index, count))
                 return
         if previous:
-            self._light(action_light(previous[0]), "off")
+            self._action_off(previous[0])
         rnd.in_action = None
         self._dealer_turn()
+
+    def _action_off(self, spot: int) -> None:
+        """``self._light(action_light(spot), "off")``, with the name and effect made once."""
+        name, _on, off = _ACTION.get(spot) or _action(spot)
+        lights = self.state.lights
+        if lights.get(name, "off") != "off":
+            del lights[name]
+            self._out.append(off)
 
     def _takes_card(self, hand: HandInPlay) -> bool:
         cards = hand.cards
