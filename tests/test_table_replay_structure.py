@@ -8,6 +8,12 @@ acceptance and effects) and the state after it are equal.
   class's first event), returns a refused step and an empty one without the accepted path's
   checks, and asks whether an event enters the round's recall log from its traits alone
   (accepted or refused): ``Before.handle`` is the form it replaces, copied.
+- The search for the next hand in action starts at the spot in action by its place in the
+  spots' order, without stepping over the spots before it (``Before._advance``).
+- A player's card of the initial deal before its last goes to its hand without ``_route``'s
+  and ``_deal_to``'s calls (``Before._on_card``).
+- The naturals counted after the deal are the blackjacks paid at once against 2-9, not asked
+  of each hand again (``Before._after_initial_deal``, ``Before._pay_blackjacks``).
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ import pytest
 
 from controller.errors import EventError, ProcedureError
 from controller.games import available_games, load_game
+from controller.rules.hand import HandTotal, hand_total, is_blackjack
+from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.sidebets import ez_bust
 from controller.table import Table, TableSettings, significant
 from controller.table import events as ev
 from controller.table.effects import Alarm, Effect, Publish, Refused, Step
-from controller.table.events import EndRound
+from controller.table.events import CardDrawn, EndRound
 from controller.table.machine import (
     _BLOCKED_BY_PENDING,
     _NOT_IN_ROUND_LOG,
@@ -33,7 +42,8 @@ from controller.table.machine import (
     REFUSALS,
 )
 from controller.table.part import RefusedWithAlarm
-from controller.table.state import IN_PROGRESS
+from controller.table.players import _ACTION, _action
+from controller.table.state import IN_PROGRESS, Phase
 
 GAMES = sorted(available_games())
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "replay_rounds.py"
@@ -143,6 +153,148 @@ class Before(Table):
                     ]
                 )
         return step
+
+    def _advance(self, counted: HandTotal | None = None) -> None:
+        """Put the first unfinished hand in action, or start the dealer's turn. It runs after
+        every card and decision of the players' turn, so the hand in action is prompted each
+        time with its total as it is now and only the choices the rules allow now.
+
+        Each hand it reads is counted once, here, and the count passed on to the checks and
+        the prompt; ``counted`` is the ``hand_total`` of the hand in action as it is now,
+        where the caller counted it already (the hand that just took a card)."""
+        rnd = self.state.round
+        previous = rnd.in_action
+        # Hands before the one in action are done, and stay done (cards go only to the hand
+        # in action; a split starts the search afresh): the search starts at it.
+        start_spot, start_index = previous if previous is not None else (None, 0)
+        if previous is None:
+            counted = None
+        for spot in rnd.spots.values():
+            if start_spot is not None:
+                if spot.number != start_spot:
+                    continue
+                start_spot = None
+                first = start_index
+            else:
+                first = 0
+            hands = spot.hands
+            for index in range(first, len(hands)):
+                hand = hands[index]
+                count, counted = counted, None  # the caller's count: the first hand's only
+                if count is None and len(hand.cards) >= 2 and not hand.double_down:
+                    count = hand_total(hand.cards)  # counted once: done, then its prompt
+                if self._hand_done(hand, count):
+                    continue
+                number = spot.number
+                rnd.in_action = (number, index)
+                # The action lights as _light sets them, each spot's name and effects made
+                # once (_ACTION): the spot that was in action off, this one on.
+                lights, out = self.state.lights, self._out
+                if previous and previous[0] != number:
+                    self._action_off(previous[0])
+                name, on, _off = _ACTION.get(number) or _action(number)
+                if lights.get(name) != "on":
+                    lights[name] = "on"
+                    out.append(on)
+                out.append(self._hand_prompt(spot, index, count))
+                return
+        if previous:
+            self._action_off(previous[0])
+        rnd.in_action = None
+        self._dealer_turn()
+
+    def _on_card(self, event: CardDrawn) -> None:
+        state, mode = self.state, self.settings.card_source
+        card = event.card
+        if mode != "both" and event.source != mode:
+            raise ProcedureError(
+                f"{event.source} card refused: this table deals from the {mode} "
+                f"(card_source = {mode})"
+            )
+        if mode == "both":
+            if event.source == "camera":
+                if state.unconfirmed:
+                    self._compare_readers(state.unconfirmed.pop(0), card)
+                elif len(state.camera_ahead) < 52:
+                    state.camera_ahead.append(card)
+                return
+            if state.camera_ahead:
+                self._compare_readers(card, state.camera_ahead.pop(0))
+            elif len(state.unconfirmed) < 52:
+                state.unconfirmed.append(card)
+        count = state.seen.get(card, 0) + 1
+        state.seen[card] = count
+        state.dealt += 1
+        if count > self.rules.shoe.decks:
+            state.pending.append(card)
+            state.pending_foreign.append(True)
+            state.pending_held.append("")
+            self._alarm(
+                "foreign_card",
+                f"Card {card} is one more than a {self.rules.shoe.decks}-deck shoe holds: "
+                "a foreign card",
+                "Take it out of play: burn it, or call a misdeal (supervisor key)",
+            )
+            return
+        if event.source == "shoe" and state.shoe_fault:  # the shoe deals no card in a fault
+            offline = state.shoe_fault == "offline"
+            self._hold(
+                card,
+                "while it was offline" if offline else f"during its fault ({state.shoe_fault})",
+                "sent while the shoe was offline" if offline else "sent during a shoe fault",
+            )
+            return
+        if state.pending:
+            self._unexpected(card, "while another card waits for a decision")
+            return
+        if state.burn_expected and state.phase is Phase.BETTING:
+            state.burn_expected -= 1
+            state.discarded += 1
+            self._prompt("burn", f"Burn card {card}")
+            return
+        self._route(card)
+
+    def _after_initial_deal(self) -> None:
+        rules, rnd = self.rules, self.state.round
+        up = rnd.dealer[0]
+        can_have_blackjack = up.value in (1, 10)
+        for spot in rnd.spots.values():
+            spot.first_two = tuple(spot.hands[0].cards)
+        for spot in rnd.spots.values():
+            self._settle_card_bets(spot, up, can_have_blackjack)
+        if not can_have_blackjack:
+            rnd.dealer_checked = True
+            if rules.blackjack.paid_at_once_against_2_to_9:
+                self._pay_blackjacks("Blackjack against {up}: pay 3 to 2 now and remove the cards")
+        naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
+        if up.value == 1 and (rules.insurance.offered or (rules.blackjack.even_money and naturals)):
+            self.state.phase = Phase.INSURANCE
+            if rules.insurance.offered:
+                self._prompt("insurance_open", "Insurance open: dealer shows an ace")
+            if rules.blackjack.even_money and naturals:
+                spots = ", ".join(map(str, naturals))
+                self._prompt("even_money_offered", f"Even money offered to spots {spots}")
+            return
+        if rules.side_bets.ez_bust is not None and ez_bust.is_offered(up):
+            self.state.phase = Phase.EZ_BUST
+            spots = ", ".join(str(n) for n in rnd.spots)
+            self._prompt("ez_bust_open", f"EZ Bust offered to spots {spots}")
+            return
+        self._check_dealer_blackjack()
+
+    def _pay_blackjacks(self, why: str) -> None:
+        rnd = self.state.round
+        up = rnd.dealer[0]
+        for spot in rnd.spots.values():
+            hand = spot.hands[0]
+            if len(spot.hands) == 1 and not hand.settled and is_blackjack(hand.cards):
+                self._prompt("blackjack", f"Spot {spot.number}: " + why.format(up=up), spot.number)
+                hand.settled = True
+                line = settle_hand(
+                    PlayerHand(tuple(hand.cards), hand.wager), rnd.dealer, self.rules
+                )
+                for item in line:
+                    self._settle(spot.number, item, 0)
 
 
 def _same(now: Table, before: Table, events) -> None:

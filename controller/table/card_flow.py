@@ -66,11 +66,22 @@ class CardFlow(TablePart):
         if state.pending:
             self._unexpected(card, "while another card waits for a decision")
             return
-        if state.burn_expected and state.phase is Phase.BETTING:
+        phase = state.phase
+        if state.burn_expected and phase is Phase.BETTING:
             state.burn_expected -= 1
             state.discarded += 1
             self._prompt("burn", f"Burn card {card}")
             return
+        if phase is Phase.DEALING:
+            # _route's _deal_to for a player's card before the deal's last: to the first
+            # hand of the spot first in the queue, and nothing else
+            rnd = state.round
+            queue = rnd.deal_queue
+            recipient = queue[0]
+            if recipient != DEALER and len(queue) > 1:
+                del queue[0]  # = queue.remove(recipient): its first place
+                rnd.spots[recipient].hands[0].cards.append(card)
+                return
         self._route(card)
 
     def _compare_readers(self, shoe: Card, camera: Card) -> None:

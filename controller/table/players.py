@@ -3,6 +3,8 @@ Double Up, stand). A part of :class:`controller.table.machine.Table`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from controller.errors import ProcedureError
 from controller.rules import actions
 from controller.rules.cards import Card
@@ -89,19 +91,20 @@ class PlayersTurn(TablePart):
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
         # in action; a split starts the search afresh): the search starts at it.
-        start_spot, start_index = previous if previous is not None else (None, 0)
+        spots = rnd.spots
         if previous is None:
             counted = None
-        for spot in rnd.spots.values():
-            if start_spot is not None:
-                if spot.number != start_spot:
-                    continue
-                start_spot = None
-                first = start_index
-            else:
-                first = 0
+            order: Iterable[SpotInPlay] = spots.values()
+            first = 0
+        else:
+            # the spots from the one in action on, in table order (its number is a key)
+            numbers = list(spots)
+            order = map(spots.__getitem__, numbers[numbers.index(previous[0]) :])
+            first = previous[1]
+        for spot in order:
             hands = spot.hands
-            for index in range(first, len(hands)):
+            start, first = first, 0  # the hand in action's index: its spot's only
+            for index in range(start, len(hands)):
                 hand = hands[index]
                 count, counted = counted, None  # the caller's count: the first hand's only
                 if count is None and len(hand.cards) >= 2 and not hand.double_down:
