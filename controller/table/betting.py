@@ -55,7 +55,8 @@ class Betting(TablePart):
             )
 
     def _on_bet(self, event: BetSensor) -> None:
-        self._check_circle(event.spot, event.circle, "bet sensor")
+        if not (1 <= event.spot <= self.settings.spots and event.circle in self.circles):
+            self._check_circle(event.spot, event.circle, "bet sensor")  # says which, refuses
         state = self.state
         key = (event.spot, event.circle)
         if state.sensors.get(key, False) == event.on:

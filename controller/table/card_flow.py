@@ -107,7 +107,7 @@ class CardFlow(TablePart):
             rnd = self.state.round
             assert rnd.in_action is not None
             spot_no, index = rnd.in_action
-            if self._takes_card(self._hand(spot_no, index)):
+            if self._takes_card(rnd.spots[spot_no].hands[index]):  # self._hand(...)
                 self._give(spot_no, index, card)
             else:
                 self._unexpected(card, f"for spot {spot_no}, which can take no card")

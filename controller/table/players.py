@@ -58,12 +58,8 @@ class PlayersTurn(TablePart):
             return False
         if hand.double_down:
             return len(hand.cards) >= 3
-        return self._counted_done(hand, count if count is not None else hand_total(hand.cards))
-
-    def _counted_done(self, hand: HandInPlay, count: HandTotal) -> bool:
-        """:meth:`_hand_done` of an open hand of two or more cards, not doubled, that counts
-        ``count``."""
-        total = count.total
+        # an open hand of two or more cards, not doubled: its count decides
+        total = (count if count is not None else hand_total(hand.cards)).total
         if total > 21:  # bust (read without the property: a hot path)
             return True
         if total == 21:
@@ -256,7 +252,7 @@ class PlayersTurn(TablePart):
         rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
-        hand = self._hand(spot_no, index)
+        hand = rnd.spots[spot_no].hands[index]  # self._hand(spot_no, index)
         if len(hand.cards) < 2 or hand.double_down:
             raise ProcedureError(
                 f"stand refused: spot {spot_no} is waiting for a card "

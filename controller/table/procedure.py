@@ -9,8 +9,6 @@ everything before they change anything, so a refused event leaves the state as i
 
 from __future__ import annotations
 
-import functools
-
 from controller.errors import ProcedureError, WagerError
 from controller.rules import actions
 from controller.rules.cards import Card
@@ -95,7 +93,7 @@ class Procedure(TablePart):
             if len(made) >= SETTLED_KEPT:
                 made.clear()
             # Its words are written when first read (a replay reads none of them).
-            words = Later(functools.partial(settlement_prompt, settled))
+            words = Later(settlement_prompt, settled)
             pair = made[key] = (settled, Prompt("pay", words, spot))  # type: ignore[arg-type]
         self._out.extend(pair)
 
@@ -143,7 +141,8 @@ class Procedure(TablePart):
         for spot in rnd.spots.values():
             spot.first_two = tuple(spot.hands[0].cards)
         for spot in rnd.spots.values():
-            self._settle_card_bets(spot, up, can_have_blackjack)
+            if len(spot.wagers) > 1:  # a main wager alone has no side bet to settle
+                self._settle_card_bets(spot, up, can_have_blackjack)
         naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
         if not can_have_blackjack:
             rnd.dealer_checked = True
