@@ -12,6 +12,11 @@ acceptance and effects) and the state after it are equal.
   spots' order, without stepping over the spots before it (``Before._advance``).
 - A player's card of the initial deal before its last goes to its hand without ``_route``'s
   and ``_deal_to``'s calls (``Before._on_card``).
+- The dealer's hand is counted once for whether it draws, its prompt and the round's
+  settlement (``Before._dealer_continue`` asks ``_dealer_needs_card`` and counts it again,
+  ``Before._settle_round`` counts it itself).
+- The search for the hand in action steps over a hand that stood, settled, surrendered or
+  doubled up without counting it (``Before._advance`` counts it first).
 - The naturals counted after the deal are the blackjacks paid at once against 2-9, not asked
   of each hand again (``Before._after_initial_deal``, ``Before._pay_blackjacks``).
 """
@@ -295,6 +300,27 @@ class Before(Table):
                 )
                 for item in line:
                     self._settle(spot.number, item, 0)
+
+    def _dealer_continue(self) -> None:
+        rnd = self.state.round
+        if self._dealer_needs_card():
+            if len(rnd.dealer) < 2:
+                self._prompt("dealer_draws", "Deal the dealer's second card")
+            else:
+                self._prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+            return
+        if len(rnd.dealer) >= 2 and rnd.dealer_plays:
+            total = hand_total(rnd.dealer)
+            self._prompt(
+                "dealer_stands",
+                f"Dealer breaks with {total.total}"
+                if total.total > 21
+                else f"Dealer stands on {total.total}",
+            )
+        self._settle_round()
+
+    def _settle_round(self, counted=None) -> None:
+        super()._settle_round()  # counts the dealer's hand itself
 
 
 def _same(now: Table, before: Table, events) -> None:

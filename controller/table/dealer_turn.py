@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.errors import WagerError
 from controller.rules.cards import Card
-from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
+from controller.rules.hand import HandTotal, dealer_must_hit, hand_total, is_blackjack
 from controller.rules.settlement import settle_hand
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
 from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
@@ -93,30 +93,48 @@ class DealerTurn(TablePart):
         self._dealer_continue()
 
     def _dealer_continue(self) -> None:
+        """The dealer's next card asked for, or the round settled. The dealer's hand of two
+        or more cards is counted once here, for whether it draws (as ``_dealer_needs_card``
+        asks ``dealer_must_hit``), its prompt and the settlement."""
         rnd = self.state.round
-        if self._dealer_needs_card():
-            if len(rnd.dealer) < 2:
+        dealer = rnd.dealer
+        if len(dealer) < 2:
+            if rnd.dealer_needs_second:
                 self._prompt("dealer_draws", "Deal the dealer's second card")
-            else:
-                self._prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+                return
+            self._settle_round()
             return
-        if len(rnd.dealer) >= 2 and rnd.dealer_plays:
-            total = hand_total(rnd.dealer)
+        count = hand_total(dealer)
+        natural = is_blackjack(dealer)
+        if rnd.dealer_plays:
+            total, house = count.total, self.rules.dealer
+            # dealer_must_hit(dealer, hit_soft_17=..., stop_on_16=...) from the count
+            if (
+                not natural
+                and not (total == 16 and house.ends_on_16)
+                and (total < 17 or (total == 17 and count.soft and house.hit_soft_17))
+            ):
+                self._prompt("dealer_draws", f"Dealer draws on {total}")
+                return
             self._prompt(
                 "dealer_stands",
-                f"Dealer breaks with {total.total}"
-                if total.total > 21
-                else f"Dealer stands on {total.total}",
+                f"Dealer breaks with {total}" if total > 21 else f"Dealer stands on {total}",
             )
-        self._settle_round()
+        self._settle_round((count, natural))
 
-    def _settle_round(self) -> None:
+    def _settle_round(self, counted: tuple[HandTotal, bool] | None = None) -> None:
+        """Settle every open wager against the dealer's hand; ``counted`` is its
+        ``hand_total`` and whether it is a natural, where the caller counted a hand of two or
+        more cards already."""
         _state, rnd, rules = self.state, self.state.round, self.rules
         dealer = tuple(rnd.dealer)
-        dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+        if counted is None:
+            dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+            counted = (hand_total(dealer), dealer_bj)  # once for every hand settled here
+        else:
+            dealer_bj = counted[1]
         bets = rules.side_bets
         self._settle_insurance(dealer_bj)
-        counted = (hand_total(dealer), dealer_bj)  # once for every hand settled here
         for spot in rnd.spots.values():
             for index, hand in enumerate(spot.hands):
                 if not hand.settled:

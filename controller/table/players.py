@@ -103,6 +103,8 @@ class PlayersTurn(TablePart):
             for index in range(start, len(hands)):
                 hand = hands[index]
                 count, counted = counted, None  # the caller's count: the first hand's only
+                if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+                    continue  # done whatever it counts (_hand_done asks these first)
                 if count is None and len(hand.cards) >= 2 and not hand.double_down:
                     count = hand_total(hand.cards)  # counted once: done, then its prompt
                 if self._hand_done(hand, count):
