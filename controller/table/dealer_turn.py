@@ -4,6 +4,7 @@ settled, the round's result, hit claims and recall record. A part of
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from controller.errors import WagerError
@@ -16,6 +17,9 @@ from controller.table.events import Event
 from controller.table.part import TablePart
 from controller.table.prompts import settled_words
 from controller.table.state import Phase
+
+_cards_of = operator.attrgetter("cards")
+"""A hand's cards (read in C, for each hand of a settled round)."""
 
 _UNRECALLED = (Record, AlarmCleared)
 """Effects a round's recall record leaves out: the journal's own records, and alarms clearing
@@ -207,7 +211,8 @@ class DealerTurn(TablePart):
         cards = (
             tuple(rnd.dealer),
             [
-                (spot.number, spot.first_two, [tuple(hand.cards) for hand in spot.hands])
+                # each hand's cards as a tuple: [tuple(hand.cards) for hand in spot.hands]
+                (spot.number, spot.first_two, list(map(tuple, map(_cards_of, spot.hands))))
                 for spot in rnd.spots.values()
             ],
         )

@@ -286,18 +286,21 @@ class Table(
             return _NOTHING
         effects = tuple(out)
         step = Step(True, effects)
-        plain = True
+        plain = True  # no effect a round's recall leaves out
         for effect in effects:
             if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
                 continue
-            plain = False
             if isinstance(effect, Alarm):
                 self._register_alarms((effect,), round_number)
-            elif isinstance(effect, Publish):
+                continue  # recalled
+            if isinstance(effect, Publish):
                 self._remember_claims((effect,))
+                if effect.topic != significant.KIND:
+                    continue  # a contribution, a result, a claim: recalled
+            plain = False  # a record, an alarm cleared, a significant event: left out
         if recall_accepted:
             state.log.append(event)
-            if plain:  # no effect a round's recall leaves out
+            if plain:
                 state.round_effects.extend(effects)
             else:
                 state.round_effects.extend(
