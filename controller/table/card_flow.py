@@ -55,7 +55,7 @@ class CardFlow(TablePart):
                 "Take it out of play: burn it, or call a misdeal (supervisor key)",
             )
             return
-        if event.source == "shoe" and state.shoe_fault:  # the shoe deals no card in a fault
+        if state.shoe_fault and event.source == "shoe":  # the shoe deals no card in a fault
             offline = state.shoe_fault == "offline"
             self._hold(
                 card,

@@ -46,8 +46,8 @@ class DealerTurn(TablePart):
                 if hand.settled:
                     continue
                 unsettled = True
-                if not is_blackjack(hand.cards, from_split=hand.from_split):
-                    live = True
+                if not live and not is_blackjack(hand.cards, from_split=hand.from_split):
+                    live = True  # one open hand that is no natural is enough: asked till then
             if spot.insurance and not spot.insurance_settled:
                 unsettled = True
             if not unsettled:  # a side bet still open (a loop: no generator to make)
