@@ -17,6 +17,11 @@ acceptance and effects) and the state after it are equal.
   ``Before._settle_round`` counts it itself).
 - The search for the hand in action steps over a hand that stood, settled, surrendered or
   doubled up without counting it (``Before._advance`` counts it first).
+- A hand with its main wager alone (the first at its spot, never split, surrendered or
+  doubled) settles through ``settle_main_wager``, without its ``PlayerHand``
+  (``Before._hand_lines`` makes it for every hand); ``settle_main_wager`` itself answers as
+  ``settle_hand`` does, lines and errors, over every count of two to four cards against
+  dealers' hands finished and not, on every profile.
 - The naturals counted after the deal are the blackjacks paid at once against 2-9, not asked
   of each hand again (``Before._after_initial_deal``, ``Before._pay_blackjacks``).
 """
@@ -30,8 +35,9 @@ import pytest
 
 from controller.errors import EventError, ProcedureError
 from controller.games import available_games, load_game
+from controller.rules.cards import Card, Rank, Suit, parse_cards
 from controller.rules.hand import HandTotal, hand_total, is_blackjack
-from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.settlement import PlayerHand, settle_hand, settle_main_wager
 from controller.rules.sidebets import ez_bust
 from controller.table import Table, TableSettings, significant
 from controller.table import events as ev
@@ -322,6 +328,10 @@ class Before(Table):
     def _settle_round(self, counted=None) -> None:
         super()._settle_round()  # counts the dealer's hand itself
 
+    def _hand_lines(self, hand, index, dealer, counted=None):
+        player = self._player_hand(hand, index)  # every hand through its PlayerHand
+        return settle_hand(player, dealer, self.rules, dealer_count=counted)
+
 
 def _same(now: Table, before: Table, events) -> None:
     for event in events:
@@ -373,3 +383,56 @@ def test_an_unknown_event_is_refused_as_before():
     table = Table(load_game("pa-standard"))
     with pytest.raises(EventError, match="not a table event: 'lockout'"):
         table.handle("lockout")  # type: ignore[arg-type]
+
+
+_RANKS = [Rank.ACE, Rank.TWO, Rank.FIVE, Rank.SIX, Rank.SEVEN, Rank.NINE, Rank.TEN, Rank.KING]
+_DEALERS = ["10S,7C", "10S,6C", "AS,KC", "6S,AC", "9S,7C,5D", "10S,6C,9D", "5S,6C,10D", "10S"]
+
+
+def _answer(make, *args, **kwargs):
+    try:
+        return ("lines", [(type(line), line) for line in make(*args, **kwargs)])
+    except Exception as exc:
+        return ("error", type(exc), str(exc))
+
+
+def _general(cards, wager, dealer, rules, dealer_count=None):
+    return settle_hand(PlayerHand(tuple(cards), wager), dealer, rules, dealer_count=dealer_count)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_settle_main_wager_answers_as_settle_hand(game):
+    rules = load_game(game)
+    hands = [
+        [Card(a, Suit.SPADES), Card(b, Suit.HEARTS), *extra]
+        for a in _RANKS
+        for b in _RANKS
+        for extra in ((), (Card(Rank.SIX, Suit.CLUBS),), (Card(Rank.TWO, Suit.CLUBS),) * 2)
+    ]
+    checked = 0
+    for cards in hands:
+        for wager in (1000, 2500, 1):
+            for dealer_text in _DEALERS:
+                dealer = parse_cards(dealer_text)
+                counts = [None]
+                if len(dealer) >= 2:
+                    counts.append((hand_total(dealer), is_blackjack(dealer)))
+                for counted in counts:
+                    args = (cards, wager, dealer, rules)
+                    mine = _answer(settle_main_wager, *args, dealer_count=counted)
+                    assert mine == _answer(_general, *args, dealer_count=counted), args
+                    checked += 1
+    assert checked > 8_000
+
+
+@pytest.mark.parametrize("wager", [0, -100, True, 10.5, "1000"])
+def test_settle_main_wager_refuses_what_player_hand_refuses(wager):
+    rules = load_game("pa-standard")
+    cards, dealer = parse_cards("10S,7C"), parse_cards("10D,8C")
+    mine = _answer(settle_main_wager, cards, wager, dealer, rules)
+    assert mine == _answer(_general, cards, wager, dealer, rules)
+    assert mine[0] == "error"
+    strays = [cards[0], "7C"]
+    mine = _answer(settle_main_wager, strays, 1000, dealer, rules)
+    assert mine == _answer(_general, strays, 1000, dealer, rules)
+    assert mine[0] == "error"

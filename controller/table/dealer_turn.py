@@ -10,7 +10,6 @@ from typing import Any
 from controller.errors import WagerError
 from controller.rules.cards import Card
 from controller.rules.hand import HandTotal, dealer_must_hit, hand_total, is_blackjack
-from controller.rules.settlement import settle_hand
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
 from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
 from controller.table.events import Event
@@ -143,8 +142,7 @@ class DealerTurn(TablePart):
             for index, hand in enumerate(spot.hands):
                 if not hand.settled:
                     hand.settled = True
-                    player = self._player_hand(hand, index)
-                    for line in settle_hand(player, dealer, rules, dealer_count=counted):
+                    for line in self._hand_lines(hand, index, dealer, counted):
                         self._settle(spot.number, line, index)
             for wager, stake in spot.wagers.items():
                 if wager == "main" or wager in spot.side_settled:

@@ -3,14 +3,14 @@ Double Up, stand). A part of :class:`controller.table.machine.Table`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from controller.errors import ProcedureError
 from controller.rules import actions
 from controller.rules.cards import Card
 from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
-from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.settlement import PlayerHand, Settlement, settle_hand, settle_main_wager
 from controller.table import events as ev
 from controller.table.effects import Light, Prompt
 from controller.table.part import TablePart, shared_light
@@ -156,9 +156,25 @@ class PlayersTurn(TablePart):
             self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
             hand.settled = True
             dealer = self.state.round.dealer
-            for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
+            for line in self._hand_lines(hand, index, dealer):
                 self._settle(spot_no, line, index)
         self._advance(count)
+
+    def _hand_lines(
+        self,
+        hand: HandInPlay,
+        index: int,
+        dealer: Sequence[Card],
+        counted: tuple[HandTotal, bool] | None = None,
+    ) -> list[Settlement]:
+        """``settle_hand(self._player_hand(hand, index), dealer, self.rules, ...)``: a hand
+        with its main wager alone (the first at its spot, never split, surrendered or
+        doubled: most hands) settled without making its :class:`PlayerHand`
+        (:func:`settle_main_wager`)."""
+        if index or hand.double_down or hand.double_up or hand.from_split or hand.surrendered:
+            player = self._player_hand(hand, index)
+            return settle_hand(player, dealer, self.rules, dealer_count=counted)
+        return settle_main_wager(hand.cards, hand.wager, dealer, self.rules, dealer_count=counted)
 
     def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
         return PlayerHand(
