@@ -115,6 +115,7 @@ immutable)."""
 _NOTHING_TICK = Step(True, (), False)
 """The step of a tick that changed nothing: not journaled."""
 
+
 def _traits(kind: type) -> tuple[bool, bool, bool, bool, bool]:
     """What :meth:`Table.handle` must know of an event class: whether a pending card blocks
     it, whether it may make a significant event, whether it enters the round's recall log

@@ -193,11 +193,7 @@ class Procedure(TablePart):
             if (
                 len(spot.hands) == 1
                 and not hand.settled
-                and (
-                    spot.number in naturals
-                    if naturals is not None
-                    else is_blackjack(hand.cards)
-                )
+                and (spot.number in naturals if naturals is not None else is_blackjack(hand.cards))
             ):
                 self._prompt("blackjack", f"Spot {spot.number}: " + why.format(up=up), spot.number)
                 hand.settled = True
