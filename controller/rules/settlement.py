@@ -186,49 +186,105 @@ def settle_hand(
     return lines  # a new list already: most hands have no 0 stake
 
 
+def settle_main_wager(
+    cards: Sequence[Card],
+    wager: int,
+    dealer_cards: Sequence[Card],
+    rules: HouseRules,
+    *,
+    dealer_count: tuple[HandTotal, bool] | None = None,
+) -> list[Settlement]:
+    """``settle_hand(PlayerHand(tuple(cards), wager), dealer_cards, rules, ...)``: a hand with
+    its main wager alone (never split, surrendered or doubled), settled without making the
+    :class:`PlayerHand`; the same checks, the same lines, the same errors."""
+    if type(wager) is not int or wager <= 0:
+        return settle_hand(PlayerHand(tuple(cards), wager), dealer_cards, rules,
+                           dealer_count=dealer_count)  # fmt: skip
+    for card in cards:
+        if not isinstance(card, Card):
+            raise WagerError(f"a hand's cards must be Card objects, got {tuple(cards)!r}")
+    lines = _settle_lines(
+        cards, wager, 0, 0, False, 0, False, tuple(dealer_cards), rules, dealer_count
+    )
+    for line in lines:
+        if line.stake <= 0:
+            return [line for line in lines if line.stake > 0]
+    return lines
+
+
 def _settle_hand(
     hand: PlayerHand,
     dealer: tuple[Card, ...],
     rules: HouseRules,
     dealer_count: tuple[HandTotal, bool] | None = None,
 ) -> list[Settlement]:
-    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all.
-    stakes = {"main": hand.wager}
-    if hand.double_down:
-        stakes["double_down"] = hand.double_down
-    if hand.double_up:
-        stakes["double_up"] = hand.double_up
-    player = hand_total(hand.cards)
+    return _settle_lines(
+        hand.cards,
+        hand.wager,
+        hand.double_down,
+        hand.double_up,
+        hand.from_split,
+        hand.split_index,
+        hand.surrendered,
+        dealer,
+        rules,
+        dealer_count,
+    )
+
+
+def _settle_lines(
+    cards: Sequence[Card],
+    wager: int,
+    double_down: int,
+    double_up: int,
+    from_split: bool,
+    split_index: int,
+    surrendered: bool,
+    dealer: tuple[Card, ...],
+    rules: HouseRules,
+    dealer_count: tuple[HandTotal, bool] | None = None,
+) -> list[Settlement]:
+    """:func:`_settle_hand` of a :class:`PlayerHand` made of these fields (checked already)."""
+    # Wagers of 0 make no line (settle_hand drops them): none is made for them at all. Most
+    # hands carry their main wager alone (``only``): its one line is made without the loop.
+    only = not double_down and not double_up
+    stakes = {"main": wager}
+    if not only:
+        if double_down:
+            stakes["double_down"] = double_down
+        if double_up:
+            stakes["double_up"] = double_up
+    player = hand_total(cards)
     if dealer_count is None:
         dealer_total = hand_total(dealer)
         dealer_bj = is_blackjack(dealer)
     else:
         dealer_total, dealer_bj = dealer_count
 
-    if hand.surrendered:
+    if surrendered:
         # "giving up half their bet": half comes back, rounded down to the cent
         line = Settlement(
             "main",
-            hand.wager,
+            wager,
             Outcome.SURRENDER,
             0,
-            hand.wager // 2,
+            wager // 2,
             None,
             "surrender: half the wager returned",
         )
         return [line]
-    if is_blackjack(hand.cards, from_split=hand.from_split):  # hand.is_blackjack, no property
+    if is_blackjack(cards, from_split=from_split):  # PlayerHand.is_blackjack
         if len(dealer) < 2 and (not dealer or dealer[0].value in (1, 10)):
             raise WagerError("the dealer's second card decides this blackjack: settle after it")
         if dealer_bj:
-            return [_push("main", hand.wager, "blackjack against dealer blackjack: push")]
+            return [_push("main", wager, "blackjack against dealer blackjack: push")]
         odds = rules.blackjack.pays
-        return [_win("main", hand.wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
+        return [_win("main", wager, odds, f"blackjack pays {odds}", Outcome.BLACKJACK)]
     if player.total > 21:  # bust (read without the property: a hot path)
-        return [
-            _lose(name, stake, f"player breaks with {player.total}")
-            for name, stake in stakes.items()
-        ]
+        why = f"player breaks with {player.total}"
+        if only:
+            return [_lose("main", wager, why)]
+        return [_lose(name, stake, why) for name, stake in stakes.items()]
     # dealer_must_hit(dealer, ...), from the total and natural counted above (a hot path)
     house = rules.dealer
     if len(dealer) < 2:
@@ -251,10 +307,10 @@ def _settle_hand(
                 for name, stake in stakes.items()
                 if name != "main"
             ]
-            if hand.split_index == 0:
-                return [_lose("main", hand.wager, reason), *lines]
+            if split_index == 0:
+                return [_lose("main", wager, reason), *lines]
             return [
-                _push("main", hand.wager, "dealer blackjack takes the original wager only"),
+                _push("main", wager, "dealer blackjack takes the original wager only"),
                 *lines,
             ]
         return [_lose(name, stake, reason) for name, stake in stakes.items()]
@@ -275,13 +331,17 @@ def _settle_hand(
             if dealer_bust
             else f"{player.total} beats {dealer_total.total}"
         )
+        if only:
+            return [_win("main", wager, EVEN, why)]
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
     if player.total < dealer_total.total:
         why = f"{dealer_total.total} beats {player.total}"
+        if only:
+            return [_lose("main", wager, why)]
         return [_lose(name, stake, why) for name, stake in stakes.items()]
     if (
         player.total == 21
-        and len(hand.cards) == 2
+        and len(cards) == 2
         and len(dealer) > 2
         and rules.split.two_card_21_beats_dealer_21
     ):
@@ -291,8 +351,8 @@ def _settle_hand(
         why = f"21 in two cards beats the dealer's 21 in {len(dealer)} cards"
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]
     why = f"standoff at {player.total}"
-    lines = [_push("main", hand.wager, why), _push("double_down", hand.double_down, why)]
-    lines.append(_lose("double_up", hand.double_up, f"{why}: a tie loses the Double Up wager"))
+    lines = [_push("main", wager, why), _push("double_down", double_down, why)]
+    lines.append(_lose("double_up", double_up, f"{why}: a tie loses the Double Up wager"))
     return lines
 
 

@@ -55,7 +55,8 @@ class Betting(TablePart):
             )
 
     def _on_bet(self, event: BetSensor) -> None:
-        self._check_circle(event.spot, event.circle, "bet sensor")
+        if not (1 <= event.spot <= self.settings.spots and event.circle in self.circles):
+            self._check_circle(event.spot, event.circle, "bet sensor")  # says which, refuses
         state = self.state
         key = (event.spot, event.circle)
         if state.sensors.get(key, False) == event.on:
@@ -161,7 +162,10 @@ class Betting(TablePart):
         spots: dict[int, SpotInPlay] = {}
         orphans: list[tuple[int, str]] = []
         no_link: list[tuple[int, str]] = []
-        sensors = state.sensors
+        sensors, amounts = state.sensors, state.amounts
+        fixed = self._fixed_amounts
+        settings = self.settings
+        main_minimum, side_minimum = settings.main_minimum, settings.side_minimum
         for number, keys in sensor_keys:
             placed = [c for c, key in keys if sensors.get(key)]  # (number, c): made once
             if not placed:
@@ -172,7 +176,15 @@ class Betting(TablePart):
             if "main" not in placed:
                 orphans.extend((number, c) for c in placed)
                 continue
-            wagers = {circle: self._wager_amount(number, circle) for circle in placed}
+            # {c: self._wager_amount(number, c) for c in placed}, its calls written out
+            wagers = {}
+            for circle in placed:
+                amount = fixed[circle] if circle in fixed else self._fixed_amount(circle)
+                if amount is None:
+                    amount = amounts.get(
+                        (number, circle), main_minimum if circle == "main" else side_minimum
+                    )
+                wagers[circle] = amount
             bonuses = tie and {
                 c.split(".", 1)[1]: a for c, a in wagers.items() if c.startswith("blackjack_tie.")
             }

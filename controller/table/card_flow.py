@@ -55,7 +55,7 @@ class CardFlow(TablePart):
                 "Take it out of play: burn it, or call a misdeal (supervisor key)",
             )
             return
-        if event.source == "shoe" and state.shoe_fault:  # the shoe deals no card in a fault
+        if state.shoe_fault and event.source == "shoe":  # the shoe deals no card in a fault
             offline = state.shoe_fault == "offline"
             self._hold(
                 card,
@@ -66,11 +66,22 @@ class CardFlow(TablePart):
         if state.pending:
             self._unexpected(card, "while another card waits for a decision")
             return
-        if state.burn_expected and state.phase is Phase.BETTING:
+        phase = state.phase
+        if state.burn_expected and phase is Phase.BETTING:
             state.burn_expected -= 1
             state.discarded += 1
             self._prompt("burn", f"Burn card {card}")
             return
+        if phase is Phase.DEALING:
+            # _route's _deal_to for a player's card before the deal's last: to the first
+            # hand of the spot first in the queue, and nothing else
+            rnd = state.round
+            queue = rnd.deal_queue
+            recipient = queue[0]
+            if recipient != DEALER and len(queue) > 1:
+                del queue[0]  # = queue.remove(recipient): its first place
+                rnd.spots[recipient].hands[0].cards.append(card)
+                return
         self._route(card)
 
     def _compare_readers(self, shoe: Card, camera: Card) -> None:
@@ -96,7 +107,7 @@ class CardFlow(TablePart):
             rnd = self.state.round
             assert rnd.in_action is not None
             spot_no, index = rnd.in_action
-            if self._takes_card(self._hand(spot_no, index)):
+            if self._takes_card(rnd.spots[spot_no].hands[index]):  # self._hand(...)
                 self._give(spot_no, index, card)
             else:
                 self._unexpected(card, f"for spot {spot_no}, which can take no card")

@@ -4,18 +4,21 @@ settled, the round's result, hit claims and recall record. A part of
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from controller.errors import WagerError
 from controller.rules.cards import Card
-from controller.rules.hand import dealer_must_hit, hand_total, is_blackjack
-from controller.rules.settlement import settle_hand
+from controller.rules.hand import HandTotal, dealer_must_hit, hand_total, is_blackjack
 from controller.rules.sidebets import blackjack_tie, bonus_16, ez_bust, lucky_ladies
 from controller.table.effects import AlarmCleared, Effect, Publish, Record, Settled
 from controller.table.events import Event
 from controller.table.part import TablePart
 from controller.table.prompts import settled_words
 from controller.table.state import Phase
+
+_cards_of = operator.attrgetter("cards")
+"""A hand's cards (read in C, for each hand of a settled round)."""
 
 _UNRECALLED = (Record, AlarmCleared)
 """Effects a round's recall record leaves out: the journal's own records, and alarms clearing
@@ -42,8 +45,8 @@ class DealerTurn(TablePart):
                 if hand.settled:
                     continue
                 unsettled = True
-                if not is_blackjack(hand.cards, from_split=hand.from_split):
-                    live = True
+                if not live and not is_blackjack(hand.cards, from_split=hand.from_split):
+                    live = True  # one open hand that is no natural is enough: asked till then
             if spot.insurance and not spot.insurance_settled:
                 unsettled = True
             if not unsettled:  # a side bet still open (a loop: no generator to make)
@@ -93,36 +96,53 @@ class DealerTurn(TablePart):
         self._dealer_continue()
 
     def _dealer_continue(self) -> None:
+        """The dealer's next card asked for, or the round settled. The dealer's hand of two
+        or more cards is counted once here, for whether it draws (as ``_dealer_needs_card``
+        asks ``dealer_must_hit``), its prompt and the settlement."""
         rnd = self.state.round
-        if self._dealer_needs_card():
-            if len(rnd.dealer) < 2:
+        dealer = rnd.dealer
+        if len(dealer) < 2:
+            if rnd.dealer_needs_second:
                 self._prompt("dealer_draws", "Deal the dealer's second card")
-            else:
-                self._prompt("dealer_draws", f"Dealer draws on {hand_total(rnd.dealer).total}")
+                return
+            self._settle_round()
             return
-        if len(rnd.dealer) >= 2 and rnd.dealer_plays:
-            total = hand_total(rnd.dealer)
+        count = hand_total(dealer)
+        natural = is_blackjack(dealer)
+        if rnd.dealer_plays:
+            total, house = count.total, self.rules.dealer
+            # dealer_must_hit(dealer, hit_soft_17=..., stop_on_16=...) from the count
+            if (
+                not natural
+                and not (total == 16 and house.ends_on_16)
+                and (total < 17 or (total == 17 and count.soft and house.hit_soft_17))
+            ):
+                self._prompt("dealer_draws", f"Dealer draws on {total}")
+                return
             self._prompt(
                 "dealer_stands",
-                f"Dealer breaks with {total.total}"
-                if total.total > 21
-                else f"Dealer stands on {total.total}",
+                f"Dealer breaks with {total}" if total > 21 else f"Dealer stands on {total}",
             )
-        self._settle_round()
+        self._settle_round((count, natural))
 
-    def _settle_round(self) -> None:
+    def _settle_round(self, counted: tuple[HandTotal, bool] | None = None) -> None:
+        """Settle every open wager against the dealer's hand; ``counted`` is its
+        ``hand_total`` and whether it is a natural, where the caller counted a hand of two or
+        more cards already."""
         _state, rnd, rules = self.state, self.state.round, self.rules
         dealer = tuple(rnd.dealer)
-        dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+        if counted is None:
+            dealer_bj = len(dealer) >= 2 and is_blackjack(dealer)
+            counted = (hand_total(dealer), dealer_bj)  # once for every hand settled here
+        else:
+            dealer_bj = counted[1]
         bets = rules.side_bets
         self._settle_insurance(dealer_bj)
-        counted = (hand_total(dealer), dealer_bj)  # once for every hand settled here
         for spot in rnd.spots.values():
             for index, hand in enumerate(spot.hands):
                 if not hand.settled:
                     hand.settled = True
-                    player = self._player_hand(hand, index)
-                    for line in settle_hand(player, dealer, rules, dealer_count=counted):
+                    for line in self._hand_lines(hand, index, dealer, counted):
                         self._settle(spot.number, line, index)
             for wager, stake in spot.wagers.items():
                 if wager == "main" or wager in spot.side_settled:
@@ -189,7 +209,8 @@ class DealerTurn(TablePart):
         cards = (
             tuple(rnd.dealer),
             [
-                (spot.number, spot.first_two, [tuple(hand.cards) for hand in spot.hands])
+                # each hand's cards as a tuple: [tuple(hand.cards) for hand in spot.hands]
+                (spot.number, spot.first_two, list(map(tuple, map(_cards_of, spot.hands))))
                 for spot in rnd.spots.values()
             ],
         )

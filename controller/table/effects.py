@@ -209,14 +209,12 @@ class Publish(Effect):
         return Publish(topic, key, Later(build))  # type: ignore[arg-type]
 
 
-class Later:
-    """A field's value not built yet: ``build()`` makes it when it is first read (see
-    :meth:`Record.later`, :meth:`Publish.later`; a settlement line's prompt text)."""
+class Later(functools.partial):  # type: ignore[type-arg]
+    """A field's value not built yet: ``Later(make, *args)`` makes it, ``make(*args)``, when
+    it is first read (see :meth:`Record.later`, :meth:`Publish.later`; a settlement line's
+    prompt text). A :func:`functools.partial`: one object, made in C."""
 
-    __slots__ = ("build",)
-
-    def __init__(self, build: Callable[[], Any]):
-        self.build = build
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +248,7 @@ def _built_when_read(cls: type, name: str, doc: str) -> None:
     def read(obj: Any) -> Any:
         value = get(obj, cls)
         if type(value) is Later:
-            value = value.build()
+            value = value()
             put(obj, value)
         return value
 

@@ -115,18 +115,18 @@ immutable)."""
 _NOTHING_TICK = Step(True, (), False)
 """The step of a tick that changed nothing: not journaled."""
 
-_TRAITS: dict[type, tuple[bool, bool, bool, bool]] = {}
-"""Per event class, looked up once (see :func:`_traits`)."""
 
-
-def _traits(kind: type) -> tuple[bool, bool, bool, bool]:
+def _traits(kind: type) -> tuple[bool, bool, bool, bool, bool]:
     """What :meth:`Table.handle` must know of an event class: whether a pending card blocks
-    it, whether it may make a significant event, whether it enters the round's recall log,
-    and whether it is a tick."""
+    it, whether it may make a significant event, whether it enters the round's recall log
+    when accepted and when refused (an accepted end round does not: the next round's log
+    starts after it), and whether it is a tick."""
+    recalled = not issubclass(kind, _NOT_IN_ROUND_LOG)
     return (
         issubclass(kind, _BLOCKED_BY_PENDING),
         issubclass(kind, significant.WATCHED),
-        not issubclass(kind, _NOT_IN_ROUND_LOG),
+        recalled and kind is not EndRound,
+        recalled,
         issubclass(kind, Tick),
     )
 
@@ -183,6 +183,7 @@ class Table(
         self._carried_made: dict[tuple[Any, ...], ev.Event] = {}  # console._on_end_round
         self._fixed_amounts: dict[str, int | None] = {}  # betting._fixed_amount
         self._settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]] = {}  # _settle
+        self._plans: dict[type, tuple[Any, bool, bool, bool, bool, bool]] = {}  # handle
         self._handlers: dict[type, Callable[[Any], None]] = {
             BetSensor: self._on_bet,
             WagerAmount: self._on_wager,
@@ -223,18 +224,19 @@ class Table(
     def handle(self, event: ev.Event) -> Step:
         """Apply one event; return whether it was accepted and its effects."""
         kind = type(event)
-        handler = self._handlers.get(kind)
-        if handler is None:
-            raise EventError(f"not a table event: {event!r}")
-        traits = _TRAITS.get(kind)
-        if traits is None:
-            traits = _TRAITS[kind] = _traits(kind)
-        blocked, watched, for_recall, is_tick = traits
+        plan = self._plans.get(kind)
+        if plan is None:
+            plan = self._plan(kind, event)
+        handler, blocked, watched, recall_accepted, recall_refused, is_tick = plan
         state = self.state
         round_number = state.round_number
         t = event.t
-        if t is not None and (state.now is None or t > state.now):
-            state.now = t
+        if t is not None:
+            now = state.now
+            if now is None or t > now:
+                state.now = t
+        # The step's effects: a list of its own each event (the last one stays in _out after
+        # the step, which holds a copy of it).
         out: list[Effect] = []
         self._out = out
         self._event = event
@@ -244,10 +246,12 @@ class Table(
                     f"{event.TYPE.replace('_', ' ')} refused: {self._pending_text()} waits for a "
                     "decision: burn it, assign it, or call a misdeal (supervisor key)"
                 )
-            before = significant.watch(state) if watched else None
-            handler(event)
-            if before is not None:
+            if watched:
+                before = significant.watch(state)
+                handler(event)
                 self._significant(event, before)
+            else:
+                handler(event)
         except REFUSALS as exc:
             refused = Refused(event.TYPE, str(exc))
             if isinstance(exc, RefusedWithAlarm):
@@ -255,45 +259,50 @@ class Table(
                 self._register_alarms(step.effects, round_number)
             else:
                 step = Step(False, (refused,))
-            accepted = plain = False
-        else:
-            if state.alarms:
-                self._clear_alarms_whose_cause_is_over()
-            # The alarm light blinks while a card waits, the shoe or the table is faulted or
-            # the door is open in a round; the table's lights hold no "off".
-            if (
-                state.pending
-                or state.shoe_fault
-                or state.faults
-                or (state.door_open and state.phase in IN_PROGRESS)
-            ):
-                if state.lights.get("alarm") != "blink":
-                    self._light("alarm", "blink")
-            elif "alarm" in state.lights:
-                self._light("alarm", "off")
-            accepted = True
-            if out:
-                step = Step(True, tuple(out))
-                plain = True
-                for effect in step.effects:
-                    if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
-                        continue
-                    plain = False
-                    if isinstance(effect, Alarm):
-                        self._register_alarms((effect,), round_number)
-                    elif isinstance(effect, Publish):
-                        self._remember_claims((effect,))
-            else:  # nothing to carry out (a card of the initial deal, most bets): shared
-                step = _NOTHING_TICK if is_tick else _NOTHING
-                plain = True
+            self._event = None
+            if recall_refused:
+                state.log.append(event)
+                state.round_effects.extend(step.effects)  # a Refused and its Alarm: recalled
+            return step
+        if state.alarms:
+            self._clear_alarms_whose_cause_is_over()
+        # The alarm light blinks while a card waits, the shoe or the table is faulted or
+        # the door is open in a round; the table's lights hold no "off".
+        if (
+            state.pending
+            or state.shoe_fault
+            or state.faults
+            or (state.door_open and state.phase in IN_PROGRESS)
+        ):
+            if state.lights.get("alarm") != "blink":
+                self._light("alarm", "blink")
+        elif "alarm" in state.lights:
+            self._light("alarm", "off")
         self._event = None
-        self._out = []
-        if for_recall and step.journal and not (accepted and kind is EndRound):
+        if not out:  # nothing to carry out (a card of the initial deal, most bets): shared
+            if is_tick:
+                return _NOTHING_TICK
+            if recall_accepted:
+                state.log.append(event)
+            return _NOTHING
+        effects = tuple(out)
+        step = Step(True, effects)
+        plain = True  # no effect a round's recall leaves out
+        for effect in effects:
+            if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
+                continue
+            if isinstance(effect, Alarm):
+                self._register_alarms((effect,), round_number)
+                continue  # recalled
+            if isinstance(effect, Publish):
+                self._remember_claims((effect,))
+                if effect.topic != significant.KIND:
+                    continue  # a contribution, a result, a claim: recalled
+            plain = False  # a record, an alarm cleared, a significant event: left out
+        if recall_accepted:
             state.log.append(event)
-            effects = step.effects
-            if plain:  # accepted, and no effect a round's recall leaves out
-                if effects:
-                    state.round_effects.extend(effects)
+            if plain:
+                state.round_effects.extend(effects)
             else:
                 state.round_effects.extend(
                     [
@@ -307,6 +316,15 @@ class Table(
                     ]
                 )
         return step
+
+    def _plan(self, kind: type, event: ev.Event) -> tuple[Any, bool, bool, bool, bool, bool]:
+        """:meth:`handle`'s plan for an event class, made at its first event: its handler
+        (from ``_handlers``, as it is then) and its :func:`_traits`."""
+        handler = self._handlers.get(kind)
+        if handler is None:
+            raise EventError(f"not a table event: {event!r}")
+        plan = self._plans[kind] = (handler, *_traits(kind))
+        return plan
 
     def _remember_claims(self, effects: tuple[Effect, ...]) -> None:
         """Remember each hit claim and Mystery-eligible contribution an accepted step

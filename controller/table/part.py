@@ -19,11 +19,21 @@ _LIGHTS: dict[tuple[str, str], Light] = {}
 (bounded by the layouts' names)."""
 
 
+_OFF: dict[str, Light] = {}
+"""``shared_light(name, "off")`` by name alone (no key to build for each light of an end
+round; bounded as :data:`_LIGHTS`)."""
+
+
 def shared_light(name: str, state: str) -> Light:
     """The :class:`Light` effect setting light ``name`` to ``state``, made once and shared."""
     light = _LIGHTS.get((name, state))
     if light is None:
         light = _LIGHTS[(name, state)] = Light(name, state)
+    return light
+
+
+def _off_light(name: str) -> Light:
+    light = _OFF[name] = shared_light(name, "off")
     return light
 
 
@@ -79,7 +89,7 @@ class TablePart:
         out = self._out
         for name in list(lights):  # a light set off is dropped (_light): all here are lit
             del lights[name]
-            out.append(shared_light(name, "off"))
+            out.append(_OFF.get(name) or _off_light(name))
 
     def _hand(self, spot: int, hand: int) -> HandInPlay:
         return self.state.round.spots[spot].hands[hand]  # type: ignore[union-attr]

@@ -3,15 +3,17 @@ Double Up, stand). A part of :class:`controller.table.machine.Table`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from controller.errors import ProcedureError
 from controller.rules import actions
 from controller.rules.cards import Card
 from controller.rules.hand import HandTotal, hand_total
 from controller.rules.pays import format_cents
-from controller.rules.settlement import PlayerHand, settle_hand
+from controller.rules.settlement import PlayerHand, Settlement, settle_hand, settle_main_wager
 from controller.table import events as ev
-from controller.table.effects import Prompt
-from controller.table.part import TablePart
+from controller.table.effects import Light, Prompt
+from controller.table.part import TablePart, shared_light
 from controller.table.prompts import hand_words
 from controller.table.state import IN_ACTION, HandInPlay, Phase, SpotInPlay
 
@@ -20,6 +22,10 @@ _STANDS: dict[tuple[int, int, int, int], Prompt] = {}
 
 _ACTION_LIGHTS: dict[int, str] = {}
 
+_ACTION: dict[int, tuple[str, Light, Light]] = {}
+"""Each spot's action light: its name and its :class:`Light` effects on and off (made once
+per spot, shared; bounded by the spots' numbers)."""
+
 
 def action_light(spot: int) -> str:
     """The name of the light of ``spot`` in action, ``spot3.action`` (each made once)."""
@@ -27,6 +33,12 @@ def action_light(spot: int) -> str:
     if name is None:
         name = _ACTION_LIGHTS[spot] = f"spot{spot}.action"
     return name
+
+
+def _action(spot: int) -> tuple[str, Light, Light]:
+    name = action_light(spot)
+    made = _ACTION[spot] = (name, shared_light(name, "on"), shared_light(name, "off"))
+    return made
 
 
 class PlayersTurn(TablePart):
@@ -46,12 +58,8 @@ class PlayersTurn(TablePart):
             return False
         if hand.double_down:
             return len(hand.cards) >= 3
-        return self._counted_done(hand, count if count is not None else hand_total(hand.cards))
-
-    def _counted_done(self, hand: HandInPlay, count: HandTotal) -> bool:
-        """:meth:`_hand_done` of an open hand of two or more cards, not doubled, that counts
-        ``count``."""
-        total = count.total
+        # an open hand of two or more cards, not doubled: its count decides
+        total = (count if count is not None else hand_total(hand.cards)).total
         if total > 21:  # bust (read without the property: a hot path)
             return True
         if total == 21:
@@ -79,36 +87,53 @@ class PlayersTurn(TablePart):
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
         # in action; a split starts the search afresh): the search starts at it.
-        start_spot, start_index = previous if previous is not None else (None, 0)
+        spots = rnd.spots
         if previous is None:
             counted = None
-        for spot in rnd.spots.values():
-            if start_spot is not None:
-                if spot.number != start_spot:
-                    continue
-                start_spot = None
-                first = start_index
-            else:
-                first = 0
+            order: Iterable[SpotInPlay] = spots.values()
+            first = 0
+        else:
+            # the spots from the one in action on, in table order (its number is a key)
+            numbers = list(spots)
+            order = map(spots.__getitem__, numbers[numbers.index(previous[0]) :])
+            first = previous[1]
+        for spot in order:
             hands = spot.hands
-            for index in range(first, len(hands)):
+            start, first = first, 0  # the hand in action's index: its spot's only
+            for index in range(start, len(hands)):
                 hand = hands[index]
                 count, counted = counted, None  # the caller's count: the first hand's only
+                if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+                    continue  # done whatever it counts (_hand_done asks these first)
                 if count is None and len(hand.cards) >= 2 and not hand.double_down:
                     count = hand_total(hand.cards)  # counted once: done, then its prompt
                 if self._hand_done(hand, count):
                     continue
                 number = spot.number
                 rnd.in_action = (number, index)
+                # The action lights as _light sets them, each spot's name and effects made
+                # once (_ACTION): the spot that was in action off, this one on.
+                lights, out = self.state.lights, self._out
                 if previous and previous[0] != number:
-                    self._light(action_light(previous[0]), "off")
-                self._light(action_light(number), "on")
-                self._out.append(self._hand_prompt(spot, index, count))
+                    self._action_off(previous[0])
+                name, on, _off = _ACTION.get(number) or _action(number)
+                if lights.get(name) != "on":
+                    lights[name] = "on"
+                    out.append(on)
+                out.append(self._hand_prompt(spot, index, count))
                 return
         if previous:
-            self._light(action_light(previous[0]), "off")
+            self._action_off(previous[0])
         rnd.in_action = None
         self._dealer_turn()
+
+    def _action_off(self, spot: int) -> None:
+        """``self._light(action_light(spot), "off")``, with the name and effect made once."""
+        name, _on, off = _ACTION.get(spot) or _action(spot)
+        lights = self.state.lights
+        if lights.get(name, "off") != "off":
+            del lights[name]
+            self._out.append(off)
 
     def _takes_card(self, hand: HandInPlay) -> bool:
         cards = hand.cards
@@ -131,9 +156,25 @@ class PlayersTurn(TablePart):
             self._prompt("bust", f"{where.capitalize()} breaks with {count.total}", spot_no)
             hand.settled = True
             dealer = self.state.round.dealer
-            for line in settle_hand(self._player_hand(hand, index), dealer, self.rules):
+            for line in self._hand_lines(hand, index, dealer):
                 self._settle(spot_no, line, index)
         self._advance(count)
+
+    def _hand_lines(
+        self,
+        hand: HandInPlay,
+        index: int,
+        dealer: Sequence[Card],
+        counted: tuple[HandTotal, bool] | None = None,
+    ) -> list[Settlement]:
+        """``settle_hand(self._player_hand(hand, index), dealer, self.rules, ...)``: a hand
+        with its main wager alone (the first at its spot, never split, surrendered or
+        doubled: most hands) settled without making its :class:`PlayerHand`
+        (:func:`settle_main_wager`)."""
+        if index or hand.double_down or hand.double_up or hand.from_split or hand.surrendered:
+            player = self._player_hand(hand, index)
+            return settle_hand(player, dealer, self.rules, dealer_count=counted)
+        return settle_main_wager(hand.cards, hand.wager, dealer, self.rules, dealer_count=counted)
 
     def _player_hand(self, hand: HandInPlay, index: int) -> PlayerHand:
         return PlayerHand(
@@ -229,7 +270,7 @@ class PlayersTurn(TablePart):
         rnd = self.state.round
         assert rnd.in_action is not None
         spot_no, index = rnd.in_action
-        hand = self._hand(spot_no, index)
+        hand = rnd.spots[spot_no].hands[index]  # self._hand(spot_no, index)
         if len(hand.cards) < 2 or hand.double_down:
             raise ProcedureError(
                 f"stand refused: spot {spot_no} is waiting for a card "

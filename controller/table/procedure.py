@@ -9,8 +9,6 @@ everything before they change anything, so a refused event leaves the state as i
 
 from __future__ import annotations
 
-import functools
-
 from controller.errors import ProcedureError, WagerError
 from controller.rules import actions
 from controller.rules.cards import Card
@@ -95,7 +93,7 @@ class Procedure(TablePart):
             if len(made) >= SETTLED_KEPT:
                 made.clear()
             # Its words are written when first read (a replay reads none of them).
-            words = Later(functools.partial(settlement_prompt, settled))
+            words = Later(settlement_prompt, settled)
             pair = made[key] = (settled, Prompt("pay", words, spot))  # type: ignore[arg-type]
         self._out.extend(pair)
 
@@ -143,12 +141,15 @@ class Procedure(TablePart):
         for spot in rnd.spots.values():
             spot.first_two = tuple(spot.hands[0].cards)
         for spot in rnd.spots.values():
-            self._settle_card_bets(spot, up, can_have_blackjack)
+            if len(spot.wagers) > 1:  # a main wager alone has no side bet to settle
+                self._settle_card_bets(spot, up, can_have_blackjack)
+        naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
         if not can_have_blackjack:
             rnd.dealer_checked = True
             if rules.blackjack.paid_at_once_against_2_to_9:
-                self._pay_blackjacks("Blackjack against {up}: pay 3 to 2 now and remove the cards")
-        naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
+                self._pay_blackjacks(
+                    "Blackjack against {up}: pay 3 to 2 now and remove the cards", naturals
+                )
         if up.value == 1 and (rules.insurance.offered or (rules.blackjack.even_money and naturals)):
             self.state.phase = Phase.INSURANCE
             if rules.insurance.offered:
@@ -179,12 +180,21 @@ class Procedure(TablePart):
             spot.side_settled.add(wager)
             self._settle_side_bet(spot.number, stake, result)
 
-    def _pay_blackjacks(self, why: str) -> None:
+    def _pay_blackjacks(self, why: str, naturals: list[int] | None = None) -> None:
+        """Pay each unsplit, unsettled natural. ``naturals``: the spots whose first hand is a
+        natural, where the caller has just asked (right after the deal, before any
+        decision), else each hand is asked here."""
         rnd = self.state.round
         up = rnd.dealer[0]
+        if naturals is not None and not naturals:
+            return
         for spot in rnd.spots.values():
             hand = spot.hands[0]
-            if len(spot.hands) == 1 and not hand.settled and is_blackjack(hand.cards):
+            if (
+                len(spot.hands) == 1
+                and not hand.settled
+                and (spot.number in naturals if naturals is not None else is_blackjack(hand.cards))
+            ):
                 self._prompt("blackjack", f"Spot {spot.number}: " + why.format(up=up), spot.number)
                 hand.settled = True
                 line = settle_hand(
