@@ -32,6 +32,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controller import json_text
 from controller.link.messages import (
     TABLE_KINDS,
     VERSION,
@@ -278,13 +279,15 @@ def check_rows(
 
 
 def verify_frame(
-    verifier: Verifier, topic: str, frame: Mapping[str, Any]
+    verifier: Verifier, topic: str, frame: Mapping[str, Any], *, floats: bool | None = None
 ) -> tuple[str, list[str]]:
     """Check the frame's one signature over its header and the tree of its rows: ``(kid,
     records)``, ``records`` being each row's text for the ledger (its canonical envelope
-    with ``kid`` and its ``frame`` proof, :func:`verify_row`). SignatureError otherwise."""
+    with ``kid`` and its ``frame`` proof, :func:`verify_row`). SignatureError otherwise.
+    ``floats=False``: the caller parsed the frame and it held no float (its rows' canonical
+    JSON is then not looked at for one: :func:`controller.json_text.canonical`)."""
     rows = frame["rows"]
-    encoded = [canonical(row) for row in rows]
+    encoded = [json_text.canonical(row, floats=floats) for row in rows]
     tree = _Tree([leaf_hash(data) for data in encoded])
     kid = verifier.verify_bytes(
         BATCH, frame.get("kid"), frame.get("sig"),
