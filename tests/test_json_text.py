@@ -117,3 +117,22 @@ def test_the_journals_form_writes_nan_as_null_which_it_never_holds() -> None:
     """The one documented difference: the journal's rows hold no float (every number is an
     integer), and NaN is not JSON in either form."""
     assert json_text.compact({"x": math.nan}) == '{"x":null}'
+
+
+no_floats = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.text()
+    | st.sampled_from(["null", "e-5", "0.00001", "1e-05", "side-bet"]),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=6), inner, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(no_floats)
+def test_canonical_of_data_known_to_hold_no_float_is_the_standard_librarys(data) -> None:
+    assert json_text.canonical(data, floats=False) == stdlib_canonical(data)
