@@ -147,6 +147,8 @@ class TableRuntime(LightTests, JournalUpkeep):
     ``on_outbox()`` is called on the loop's thread after events that wrote outbox rows are
     handled, their effects carried out (``TablePublisher.wake``). ``collect_garbage``:
     :meth:`run` collects Python's cyclic garbage itself, between events (module docstring).
+    ``reserve_wal``: bytes of the journal's WAL file :meth:`run` has written before the first
+    event (:meth:`~controller.journal.file.Journal.reserve_wal`; 0: none).
     """
 
     def __init__(
@@ -168,6 +170,7 @@ class TableRuntime(LightTests, JournalUpkeep):
         hold_ms: int = 0,
         on_outbox: Callable[[], None] | None = None,
         collect_garbage: bool = False,
+        reserve_wal: int = 0,
     ):
         self.table = table
         self.clock = clock
@@ -184,6 +187,7 @@ class TableRuntime(LightTests, JournalUpkeep):
         self._on_outbox = on_outbox
         self._rows_written = False  # outbox rows the link's thread has not been told of
         self._collect_garbage = collect_garbage
+        self._reserve_wal = reserve_wal
         self._gc_managed = False  # run() holds the collector (disabled, collected here)
         self.collections = 0  # garbage collections the loop made
         self.settled_round = SettledRound(recall_ms, hold_ms)
@@ -258,7 +262,11 @@ class TableRuntime(LightTests, JournalUpkeep):
         ``collect_garbage``: collecting the garbage between events, the collector given
         back as it was when it returns). Before the first event, the journal writes a made-up
         settling event and rolls it back (:meth:`~controller.journal.file.Journal.warm`): the
-        first round's settling card then finds its statements compiled, as every later one."""
+        first round's settling card then finds its statements compiled, as every later one.
+        With ``reserve_wal``, the WAL file is grown first, so that no commit of the first
+        rounds grows it (:meth:`~controller.journal.file.Journal.reserve_wal`)."""
+        if self._reserve_wal:
+            self.table.journal.reserve_wal(self._reserve_wal)
         self.table.journal.warm()
         managed = self._collect_garbage and gc.isenabled()
         if managed:
