@@ -133,6 +133,9 @@ class ShoeReader:
         self._reconnects = 0
         self._last_alive = clock()
         self._closed = False
+        self._booked: tuple[int, int | None, str | None, bool] | None = None
+        """The last good frame for :meth:`health`: (clock ms, sequence number, firmware,
+        shuffling), stored in one assignment (the health's lock and dict wait for a reader)."""
         self.read_ns = 0
         """``time.monotonic_ns()`` when the last read returned bytes (benchmarks' trace: the
         sink runs on this thread, so it reads the read that made its event)."""
@@ -144,8 +147,17 @@ class ShoeReader:
     # -- the public side ---------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        """For the diagnostics page: connected, errors by kind, last message age, details."""
-        return self._health.snapshot()
+        """For the diagnostics page: connected, errors by kind, last message age, details
+        (the last frame's, as the reader booked it after handing its events over)."""
+        snapshot = self._health.snapshot()
+        booked = self._booked
+        if booked is not None:
+            at, last, firmware, shuffling = booked
+            snapshot["last_message_age_ms"] = self._clock() - at
+            snapshot["last_seq"] = None if last is None else f"{last:02X}"
+            snapshot["firmware"] = firmware
+            snapshot["shuffling"] = shuffling
+        return snapshot
 
     def alive(self) -> bool:
         """Whether its thread runs (the daemon's watchdog and /healthz ask)."""
@@ -312,9 +324,10 @@ class ShoeReader:
 
     def _frame(self, frame: Frame) -> None:
         """One good frame. A clean one's events go to the sink first and the health's
-        bookkeeping (the diagnostics page's) after, off the dealer prompt's path; a frame
-        with a problem is counted before its events, so whoever hears an alarm sees it
-        counted."""
+        bookkeeping (the diagnostics page's) after, in one assignment: until this thread
+        blocks in its next read it holds the GIL, and the loop waits for it to take the card
+        up. A frame with a problem is counted before its events, so whoever hears an alarm
+        sees it counted."""
         now = self._clock()
         self._last_alive = now
         if self._online is not True:
@@ -322,21 +335,14 @@ class ShoeReader:
             self._online = True
             self._health.set(state="online")
             self._emit(ShoeEvent("online", "back" if back else "", t=now))
-        decoded = self._decoder.decode(frame, now)
-        clean = not decoded.counts and not decoded.problems
-        if clean:
+        decoder = self._decoder
+        decoded = decoder.decode(frame, now)
+        if not decoded.counts and not decoded.problems:
             for event in decoded.events:
                 self._emit(event)
-        self._health.message()
-        decoder = self._decoder
-        last = decoder.seq.last
-        self._health.set(
-            last_seq=None if last is None else f"{last:02X}",
-            firmware=decoder.firmware,
-            shuffling=decoder.shuffling,
-        )
-        if clean:
+            self._booked = (now, decoder.seq.last, decoder.firmware, decoder.shuffling)
             return
+        self._booked = (now, decoder.seq.last, decoder.firmware, decoder.shuffling)
         for kind, n in decoded.counts:
             self._health.count(kind, n)
         for kind, detail in decoded.problems:

@@ -56,6 +56,12 @@ _PAYLOAD_RE = re.compile(rf"[\x20-\x23\x25-\x29\x2b-\x7e]{{0,{MAX_PAYLOAD}}}\Z")
 _WORD_RE = re.compile(rf"[A-Z]{{1,{MAX_WORD}}}\Z")
 _CARD_RE = re.compile(r"(?:A|[2-9]|10|T|J|Q|K)[CDHS]\Z")
 """A ``CARD`` payload: rank then suit, upper case, nothing around them (``QH``, ``10D``, ``TD``)."""
+_CARDS = {
+    rank + suit: parse_card(rank + suit)
+    for rank in ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "T", "J", "Q", "K")
+    for suit in "CDHS"
+}
+"""Every ``CARD`` payload :data:`_CARD_RE` admits, and its card (the usual frame's lookup)."""
 
 
 class ShoeProtocolError(TableControllerError, ValueError):
@@ -176,6 +182,10 @@ class FrameParser:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[Frame | Discard]:
+        if not self._buf:  # the usual read: one whole frame, matched once (the prompt's path)
+            match = _FRAME_RE.match(data)
+            if match is not None and crc16(data[1:-7]) == int(match.group(4), 16):
+                return [Frame(int(match.group(1), 16), match[2].decode(), match[3].decode())]
         self._buf += data
         out: list[Frame | Discard] = []
         while self._buf:
@@ -411,6 +421,16 @@ class SequenceCheck:
             )
         return SeqVerdict(behind=True, again=self._received.get(seq) == frame, last=last)
 
+    def in_order(self, frame: Frame) -> bool:
+        """Take ``frame`` if it is the message numbered next after the last (and not the
+        previous frame sent again): what :meth:`check` says of it too, in three comparisons
+        (the usual frame). False, with nothing taken, for any other: :meth:`check` judges it."""
+        last = self.last
+        if last is None or frame.seq != (last + 1) % SEQ_MODULO or frame == self._previous:
+            return False
+        self._take(frame)
+        return True
+
     def _take(self, frame: Frame) -> None:
         self.last = frame.seq
         self._resync = False
@@ -456,6 +476,10 @@ class ShoeDecoder:
         self.seq.lost_contact()
 
     def decode(self, frame: Frame, t: int | None = None) -> Decoded:
+        if frame.word == "CARD":  # the usual frame, a card in sequence: its event at once
+            card = _CARDS.get(frame.payload)
+            if card is not None and self.seq.in_order(frame):
+                return Decoded([CardDrawn(card, "shoe", t=t)], [], [])
         out = Decoded([], [], [])
         verdict = self.seq.check(frame)
         if verdict.duplicate:

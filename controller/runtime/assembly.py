@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.journal import JournaledTable
+from controller.journal.file import WAL_RESERVE_BYTES
 from controller.journal.store import fsync_path
 from controller.runtime.control import ControlServer
 from controller.runtime.loop import TableRuntime
@@ -388,6 +389,7 @@ def open_parts(daemon: Any, password: str) -> None:
         hold_ms=cfg.web.hold_settlement_s * 1000,
         on_outbox=daemon.publisher.wake,  # after the prompt: the link sends the rows
         collect_garbage=True,  # between events, never in a prompt's path
+        reserve_wal=WAL_RESERVE_BYTES,  # no commit of the first rounds grows the WAL file
     )
     daemon._runtime = daemon.runtime
     for event in daemon._pending:

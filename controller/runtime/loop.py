@@ -107,7 +107,7 @@ class _Item:
     queued_ns: int = 0
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, tuple[str, ...]]] = {}  # kind: (its name, its fields)
 _PLAIN = (str, int, float, bool, type(None))
 
 
@@ -116,15 +116,19 @@ def effect_dict(effect: Effect, t: int | None) -> dict[str, Any]:
     fields as ``dataclasses.asdict`` gives them; read one by one when they are plain
     values, as every feed effect's are: ``asdict`` copies deeply, at ten times the cost)."""
     kind = type(effect)
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(effect))
-    out: dict[str, Any] = {"kind": kind.__name__.lower(), "t": t}
-    for name in names:
-        value = getattr(effect, name)
+    known = _FIELDS.get(kind)
+    if known is None:
+        known = _FIELDS[kind] = (
+            kind.__name__.lower(),
+            tuple(f.name for f in dataclasses.fields(effect)),
+        )
+    name, names = known
+    out: dict[str, Any] = {"kind": name, "t": t}
+    for field in names:
+        value = getattr(effect, field)
         if type(value) not in _PLAIN:
-            return {"kind": kind.__name__.lower(), "t": t, **dataclasses.asdict(effect)}
-        out[name] = value
+            return {"kind": name, "t": t, **dataclasses.asdict(effect)}
+        out[field] = value
     return out
 
 
@@ -147,6 +151,8 @@ class TableRuntime(LightTests, JournalUpkeep):
     ``on_outbox()`` is called on the loop's thread after events that wrote outbox rows are
     handled, their effects carried out (``TablePublisher.wake``). ``collect_garbage``:
     :meth:`run` collects Python's cyclic garbage itself, between events (module docstring).
+    ``reserve_wal``: bytes of the journal's WAL file :meth:`run` has written before the first
+    event (:meth:`~controller.journal.file.Journal.reserve_wal`; 0: none).
     """
 
     def __init__(
@@ -168,6 +174,7 @@ class TableRuntime(LightTests, JournalUpkeep):
         hold_ms: int = 0,
         on_outbox: Callable[[], None] | None = None,
         collect_garbage: bool = False,
+        reserve_wal: int = 0,
     ):
         self.table = table
         self.clock = clock
@@ -184,6 +191,7 @@ class TableRuntime(LightTests, JournalUpkeep):
         self._on_outbox = on_outbox
         self._rows_written = False  # outbox rows the link's thread has not been told of
         self._collect_garbage = collect_garbage
+        self._reserve_wal = reserve_wal
         self._gc_managed = False  # run() holds the collector (disabled, collected here)
         self.collections = 0  # garbage collections the loop made
         self.settled_round = SettledRound(recall_ms, hold_ms)
@@ -258,7 +266,11 @@ class TableRuntime(LightTests, JournalUpkeep):
         ``collect_garbage``: collecting the garbage between events, the collector given
         back as it was when it returns). Before the first event, the journal writes a made-up
         settling event and rolls it back (:meth:`~controller.journal.file.Journal.warm`): the
-        first round's settling card then finds its statements compiled, as every later one."""
+        first round's settling card then finds its statements compiled, as every later one.
+        With ``reserve_wal``, the WAL file is grown first, so that no commit of the first
+        rounds grows it (:meth:`~controller.journal.file.Journal.reserve_wal`)."""
+        if self._reserve_wal:
+            self.table.journal.reserve_wal(self._reserve_wal)
         self.table.journal.warm()
         managed = self._collect_garbage and gc.isenabled()
         if managed:
@@ -422,6 +434,7 @@ class TableRuntime(LightTests, JournalUpkeep):
         lines: list[tuple[int, str, tuple[Any, ...]]] = []
         self._carry_out(event, step, lines)
         if self._trace is not None and step.journal:
+            carried_out_ns = time.monotonic_ns()  # before the trace's own record is made
             self._trace(
                 {
                     "event": event.TYPE,
@@ -431,7 +444,7 @@ class TableRuntime(LightTests, JournalUpkeep):
                     "picked_ns": picked_ns,
                     **self.table.stamps,
                     "committed_ns": committed_ns,
-                    "carried_out_ns": time.monotonic_ns(),
+                    "carried_out_ns": carried_out_ns,
                     "loop_cpu_ns": time.thread_time_ns() - cpu_ns,
                     "prompts": sum(isinstance(e, Prompt) for e in step.effects),
                 }
@@ -458,6 +471,7 @@ class TableRuntime(LightTests, JournalUpkeep):
             return
         if not step.accepted:
             self.refused += 1
+        fed: list[tuple[Effect, dict[str, Any]]] = []
         for effect in step.effects:
             if isinstance(effect, Light):
                 if self._lights is not None:
@@ -471,15 +485,7 @@ class TableRuntime(LightTests, JournalUpkeep):
                     )
                 )
             elif isinstance(effect, (Prompt, Alarm, Refused, Settled)):
-                item = effect_dict(effect, event.t)
-                item["round"] = self.table.state.round_number  # after the event: end round's
-                item["seq"] = self.table.journal.events_written  # "place your bets" is the next
-                with self._feed_lock:  # round's; seq: the journaled event that made it
-                    self._feed.append(item)
-                    if isinstance(effect, Settled):
-                        if self._settlements and self._settlements[0]["round"] != item["round"]:
-                            self._settlements = []
-                        self._settlements.append(item)
+                fed.append((effect, effect_dict(effect, event.t)))
                 if isinstance(effect, Alarm):
                     lines.append(
                         (
@@ -492,10 +498,29 @@ class TableRuntime(LightTests, JournalUpkeep):
                     lines.append((logging.WARNING, "refused %s: %s", (effect.event, effect.reason)))
                 elif isinstance(effect, Prompt):
                     lines.append((logging.INFO, "prompt: %s", (effect.text,)))
+        if fed:
+            self._to_feed(fed)
         if step.effects:
             self._update_safe_state()
         if not isinstance(event, ev.Tick) and (step.effects or step.accepted):
             self._publish_status()  # before the reply: who asked sees the change at once
+
+    def _to_feed(self, fed: list[tuple[Effect, dict[str, Any]]]) -> None:
+        """Put a step's feed items on the dealer feed (and its settlements on the round's),
+        in order, under one hold of the feed's lock. ``round``: the table's after the event
+        (end round's "place your bets" is the next round's); ``seq``: the journaled event
+        that made them."""
+        number = self.table.state.round_number
+        seq = self.table.journal.events_written
+        with self._feed_lock:
+            for effect, item in fed:
+                item["round"] = number
+                item["seq"] = seq
+                self._feed.append(item)
+                if isinstance(effect, Settled):
+                    if self._settlements and self._settlements[0]["round"] != number:
+                        self._settlements = []
+                    self._settlements.append(item)
 
     def _fault_reason(self) -> str | None:
         if self.journal_fault is not None:
