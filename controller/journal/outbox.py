@@ -25,7 +25,6 @@ no gap).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -33,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller import json_rows
 from controller.errors import JournalError, TableControllerError
 from controller.journal.store import SCHEMA_VERSION, connect, dumps, rollback
-from controller.json_floats import FloatWatch
 from controller.table.effects import Publish
 
 KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
@@ -127,9 +126,8 @@ def next_boot(db: sqlite3.Connection) -> int:
 
 def row(row: tuple[Any, ...]) -> OutboxRow:
     seq, event, kind, key, payload = row
-    floats = FloatWatch()
-    data = json.loads(payload, parse_float=floats.seen)
-    return OutboxRow(int(seq), int(event), kind, key, data, floats.seen_any)
+    data, floats = json_rows.loads(payload)  # json.loads's data; orjson reads it if it can
+    return OutboxRow(int(seq), int(event), kind, key, data, floats)
 
 
 class Outbox:

@@ -26,6 +26,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from controller import json_rows
 from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
 from controller.link.messages import LinkMessageError, envelope, topic_for
 from controller.link.signing import canonical
@@ -120,7 +121,9 @@ class OutboxStream:
                 # each row encoded once when it goes in a frame: the bytes that size a frame
                 # are the bytes it carries (the live case, one row, is not encoded here only
                 # to be measured)
-                data = canonical(message) if framing else b""
+                data = b""
+                if framing:  # a row without a float: orjson's sorted text is the canonical one
+                    data = (canonical if row.floats else json_rows.canonical)(message)
                 waiting.append((message, data))
                 if not self._send_planned(waiting, planner.add(len(data))):
                     return
