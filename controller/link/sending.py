@@ -28,9 +28,8 @@ import paho.mqtt.client as mqtt
 
 from controller import json_rows
 from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
-from controller.link.messages import LinkMessageError, envelope, topic_for
+from controller.link.messages import LinkMessageError, row_envelope, topic_for
 from controller.link.signing import canonical
-from controller.table.effects import Publish
 
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
@@ -104,15 +103,16 @@ class OutboxStream:
                 if row.seq != expected:
                     rows = []  # a hole cannot be: the outbox's recovery check refuses one
                     break
-                try:
-                    message = envelope(
+                try:  # envelope(copy=False): the row's payload was just read from the outbox
+                    message = row_envelope(
                         self.table_id,
                         self.boot,
                         row.seq,
-                        Publish(topic=row.kind, key=row.key, payload=row.payload),
+                        row.kind,
+                        row.key,
+                        row.payload,
                         sent_t,
-                        copy=False,  # the row's payload was just read from the outbox
-                        floats=row.floats,  # known from reading it: the schema check walks none
+                        row.floats,  # known from reading it: the schema check walks none
                     )
                 except LinkMessageError as exc:
                     invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
