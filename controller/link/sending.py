@@ -29,7 +29,7 @@ import paho.mqtt.client as mqtt
 from controller import json_rows
 from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
 from controller.link.messages import LinkMessageError, row_envelope, topic_for
-from controller.link.signing import canonical
+from controller.link.signing import DOMAIN, Signer, canonical, unsigned
 
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
@@ -42,6 +42,20 @@ PUMP_EVERY_S = 0.05
 #: Rows read from the outbox at a time while sending: a frame's worth, so the first frame
 #: goes out before the rest of the window is read and encoded.
 READ_ROWS = BATCH_ROWS
+
+
+def wire_row(signer: Signer, topic: str, message: dict[str, Any], floats: bool | None) -> bytes:
+    """``signer.wire(topic, message)``, the bytes of one row sent alone: for a row known to
+    hold no float (``floats`` False) its canonical text is orjson's
+    (:func:`controller.json_rows.canonical`), the same bytes without the standard library's
+    second pass over every text holding ``null`` (each round result)."""
+    if floats is not False:
+        return signer.wire(topic, message)
+    out = unsigned(message)
+    out["kid"] = signer.key_id
+    body = json_rows.canonical(out)
+    sig = signer.sign_bytes(DOMAIN + topic.encode("utf-8") + b"\n" + body)
+    return body[:-1] + b',"sig":"' + sig.encode("ascii") + b'"}'
 
 
 class OutboxStream:
@@ -90,7 +104,7 @@ class OutboxStream:
         sent_t = int(self.clock() * 1000)
         planner = Planner(self.batch_rows, min(BATCH_BYTES, self.max_payload))
         framing: bool | None = None  # decided by the first read: more than one row waiting
-        waiting: list[tuple[dict[str, Any], bytes]] = []  # planned, not yet sent
+        waiting: list[tuple[dict[str, Any], bytes, bool]] = []  # planned, not yet sent
         invalid = None
         # read and send a frame's worth at a time: the first frame leaves while the rest is
         # still to read and encode, so the controller applies it meanwhile (the two sides
@@ -124,7 +138,7 @@ class OutboxStream:
                 data = b""
                 if framing:  # a row without a float: orjson's sorted text is the canonical one
                     data = (canonical if row.floats else json_rows.canonical)(message)
-                waiting.append((message, data))
+                waiting.append((message, data, row.floats))
                 if not self._send_planned(waiting, planner.add(len(data))):
                     return
             if len(rows) < READ_ROWS:
@@ -135,20 +149,23 @@ class OutboxStream:
             self._stop_stream(invalid[0], "invalid", invalid[1])
 
     def _send_planned(
-        self, waiting: list[tuple[dict[str, Any], bytes]], groups: list[int]
+        self, waiting: list[tuple[dict[str, Any], bytes, bool]], groups: list[int]
     ) -> bool:
         """Send the first rows of ``waiting`` as ``groups`` (row counts, in order; from
         :class:`~controller.link.frames.Planner`) and drop them from it; False as
         :meth:`_send`."""
         for count in groups:
             group, waiting[:count] = waiting[:count], []
-            if not self._send([m for m, _ in group], [e for _, e in group]):
+            if not self._send([m for m, _, _ in group], [e for _, e, _ in group], group[0][2]):
                 return False
         return True
 
-    def _send(self, group: list[dict[str, Any]], encoded: list[bytes]) -> bool:
+    def _send(
+        self, group: list[dict[str, Any]], encoded: list[bytes], floats: bool | None = None
+    ) -> bool:
         """Publish ``group`` (consecutive envelopes; ``encoded``: their canonical JSON when
-        they go as a frame): one row as a single message, more as one batch frame
+        they go as a frame; ``floats``: whether the first holds a float, if known): one row
+        as a single message, more as one batch frame
         (controller/link/frames.py). False if the stream must stop here (a row too large:
         alarmed) or the connection is lost (the loop reconnects and starts again from the
         last ack)."""
@@ -157,7 +174,7 @@ class OutboxStream:
         last = group[-1]["seq"]
         if len(group) == 1:
             topic = topic_for(self.table_id, group[0]["kind"])
-            data = self.signer.wire(topic, group[0])
+            data = wire_row(self.signer, topic, group[0], floats)
             if len(data) > self.max_payload:
                 self._stop_stream(
                     last, "too_large", f"seq {last} is {len(data)} bytes > {self.max_payload}"
