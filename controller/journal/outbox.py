@@ -209,15 +209,23 @@ class Outbox:
     def resend_from(self, seq: int, limit: int | None = None) -> list[OutboxRow]:
         """The pending messages with ``seq`` and after, in order (the jackpot controller
         saw a gap and asked for them again); empty if none is pending from there."""
+        return [row(r) for r in self.texts_from(seq, limit)]
+
+    def texts_from(
+        self, seq: int, limit: int | None = None
+    ) -> list[tuple[int, int, str, str, str]]:
+        """:meth:`resend_from`'s rows as stored: ``(seq, event, kind, key, payload)``, the
+        payload as its JSON text (:func:`row` reads one). The publisher reads each payload
+        only when it comes to it, so a row's data dies with it, young (no data of a frame's
+        64 rows waiting together for the garbage collector to look at)."""
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
             raise OutboxError(f"resend from {seq!r}: a sequence number is an integer from 1")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OutboxError(f"limit {limit!r}: give a count of 0 or more, or None")
-        rows = self._read(
+        return self._read(
             "SELECT seq, event, kind, key, payload FROM outbox WHERE seq >= ? ORDER BY seq LIMIT ?",
             (seq, -1 if limit is None else limit),
         )
-        return [row(r) for r in rows]
 
     # -- the jackpot controller's acknowledgement -------------------------------------
 

@@ -165,22 +165,25 @@ def wire_frame(
     table_id: str,
     boot: int,
     sent_t: int,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]] | None,
     encoded: Sequence[bytes] | None = None,
 ) -> bytes:
     """The signed frame of ``rows`` (envelopes from :func:`~controller.link.messages.envelope`,
     unsigned, in sequence order) as the JSON bytes to publish on the table's batch topic.
     ``encoded``: the rows' canonical JSON (:func:`~controller.link.signing.canonical`) if
-    the caller has it already (it sized the frame with it); else they are encoded here."""
+    the caller has it already (it sized the frame with it); else they are encoded here.
+    With ``encoded``, ``rows`` may be None: the frame needs only their bytes."""
     if encoded is None:
+        if rows is None:
+            raise ValueError("a frame of no rows: give the rows or their canonical JSON")
         encoded = [canonical(row) for row in rows]
-    elif len(encoded) != len(rows):
+    elif rows is not None and len(encoded) != len(rows):
         raise ValueError(f"{len(encoded)} encoded rows for {len(rows)} rows")
     root = tree_root([leaf_hash(data) for data in encoded])
     frame = {"v": VERSION, "table": table_id, "kind": BATCH, "boot": boot, "sent_t": sent_t,
              "kid": signer.key_id}  # fmt: skip
     topic = topic_for(table_id, BATCH)
-    sig = signer.sign_bytes(_signed_bytes(topic, _header(frame, len(rows), root)))
+    sig = signer.sign_bytes(_signed_bytes(topic, _header(frame, len(encoded), root)))
     head = canonical(frame)[:-1]
     return (head + b',"rows":[' + b",".join(encoded) + b'],"sig":"' + sig.encode("ascii")
             + b'"}')  # fmt: skip
