@@ -174,3 +174,19 @@ def test_a_stored_row_that_is_not_json_stops_the_stream_there(tmp_path) -> None:
         assert stream._next_seq == 4 and stream._stopped_at == 4
         assert [a[0] for a in stream.alarms] == ["invalid"]
         assert "seq 4 is not readable JSON" in stream.alarms[0][1]
+
+
+def test_a_float_free_row_alone_is_signed_over_orjsons_text(tmp_path, monkeypatch) -> None:
+    """Rows sent alone (the live case) take wire_row's orjson form, not Signer.wire's
+    second encoding (the bytes are the same: the reference test above)."""
+    path = tmp_path / "table.journal"
+    with JournaledTable(path, load_game("pa-standard"), SETTINGS) as table:
+        for event in session_events("pa-standard", 13, 4):
+            table.handle(event)
+    calls = []
+    monkeypatch.setattr(Signer, "wire", lambda *args: calls.append(args))
+    with Outbox(path) as box:
+        stream = _Stream(box, Signer("hcm-bj-07-1", new_signing_key()), 1, 256)
+        stream._pump()
+        assert len(stream._client.sent) == box.depth() > 5
+    assert calls == []

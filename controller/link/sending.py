@@ -58,10 +58,10 @@ def wire_row(signer: Signer, topic: str, message: dict[str, Any], floats: bool |
     return body[:-1] + b',"sig":"' + sig.encode("ascii") + b'"}'
 
 
-#: A row planned and not yet sent: ``(seq, kind, canonical bytes, message)``; the bytes are
-#: empty when the row goes alone, the message is None when the row goes in a frame and holds
-#: no float (its bytes are all the frame needs).
-Planned = tuple[int, str, bytes, dict[str, Any] | None]
+#: A row planned and not yet sent: ``(seq, kind, canonical bytes, message, floats)``; the
+#: bytes are empty when the row goes alone, the message is None when the row goes in a frame
+#: and holds no float (its bytes are all the frame needs).
+Planned = tuple[int, str, bytes, dict[str, Any] | None, bool]
 
 
 class OutboxStream:
@@ -143,10 +143,10 @@ class OutboxStream:
                 # to be measured); a framed row keeps only those bytes: its data dies here
                 if framing:  # a row without a float: orjson's sorted text is the canonical one
                     data = (canonical if floats else json_rows.canonical)(message)
-                    waiting.append((seq, kind, data, message if floats else None))
+                    waiting.append((seq, kind, data, message if floats else None, floats))
                 else:
                     data = b""
-                    waiting.append((seq, kind, data, message))
+                    waiting.append((seq, kind, data, message, floats))
                 del message, payload
                 if not self._send_planned(waiting, planner.add(len(data)), sent_t):
                     return
@@ -176,8 +176,7 @@ class OutboxStream:
             return True
         first, last = group[0][0], group[-1][0]
         if len(group) == 1:
-            _, kind, encoded, message = group[0]
-            floats: bool | None = None  # a message kept may hold a float
+            _, kind, encoded, message, floats = group[0]
             if message is None:  # a framed row alone: its message again, from its bytes
                 message, floats = json_rows.loads(encoded.decode("ascii"))
             topic = topic_for(self.table_id, kind)
@@ -190,7 +189,7 @@ class OutboxStream:
         else:
             topic = topic_for(self.table_id, BATCH)
             data = wire_frame(
-                self.signer, self.table_id, self.boot, sent_t, None, [e for _, _, e, _ in group]
+                self.signer, self.table_id, self.boot, sent_t, None, [e for _, _, e, _, _ in group]
             )
         info = self._client.publish(topic, data, qos=1)
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
