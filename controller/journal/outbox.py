@@ -25,7 +25,6 @@ no gap).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -33,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller import json_rows
 from controller.errors import JournalError, TableControllerError
 from controller.journal.store import SCHEMA_VERSION, connect, dumps, rollback
-from controller.json_floats import FloatWatch
 from controller.table.effects import Publish
 
 KINDS = ("contribution", "round_result", "hit_claim", "award_confirm", "event")
@@ -127,9 +126,8 @@ def next_boot(db: sqlite3.Connection) -> int:
 
 def row(row: tuple[Any, ...]) -> OutboxRow:
     seq, event, kind, key, payload = row
-    floats = FloatWatch()
-    data = json.loads(payload, parse_float=floats.seen)
-    return OutboxRow(int(seq), int(event), kind, key, data, floats.seen_any)
+    data, floats = json_rows.loads(payload)  # json.loads's data; orjson reads it if it can
+    return OutboxRow(int(seq), int(event), kind, key, data, floats)
 
 
 class Outbox:
@@ -211,15 +209,23 @@ class Outbox:
     def resend_from(self, seq: int, limit: int | None = None) -> list[OutboxRow]:
         """The pending messages with ``seq`` and after, in order (the jackpot controller
         saw a gap and asked for them again); empty if none is pending from there."""
+        return [row(r) for r in self.texts_from(seq, limit)]
+
+    def texts_from(
+        self, seq: int, limit: int | None = None
+    ) -> list[tuple[int, int, str, str, str]]:
+        """:meth:`resend_from`'s rows as stored: ``(seq, event, kind, key, payload)``, the
+        payload as its JSON text (:func:`row` reads one). The publisher reads each payload
+        only when it comes to it, so a row's data dies with it, young (no data of a frame's
+        64 rows waiting together for the garbage collector to look at)."""
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
             raise OutboxError(f"resend from {seq!r}: a sequence number is an integer from 1")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OutboxError(f"limit {limit!r}: give a count of 0 or more, or None")
-        rows = self._read(
+        return self._read(
             "SELECT seq, event, kind, key, payload FROM outbox WHERE seq >= ? ORDER BY seq LIMIT ?",
             (seq, -1 if limit is None else limit),
         )
-        return [row(r) for r in rows]
 
     # -- the jackpot controller's acknowledgement -------------------------------------
 

@@ -108,6 +108,25 @@ class _Tree:
         return list(self._paths[index])
 
 
+def tree_root(leaves: Sequence[bytes]) -> bytes:
+    """The root of the tree of ``leaves`` (leaf hashes, at least one), the tree's
+    :attr:`_Tree.root` without the audit paths (what a sender needs): level by level, each
+    pair of nodes hashed together, a last node without a partner carried up as it is. That
+    is RFC 6962's tree: its left part is the largest power of two below the count, which
+    pairing from the left fills first."""
+    if not leaves:
+        raise ValueError("a Merkle tree of no rows")
+    level = list(leaves)
+    sha256 = hashlib.sha256
+    while len(level) > 1:
+        pairs = range(0, len(level) - 1, 2)
+        up = [sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in pairs]
+        if len(level) % 2:
+            up.append(level[-1])
+        level = up
+    return level[0]
+
+
 def root_from_path(leaf: bytes, index: int, count: int, path: Sequence[bytes]) -> bytes | None:
     """The root a leaf's audit path leads to, or None if the path does not fit ``index`` of
     ``count`` leaves."""
@@ -148,22 +167,25 @@ def wire_frame(
     table_id: str,
     boot: int,
     sent_t: int,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]] | None,
     encoded: Sequence[bytes] | None = None,
 ) -> bytes:
     """The signed frame of ``rows`` (envelopes from :func:`~controller.link.messages.envelope`,
     unsigned, in sequence order) as the JSON bytes to publish on the table's batch topic.
     ``encoded``: the rows' canonical JSON (:func:`~controller.link.signing.canonical`) if
-    the caller has it already (it sized the frame with it); else they are encoded here."""
+    the caller has it already (it sized the frame with it); else they are encoded here.
+    With ``encoded``, ``rows`` may be None: the frame needs only their bytes."""
     if encoded is None:
+        if rows is None:
+            raise ValueError("a frame of no rows: give the rows or their canonical JSON")
         encoded = [canonical(row) for row in rows]
-    elif len(encoded) != len(rows):
+    elif rows is not None and len(encoded) != len(rows):
         raise ValueError(f"{len(encoded)} encoded rows for {len(rows)} rows")
-    tree = _Tree([leaf_hash(data) for data in encoded])
+    root = tree_root([leaf_hash(data) for data in encoded])
     frame = {"v": VERSION, "table": table_id, "kind": BATCH, "boot": boot, "sent_t": sent_t,
              "kid": signer.key_id}  # fmt: skip
     topic = topic_for(table_id, BATCH)
-    sig = signer.sign_bytes(_signed_bytes(topic, _header(frame, len(rows), tree.root)))
+    sig = signer.sign_bytes(_signed_bytes(topic, _header(frame, len(encoded), root)))
     head = canonical(frame)[:-1]
     return (head + b',"rows":[' + b",".join(encoded) + b'],"sig":"' + sig.encode("ascii")
             + b'"}')  # fmt: skip
@@ -366,6 +388,7 @@ __all__ = [
     "leaf_hash",
     "plan",
     "root_from_path",
+    "tree_root",
     "verify_frame",
     "verify_row",
     "wire_frame",

@@ -167,13 +167,13 @@ def envelope(
     ``copy=False``): whether the payload holds a float, if the caller knows (it parsed it;
     the copy knows by itself).
     """
-    if publish.topic not in TABLE_KINDS:
-        raise LinkMessageError(
-            publish.topic,
-            "kind",
-            f"a table publishes only {', '.join(TABLE_KINDS)}, not {publish.topic!r}",
+    if not copy:
+        return row_envelope(
+            table_id, boot, seq, publish.topic, publish.key, publish.payload, sent_t, floats
         )
-    known, floats = floats, FloatWatch()
+    if publish.topic not in TABLE_KINDS:
+        raise _not_a_table_kind(publish.topic)
+    watch = FloatWatch()
     message = {
         "v": VERSION,
         "table": table_id,
@@ -182,16 +182,46 @@ def envelope(
         "key": publish.key,
         "kind": publish.topic,
         "sent_t": sent_t,
-        "payload": (
-            json.loads(json.dumps(publish.payload), parse_float=floats.seen)
-            if copy
-            else publish.payload
-        ),
+        "payload": json.loads(json.dumps(publish.payload), parse_float=watch.seen),
     }
-    if copy:
-        floats.seen_any |= any(isinstance(v, float) for v in message.values())
-    validate(publish.topic, message, floats=floats.seen_any if copy else known)
+    watch.seen_any |= any(isinstance(v, float) for v in message.values())
+    validate(publish.topic, message, floats=watch.seen_any)
     return message
+
+
+def row_envelope(
+    table_id: str,
+    boot: int,
+    seq: int,
+    kind: str,
+    key: str,
+    payload: Any,
+    sent_t: int,
+    floats: bool | None = None,
+) -> dict[str, Any]:
+    """:func:`envelope` with ``copy=False`` of an outbox row's fields (``kind`` is the
+    ``Publish``'s topic), without a ``Publish`` made for each row: the message, checked
+    against the kind's schema; ``payload`` becomes the message's own."""
+    if kind not in TABLE_KINDS:
+        raise _not_a_table_kind(kind)
+    message = {
+        "v": VERSION,
+        "table": table_id,
+        "boot": boot,
+        "seq": seq,
+        "key": key,
+        "kind": kind,
+        "sent_t": sent_t,
+        "payload": payload,
+    }
+    validate(kind, message, floats=floats)
+    return message
+
+
+def _not_a_table_kind(kind: Any) -> LinkMessageError:
+    return LinkMessageError(
+        kind, "kind", f"a table publishes only {', '.join(TABLE_KINDS)}, not {kind!r}"
+    )
 
 
 # -- schemas -------------------------------------------------------------------------------

@@ -26,10 +26,10 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from controller import json_rows
 from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
-from controller.link.messages import LinkMessageError, envelope, topic_for
-from controller.link.signing import canonical
-from controller.table.effects import Publish
+from controller.link.messages import LinkMessageError, row_envelope, topic_for
+from controller.link.signing import DOMAIN, Signer, canonical, unsigned
 
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
@@ -42,6 +42,26 @@ PUMP_EVERY_S = 0.05
 #: Rows read from the outbox at a time while sending: a frame's worth, so the first frame
 #: goes out before the rest of the window is read and encoded.
 READ_ROWS = BATCH_ROWS
+
+
+def wire_row(signer: Signer, topic: str, message: dict[str, Any], floats: bool | None) -> bytes:
+    """``signer.wire(topic, message)``, the bytes of one row sent alone: for a row known to
+    hold no float (``floats`` False) its canonical text is orjson's
+    (:func:`controller.json_rows.canonical`), the same bytes without the standard library's
+    second pass over every text holding ``null`` (each round result)."""
+    if floats is not False:
+        return signer.wire(topic, message)
+    out = unsigned(message)
+    out["kid"] = signer.key_id
+    body = json_rows.canonical(out)
+    sig = signer.sign_bytes(DOMAIN + topic.encode("utf-8") + b"\n" + body)
+    return body[:-1] + b',"sig":"' + sig.encode("ascii") + b'"}'
+
+
+#: A row planned and not yet sent: ``(seq, kind, canonical bytes, message, floats)``; the
+#: bytes are empty when the row goes alone, the message is None when the row goes in a frame
+#: and holds no float (its bytes are all the frame needs).
+Planned = tuple[int, str, bytes, dict[str, Any] | None, bool]
 
 
 class OutboxStream:
@@ -90,71 +110,77 @@ class OutboxStream:
         sent_t = int(self.clock() * 1000)
         planner = Planner(self.batch_rows, min(BATCH_BYTES, self.max_payload))
         framing: bool | None = None  # decided by the first read: more than one row waiting
-        waiting: list[tuple[dict[str, Any], bytes]] = []  # planned, not yet sent
+        waiting: list[Planned] = []  # planned, not yet sent
         invalid = None
         # read and send a frame's worth at a time: the first frame leaves while the rest is
         # still to read and encode, so the controller applies it meanwhile (the two sides
         # on two cores; reading the whole window first kept the controller waiting)
         while invalid is None and expected <= last:
-            rows = outbox.resend_from(expected, min(READ_ROWS, last - expected + 1))
+            rows = outbox.texts_from(expected, min(READ_ROWS, last - expected + 1))
             if framing is None:
                 framing = self.batch_rows > 1 and len(rows) > 1
-            for row in rows:
-                if row.seq != expected:
+            for seq, _event, kind, key, text in rows:
+                if seq != expected:
                     rows = []  # a hole cannot be: the outbox's recovery check refuses one
                     break
+                # each payload read when its turn comes, as Outbox.resend_from reads it
                 try:
-                    message = envelope(
-                        self.table_id,
-                        self.boot,
-                        row.seq,
-                        Publish(topic=row.kind, key=row.key, payload=row.payload),
-                        sent_t,
-                        copy=False,  # the row's payload was just read from the outbox
-                        floats=row.floats,  # known from reading it: the schema check walks none
-                    )
+                    payload, floats = json_rows.loads(text)
+                except (ValueError, RecursionError) as exc:
+                    invalid = (seq, f"seq {seq} is not readable JSON: {exc}")
+                    break
+                try:  # envelope(copy=False): the row's payload was just read from the outbox
+                    message = row_envelope(
+                        self.table_id, self.boot, seq, kind, key, payload, sent_t,
+                        floats,  # known from reading it: the schema check walks none
+                    )  # fmt: skip
                 except LinkMessageError as exc:
-                    invalid = (row.seq, f"seq {row.seq} fails the schema: {exc}")
+                    invalid = (seq, f"seq {seq} fails the schema: {exc}")
                     break
                 expected += 1
                 # each row encoded once when it goes in a frame: the bytes that size a frame
                 # are the bytes it carries (the live case, one row, is not encoded here only
-                # to be measured)
-                data = canonical(message) if framing else b""
-                waiting.append((message, data))
-                if not self._send_planned(waiting, planner.add(len(data))):
+                # to be measured); a framed row keeps only those bytes: its data dies here
+                if framing:  # a row without a float: orjson's sorted text is the canonical one
+                    data = (canonical if floats else json_rows.canonical)(message)
+                    waiting.append((seq, kind, data, message if floats else None, floats))
+                else:
+                    data = b""
+                    waiting.append((seq, kind, data, message, floats))
+                del message, payload
+                if not self._send_planned(waiting, planner.add(len(data)), sent_t):
                     return
             if len(rows) < READ_ROWS:
                 break  # nothing more written (or a hole, or a row that fails)
-        if not self._send_planned(waiting, planner.finish()):
+        if not self._send_planned(waiting, planner.finish(), sent_t):
             return
         if invalid is not None:
             self._stop_stream(invalid[0], "invalid", invalid[1])
 
-    def _send_planned(
-        self, waiting: list[tuple[dict[str, Any], bytes]], groups: list[int]
-    ) -> bool:
+    def _send_planned(self, waiting: list[Planned], groups: list[int], sent_t: int) -> bool:
         """Send the first rows of ``waiting`` as ``groups`` (row counts, in order; from
         :class:`~controller.link.frames.Planner`) and drop them from it; False as
         :meth:`_send`."""
         for count in groups:
             group, waiting[:count] = waiting[:count], []
-            if not self._send([m for m, _ in group], [e for _, e in group]):
+            if not self._send(group, sent_t):
                 return False
         return True
 
-    def _send(self, group: list[dict[str, Any]], encoded: list[bytes]) -> bool:
-        """Publish ``group`` (consecutive envelopes; ``encoded``: their canonical JSON when
-        they go as a frame): one row as a single message, more as one batch frame
-        (controller/link/frames.py). False if the stream must stop here (a row too large:
-        alarmed) or the connection is lost (the loop reconnects and starts again from the
-        last ack)."""
+    def _send(self, group: list[Planned], sent_t: int) -> bool:
+        """Publish ``group`` (consecutive rows, :data:`Planned`, all of ``sent_t``): one row
+        as a single message, more as one batch frame (controller/link/frames.py). False if
+        the stream must stop here (a row too large: alarmed) or the connection is lost (the
+        loop reconnects and starts again from the last ack)."""
         if not group:
             return True
-        last = group[-1]["seq"]
+        first, last = group[0][0], group[-1][0]
         if len(group) == 1:
-            topic = topic_for(self.table_id, group[0]["kind"])
-            data = self.signer.wire(topic, group[0])
+            _, kind, encoded, message, floats = group[0]
+            if message is None:  # a framed row alone: its message again, from its bytes
+                message, floats = json_rows.loads(encoded.decode("ascii"))
+            topic = topic_for(self.table_id, kind)
+            data = wire_row(self.signer, topic, message, floats)
             if len(data) > self.max_payload:
                 self._stop_stream(
                     last, "too_large", f"seq {last} is {len(data)} bytes > {self.max_payload}"
@@ -163,12 +189,12 @@ class OutboxStream:
         else:
             topic = topic_for(self.table_id, BATCH)
             data = wire_frame(
-                self.signer, self.table_id, self.boot, group[0]["sent_t"], group, encoded
+                self.signer, self.table_id, self.boot, sent_t, None, [e for _, _, e, _, _ in group]
             )
         info = self._client.publish(topic, data, qos=1)
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
             return False
-        self._inflight[info.mid] = group[0]["seq"]  # a PUBACK failure names the first row
+        self._inflight[info.mid] = first  # a PUBACK failure names the first row
         self._next_seq = last + 1
         if len(group) > 1:
             with self._lock:
