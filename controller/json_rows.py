@@ -36,17 +36,8 @@ from typing import Any
 
 import orjson
 
+from controller import json_text
 from controller.json_floats import FloatWatch
-
-_PASS = (
-    orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
-_SORTED = _PASS | orjson.OPT_SORT_KEYS
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-).encode
 
 
 def _classes() -> bytes:
@@ -88,19 +79,10 @@ def loads(text: str) -> tuple[Any, bool]:
     return data, floats.seen_any
 
 
-def _refuse(value: Any) -> Any:
-    raise TypeError
-
-
 def canonical(data: Any) -> bytes:
     """``data``, which holds no float (:func:`loads` said so, or the caller built it of
     integers and text), as :func:`controller.link.signing.canonical` writes it: byte for byte
     ``json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    allow_nan=False).encode("ascii")``."""
-    try:
-        text = orjson.dumps(data, default=_refuse, option=_SORTED)
-    except TypeError:
-        return _CANONICAL(data).encode("ascii")
-    if text.isascii() and b"\x7f" not in text:
-        return text
-    return _CANONICAL(data).encode("ascii")
+    allow_nan=False).encode("ascii")`` (:func:`controller.json_text.canonical` told that
+    the data holds no float)."""
+    return json_text.canonical(data, floats=False)
