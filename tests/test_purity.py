@@ -114,6 +114,8 @@ JACKPOT_MAY_IMPORT = (
     "controller.sdnotify",
     "controller.timesync",  # is the clock synchronised? both services ask (issue 28 item 6)
     "controller.names",  # a person's name that shows blank is refused by both (issues 26, 27)
+    "controller.json_text",  # the link's JSON forms, byte for byte the standard library's
+    "controller.json_floats",  # whether parsed JSON held a float (the link refuses one)
 )
 #: ``jackpot-controller reconcile`` (an audit command, run on copies of the tables' journals)
 #: replays a table's journal with the table's own state machine to the messages it sent: the
