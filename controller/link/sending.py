@@ -29,7 +29,7 @@ import paho.mqtt.client as mqtt
 from controller import json_rows
 from controller.link.frames import BATCH, BATCH_BYTES, BATCH_ROWS, Planner, wire_frame
 from controller.link.messages import LinkMessageError, row_envelope, topic_for
-from controller.link.signing import DOMAIN, Signer, canonical, unsigned
+from controller.link.signing import Signer, canonical
 
 #: Mosquitto's ``message_size_limit`` is 65536; above it a QoS 1 publish is never
 #: acknowledged (tests/test_broker.py), so a larger message is refused before sending.
@@ -45,17 +45,11 @@ READ_ROWS = BATCH_ROWS
 
 
 def wire_row(signer: Signer, topic: str, message: dict[str, Any], floats: bool | None) -> bytes:
-    """``signer.wire(topic, message)``, the bytes of one row sent alone: for a row known to
-    hold no float (``floats`` False) its canonical text is orjson's
-    (:func:`controller.json_rows.canonical`), the same bytes without the standard library's
-    second pass over every text holding ``null`` (each round result)."""
-    if floats is not False:
-        return signer.wire(topic, message)
-    out = unsigned(message)
-    out["kid"] = signer.key_id
-    body = json_rows.canonical(out)
-    sig = signer.sign_bytes(DOMAIN + topic.encode("utf-8") + b"\n" + body)
-    return body[:-1] + b',"sig":"' + sig.encode("ascii") + b'"}'
+    """The bytes of one row sent alone: ``signer.wire(topic, message)``, told whether the
+    row holds a float (:meth:`Signer.wire_known`: a float-free row's canonical text is
+    orjson's, without the second pass over every text holding ``null``, each round
+    result)."""
+    return signer.wire_known(topic, message, floats)
 
 
 #: A row planned and not yet sent: ``(seq, kind, canonical bytes, message, floats)``; the

@@ -243,11 +243,16 @@ class Signer:
         >>> json.loads(data) == Signer("t1", key).sign(topic, ack)
         True
         """
+        return self.wire_known(topic, message, None)
+
+    def wire_known(self, topic: str, message: Mapping[str, Any], floats: bool | None) -> bytes:
+        """:meth:`wire`, for a message whose caller knows whether it holds a float
+        (``floats`` False: it parsed it and noticed none, so the canonical text is orjson's
+        without looking for one, :func:`controller.json_text.canonical`); the same bytes."""
         out = unsigned(message)
         out["kid"] = self.key_id
-        text = signed_bytes(topic, out)
-        sig = base64.b64encode(self._key.sign(text)).decode("ascii")
-        body = text[len(DOMAIN) + len(topic.encode("utf-8")) + 1 :]
+        body = json_text.canonical(out, floats=floats)
+        sig = self.sign_bytes(DOMAIN + topic.encode("utf-8") + b"\n" + body)
         return body[:-1] + b',"sig":"' + sig.encode("ascii") + b'"}'
 
 
