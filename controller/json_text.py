@@ -134,7 +134,7 @@ def plain_loads(raw: bytes) -> tuple[Any, bytes] | None:
 
     >>> plain_loads(b'{"a":[1,true,null,"x.5"]}')
     ({'a': [1, True, None, 'x.5']}, b'{"":[1,true,null,""]}')
-    >>> [plain_loads(t) for t in (b'[1.5]', b'[1e3]', b'"\\u00e9"', b'[NaN]', b'[1,]')]
+    >>> [plain_loads(t) for t in (b'[1.5]', b'[1e3]', b'"\\\\u00e9"', b'[NaN]', b'[1,]')]
     [None, None, None, None, None]
     """
     if not raw.isascii() or b"\\" in raw:

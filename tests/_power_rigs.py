@@ -232,13 +232,18 @@ class TableCuts:
         for proc in (self.table, self.shoe):
             if proc is not None:
                 proc.wait(60)
-                for pipe in (proc.stdin, proc.stdout):
-                    if pipe is not None:
-                        pipe.close()
-        self.stop.set()
+        self.stop.set()  # the director first: it may be writing to the dead shoe's stdin
         if self.director is not None:
             self.director.join(60)
             self.director = None
+        for proc in (self.table, self.shoe):
+            if proc is not None:
+                for pipe in (proc.stdin, proc.stdout):
+                    if pipe is not None:
+                        # a frame still buffered for the killed shoe cannot be flushed; close()
+                        # closes the descriptor all the same and then raises BrokenPipeError
+                        with contextlib.suppress(BrokenPipeError):
+                            pipe.close()
         for client in (self.control, self.director_control):
             if client is not None:
                 client.close()
