@@ -548,7 +548,11 @@ def main(argv: list[str] | None = None) -> int:
         ("COMMIT (fsync)", "commit_ns", "committed_ns"),
         ("committed -> effects done", "committed_ns", "carried_out_ns"),
     )
-    for name, start, end in stages:
+    parts = (  # rows written, in two: the write lock (BEGIN IMMEDIATE's wait), the statements
+        ("  of which BEGIN (lock)", "encoded_ns", "begun_ns"),
+        ("  of which statements", "begun_ns", "commit_ns"),
+    )
+    for name, start, end in stages[:6] + parts + stages[6:]:
         values = sorted(
             ((r[end] - (t if start == "sent" else r[start])) / 1e6)
             for r, t in zip(records, sent, strict=True)

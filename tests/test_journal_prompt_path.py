@@ -135,3 +135,18 @@ def test_the_round_results_payload_row_is_its_records_result_with_the_chain(tmp_
     for record, link, payload in rows:
         result = json.loads(record)["result"]
         assert payload == dumps({**result, "chain": link})
+
+
+def test_an_append_stamps_its_stages_in_order_and_warm_keeps_them(tmp_path: Path):
+    """The trace's stages of an append (issue 32, goal 4): rows encoded, ``BEGIN IMMEDIATE``
+    returned (the write lock held), COMMIT begun; ``warm`` leaves the last append's stamps."""
+    path = tmp_path / "journal.db"
+    events = session_events("pa-standard", 7, 1)
+    with JournaledTable(path, load_game("pa-standard"), SETTINGS) as table:
+        table.handle(events[0])
+        journal = table.journal
+        stages = (journal.encoded_ns, journal.begun_ns, journal.commit_ns)
+        assert 0 < stages[0] <= stages[1] <= stages[2]
+        assert table.stamps["begun_ns"] == stages[1]
+        journal.warm()
+        assert (journal.encoded_ns, journal.begun_ns, journal.commit_ns) == stages

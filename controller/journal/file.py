@@ -143,7 +143,8 @@ class Journal(JournalSchema, JournalReads):
         self._lock_fd: int | None = None
         self.writer = game is not None
         self.version = 0  # of the file's schema, once opened
-        self.encoded_ns = self.commit_ns = 0  # the last append's stages (monotonic ns; trace)
+        # the last append's stages (monotonic ns; trace): rows encoded, BEGIN returned, COMMIT
+        self.encoded_ns = self.begun_ns = self.commit_ns = 0
         try:
             if self.writer:
                 self._lock()
@@ -410,6 +411,7 @@ class Journal(JournalSchema, JournalReads):
         publishes = [chain.stamp(publish, chains) for publish in publishes]
         self.encoded_ns = time.monotonic_ns()
         db.execute("BEGIN IMMEDIATE")
+        self.begun_ns = time.monotonic_ns()
         db.execute(INSERT_EVENT, (seq, round_number, event_text, int(accepted), utc_ms, link))
         if rows:  # the round started with its first event at or after its started_t
             db.executemany(INSERT_ROUND, rows)
@@ -439,7 +441,7 @@ class Journal(JournalSchema, JournalReads):
         if self.db.in_transaction:
             return
         seq = self.events_written + 1
-        stages = self.encoded_ns, self.commit_ns
+        stages = self.encoded_ns, self.begun_ns, self.commit_ns
         record = {"round": WARM_ROUND, "started_t": 0, "events": [{"type": "warm", "t": 0}],
                   "effects": [{"effect": "prompt", "code": "warm", "text": "w\u00e9"}],
                   "result": {"round": WARM_ROUND, "settlements": [{"stake": 0}]}}  # fmt: skip
@@ -454,7 +456,7 @@ class Journal(JournalSchema, JournalReads):
                 pass
             finally:
                 rollback(self.db)
-        self.encoded_ns, self.commit_ns = stages
+        self.encoded_ns, self.begun_ns, self.commit_ns = stages
 
     def reserve_wal(self, size: int = WAL_RESERVE_BYTES) -> int:
         """Have the WAL file hold at least ``size`` bytes of written blocks, on disk, before

@@ -208,11 +208,13 @@ class JournaledTable:
     def stamps(self) -> dict[str, int]:
         """``time.monotonic_ns()`` at the stages of the last journaled event (benchmarks'
         trace): ``handled_ns`` the table's step made, ``encoded_ns`` its rows encoded (the
-        transaction begins), ``commit_ns`` the rows written (COMMIT, with its fsync, begins)."""
+        transaction begins), ``begun_ns`` its ``BEGIN IMMEDIATE`` returned (the write lock
+        held), ``commit_ns`` the rows written (COMMIT, with its fsync, begins)."""
         journal = self.journal
         return {
             "handled_ns": self.handled_ns,
             "encoded_ns": journal.encoded_ns,
+            "begun_ns": journal.begun_ns,
             "commit_ns": journal.commit_ns,
         }
 
