@@ -309,6 +309,7 @@ class Ledger(KindRules, LedgerReads):
         texts: Sequence[str] | None = None,
         received: Sequence[int] | None = None,
         digests: Sequence[str | None] | None = None,
+        meanwhile: Callable[[], None] | None = None,
     ) -> list[Result]:
         """Apply ``messages`` in order in one transaction (group commit: one fsync for the burst)
         and return one :class:`Result` each, exactly as successive :meth:`apply` calls
@@ -324,7 +325,9 @@ class Ledger(KindRules, LedgerReads):
         without them the message is written out again. ``received``: the controller's
         UTC ms each message arrived (default: now, for the whole batch). ``digests``: each
         message's content digest where the caller has it (jackpot/intake.py
-        ``content_digest``; None: computed here)."""
+        ``content_digest``; None: computed here). ``meanwhile``: called once the COMMIT is
+        sent, before its answer is awaited (PostgreSQL only: the server's fsync overlaps it);
+        it must not touch the ledger and decides nothing: the batch may still fail."""
         if texts is not None and len(texts) != len(messages):
             raise ValueError(f"{len(texts)} texts for {len(messages)} messages")
         if received is not None and len(received) != len(messages):
@@ -361,6 +364,8 @@ class Ledger(KindRules, LedgerReads):
                     for pool, (updates, hits) in self._unwritten.items()
                 })  # fmt: skip
                 db.commit()
+                if meanwhile is not None and db.round_trips:
+                    meanwhile()
         except BaseException:
             db.rollback()  # after the pipeline: a rollback queued behind an error would wait
             raise

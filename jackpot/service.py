@@ -247,6 +247,10 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         self._drop = False
         self._queue: list[_Queued] = []  # received, not yet PUBACKed, in order
         self._queued_rows = 0  # the table messages those hold (a frame holds several)
+        # while a batch's COMMIT is on its way: the messages read meanwhile, checked
+        self._early: list[tuple[Any, int, Any]] | None = None
+        self._taking_early = False  # queueing those: no batch applied before all are queued
+        self._in_callback = False  # inside paho's on_message (it holds a lock loop_read takes)
         self._status_sent = float("-inf")  # monotonic time of the last online status
         self._status_wanted = False  # another's status arrived: say online again
         self._birth_checks: dict[str, tuple[float, int]] = {}  # table -> (due, its ack then)
@@ -355,7 +359,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
                 if not socket_up:
                     socket_up = self._connect()
                     continue
-                rc = self._client.loop(timeout=0.05)
+                rc = self._client.loop(timeout=0 if self._queue else 0.05)
                 if rc == mqtt.MQTT_ERR_SUCCESS:
                     rc = self._read_more()
                 if rc == mqtt.MQTT_ERR_SUCCESS:

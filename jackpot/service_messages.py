@@ -16,7 +16,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 
 from controller.link.messages import JACKPOT_STATUS_TOPIC, TABLE_ID, topic_for
-from jackpot.intake import Refusal
+from jackpot.intake import Intake, Received, Refusal
 from jackpot.ledger import Award, Result, Status
 
 log = logging.getLogger("jackpot.service")  # one logger for the whole service
@@ -50,31 +50,66 @@ class _Queued:
         self.digests: list[str | None] = []
 
 
+#: Batches :meth:`MessagesMixin._flush` applies in a row, each read while the one before it
+#: committed, before the loop's other work (meters, heartbeat, alarms) has its turn.
+EARLY_BATCHES = 4
+
+
+def _early(message: Any, t: int, intake: Intake) -> tuple[Any, int, Any]:
+    """A message read while a COMMIT was on its way: ``(message, t, checked)``, ``checked``
+    what the intake said (a :class:`Received`, or what it raised; None: a controller's
+    status, handled later)."""
+    if message.topic == JACKPOT_STATUS_TOPIC:
+        return message, t, None
+    try:
+        return message, t, intake.read(message.topic, message.payload)
+    except Exception as exc:  # a Refusal, or one no check foresaw: raised again in turn
+        return message, t, exc
+
+
 class MessagesMixin:
     """The jackpot service's table messages in: the methods of
     :class:`~jackpot.service.JackpotService` on this concern."""
 
     def _on_message(self, client, userdata, message) -> None:
         """Check one message and queue it with its mid (paho calls this inside
-        ``client.loop()``); :meth:`_flush` applies the queue and sends the PUBACKs in order."""
+        ``client.loop()``); :meth:`_flush` applies the queue and sends the PUBACKs in order.
+        While a batch's COMMIT is on its way (:meth:`_read_early`) only its checks run."""
         if self._drop:  # the ledger failed in this pass: everything comes back on reconnect
             return
-        queued = _Queued(message.mid, message.qos, self._ms())
+        if self._early is not None:
+            self._early.append(_early(message, self._ms(), self._intake))
+            return
+        self._in_callback = True  # paho's lock is held: no read ahead (:meth:`_read_early`)
+        try:
+            self._handle(message, self._ms(), None)
+        finally:
+            self._in_callback = False
+
+    def _handle(self, message: Any, t: int, checked: Any) -> None:
+        """Queue one message that arrived at ``t`` (UTC ms); ``checked``: what the intake
+        said of it already (:func:`_early`), or None."""
+        queued = _Queued(message.mid, message.qos, t)
         if message.topic == JACKPOT_STATUS_TOPIC:
             self._on_other_status(message.payload)
         else:
-            self._take_safely(message, queued)
+            self._take_safely(message, queued, checked)
         if not queued.rows and not self._queue:  # nothing before it waits: PUBACK now
-            client.ack(queued.mid, queued.qos)
+            self._client.ack(queued.mid, queued.qos)
             return
+        if not self._taking_early and self._full():  # one more than a batch: apply it first
+            self._flush()
         self._queue.append(queued)
         self._queued_rows += len(queued.rows)
-        if len(self._queue) >= self.batch_max or self._queued_rows >= self.batch_rows:
-            self._flush()
+        # a full batch is applied when the pass's reading stops (:meth:`_read_more`), out
+        # of paho's callback, so its COMMIT can overlap reading the next (:meth:`_flush`)
 
-    def _take_safely(self, message: Any, queued: _Queued) -> None:
+    def _full(self) -> bool:
+        return len(self._queue) >= self.batch_max or self._queued_rows >= self.batch_rows
+
+    def _take_safely(self, message: Any, queued: _Queued, checked: Any = None) -> None:
         try:
-            self._take(message.topic, message.payload, bool(message.retain), queued)
+            self._take(message.topic, message.payload, bool(message.retain), queued, checked)
         except (sqlite3.Error, OSError):  # a status' ledger work (or the flush before it)
             self._ledger_failed(message.topic)
             return
@@ -104,12 +139,28 @@ class MessagesMixin:
             "this log",
         )  # fmt: skip
 
+    def _read_early(self) -> None:
+        """While a batch's COMMIT is on its way (PostgreSQL's fsync): read what the socket
+        holds already, up to a batch, and check each message (:class:`Intake`: no ledger,
+        no alarm, no count); :meth:`_flush` handles them in order once the commit answered.
+        A read that fails drops them (not PUBACKed: the broker sends them again)."""
+        self._early = early = []
+        sock, rows = self._client.socket(), 0
+        while sock is not None and len(early) < self.batch_max and rows < self.batch_rows:
+            pending = sock.pending() if hasattr(sock, "pending") else 0
+            if not pending and not select.select([sock], [], [], 0)[0]:
+                return
+            if self._client.loop_read() != mqtt.MQTT_ERR_SUCCESS:
+                early.clear()
+                return
+            rows = sum(len(e[2].rows) for e in early if isinstance(e[2], Received))
+
     def _read_more(self) -> int:
         """After ``client.loop()`` (which reads one packet or a few), read whatever else the
         socket already holds, up to a full batch: a burst becomes one ledger transaction."""
         sock = self._client.socket()
         for _ in range(self.batch_max):
-            if self._drop or sock is None or self._queued_rows >= self.batch_rows:
+            if self._drop or sock is None or self._full():
                 break
             pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: decrypted bytes
             if not pending and not select.select([sock], [], [], 0)[0]:
@@ -124,13 +175,20 @@ class MessagesMixin:
                 return rc
         return mqtt.MQTT_ERR_SUCCESS
 
-    def _take(self, topic: str, payload: bytes, retained: bool, queued: _Queued) -> None:
+    def _take(
+        self, topic: str, payload: bytes, retained: bool, queued: _Queued, checked: Any = None
+    ) -> None:
         """Check one message (:class:`~jackpot.intake.Intake`: a single message or a batch
         frame); its table messages go into ``queued.rows`` for the ledger transaction, a
         status is handled now (after the messages before it), a refusal is alarmed (a frame
         is refused whole, with the alarm a single message would raise)."""
         try:
-            got = self._intake.read(topic, payload)
+            if checked is None:
+                got = self._intake.read(topic, payload)
+            elif isinstance(checked, BaseException):
+                raise checked
+            else:
+                got = checked
         except Refusal as no:
             table = no.table if no.outcome != "malformed" else _topic_table(topic)
             self._alarm(no.outcome, table, no.seq, no.detail)
@@ -160,36 +218,62 @@ class MessagesMixin:
     def _flush(self) -> None:
         """Apply the queued table messages in one ledger transaction (group commit), then
         publish the acks, resends and awards they call for, then PUBACK each message in the
-        order received. A ledger error: no PUBACK at all, reconnect (:meth:`_ledger_failed`)."""
+        order received. A ledger error: no PUBACK at all, reconnect (:meth:`_ledger_failed`).
+        The messages read while the COMMIT was on its way are queued next, in order, and
+        applied as the next batch the same way (a few batches at most: then the loop's
+        other work)."""
+        for _ in range(EARLY_BATCHES):
+            early = self._apply_queue()
+            if not early or self._drop:
+                return
+            self._taking_early = True
+            try:
+                for message, t, checked in early:
+                    if not self._drop:
+                        self._handle(message, t, checked)
+            finally:
+                self._taking_early = False
+            if not self._queue:
+                return
+
+    def _apply_queue(self) -> list[tuple[Any, int, Any]]:
+        """:meth:`_flush`'s one batch; returns the messages read meanwhile, checked."""
         queue, self._queue = self._queue, []
         self._queued_rows = 0
         if not queue:
-            return
+            return []
         bodies = [body for q in queue for body, _text in q.rows]
         texts = [text for q in queue for _body, text in q.rows]
         times = [q.t for q in queue for _row in q.rows]
         digests = [d for q in queue for d in q.digests]
+        # one batch read ahead while the COMMIT is on its way; not inside paho's callback
+        ahead = None if self._taking_early or self._in_callback else self._read_early
         try:
             results = (
                 self._ledger.apply_batch(
-                    bodies, checked=True, texts=texts, received=times, digests=digests
+                    bodies, checked=True, texts=texts, received=times, digests=digests,
+                    meanwhile=ahead,
                 )
                 if bodies
                 else []
             )
         except (sqlite3.Error, OSError):  # nothing committed (LedgerFenced is one)
+            self._early = None  # not PUBACKed: they come again after the reconnect
             self._ledger_failed(_topic_of(bodies[-1]))
-            return
+            return []
         except Exception:  # a message no check foresaw: find it, one transaction each
+            early, self._early = self._early or [], None
             log.exception("a batch of %d messages failed: applying them one by one", len(bodies))
             self._flush_one_by_one(queue)
-            return
+            return early
+        early, self._early = self._early or [], None
         self._count("batch")
         with self._lock:
             self._largest_batch = max(self._largest_batch, len(bodies))
         self._after_commit(bodies, results)
         for q in queue:
             self._client.ack(q.mid, q.qos)
+        return early
 
     def _flush_one_by_one(self, queue: list[_Queued]) -> None:
         """The old way, for a batch that raised something else than a ledger error: each

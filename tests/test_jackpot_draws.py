@@ -261,3 +261,53 @@ def test_the_sealed_trigger_does_not_give_away_its_digits(tmp_path):
     nonce = b"\x01" * 12
     old = AESGCM(base64.b64decode(raw)).encrypt(nonce, f"79321:{salt}".encode(), _aad("mystery", 1))
     assert key.open("mystery", 1, base64.b64encode(nonce + old).decode()) == (79_321, salt)
+
+
+class _DrawsTable:
+    """The draws table as :class:`~jackpot.draws.Draws` uses it: live rows by pool."""
+
+    location = "memory"
+
+    def __init__(self) -> None:
+        self.live: dict[str, tuple[int, str]] = {}
+
+    def execute(self, sql: str, params: tuple = ()):
+        if sql.startswith("INSERT INTO draws"):
+            self.live[params[0]] = (params[1], params[7])
+        elif sql.startswith("UPDATE draws"):
+            self.live.pop(params[-2], None)
+        elif sql.startswith("SELECT cycle, sealed FROM draws"):
+            row = self.live.get(params[0])
+            return type("Cursor", (), {"fetchone": lambda _self: row})()
+        return None
+
+
+class _CountingKey(TriggerKey):
+    opened = 0
+
+    def open(self, pool, cycle, sealed):
+        type(self).opened += 1
+        return super().open(pool, cycle, sealed)
+
+
+def test_a_batch_opens_each_live_draw_once_and_a_new_draw_again(tmp_path):
+    """Inside a batch (``hold`` to ``release``) the live trigger is opened once a draw, not
+    once a Mystery contribution; a draw that ends and a new one sealed in the same batch are
+    opened anew; outside a batch every read opens the seal, and nothing stays after it."""
+    from jackpot.draws import Draws
+
+    key = _CountingKey(tmp_path / "k", os.urandom(32))
+    table = _DrawsTable()
+    draws = Draws(table, key, randbelow=lambda n: 7)
+    draws.draw("m", 1, 100, 200, None, None)
+    draws.hold()
+    assert [draws.live("m") for _ in range(5)] == [(107, 1)] * 5
+    assert _CountingKey.opened == 1
+    draws.end("m", "hit", None)
+    draws.draw("m", 2, 300, 400, None, None)
+    assert [draws.live("m") for _ in range(3)] == [(307, 2)] * 3
+    assert _CountingKey.opened == 2 + 1  # end() opens to reveal
+    draws.release()
+    assert not draws._opened
+    assert [draws.live("m") for _ in range(2)] == [(307, 2)] * 2
+    assert _CountingKey.opened == 5
