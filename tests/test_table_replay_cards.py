@@ -48,3 +48,10 @@ def test_a_card_stays_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         card.rank = Rank.TWO  # type: ignore[misc]
     assert dataclasses.fields(Card)[0].name == "rank" and card.value == 1
+
+
+def test_a_card_s_points_slot_is_its_value_and_no_field():
+    for card in ALL_CARDS:
+        assert card.points == card.value == min(int(card.rank), 10)
+    assert [f.name for f in dataclasses.fields(Card)] == ["rank", "suit"]
+    assert dataclasses.asdict(parse_card("KD")) == {"rank": Rank.KING, "suit": Suit.DIAMONDS}

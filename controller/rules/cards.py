@@ -101,7 +101,7 @@ _INTERNED: dict[tuple[object, object], Card] = {}
 """Every :class:`Card` made, by the rank and suit it was made with."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Card:
     """One playing card.
 
@@ -113,6 +113,8 @@ class Card:
     True
     """
 
+    __slots__ = ("points", "rank", "suit")
+
     rank: Rank
     suit: Suit
 
@@ -122,6 +124,8 @@ class Card:
             card = _INTERNED[(rank, suit)] = object.__new__(cls)
             object.__setattr__(card, "rank", rank)
             object.__setattr__(card, "suit", suit)
+            points = _POINTS[rank] if type(rank) is Rank else None  # a slot, not a field
+            object.__setattr__(card, "points", points)
         return card
 
     def __init__(self, rank: Rank, suit: Suit) -> None:  # set once, by __new__
@@ -132,6 +136,10 @@ class Card:
 
     def __reduce__(self) -> tuple[type, tuple[Rank, Suit]]:  # copy and pickle: through __new__
         return (Card, (self.rank, self.suit))
+
+    # ``points``: blackjack points with the ace counted as 1 (:attr:`value`), in a slot that
+    # is no field (equality, repr and the fields stay ``rank`` and ``suit``): hand totals
+    # read it for every card counted.
 
     @property
     def value(self) -> int:

@@ -242,7 +242,7 @@ class Table(
             if (
                 recipient  # not the dealer (DEALER is 0)
                 and len(queue) > 1
-                and event.source == self._deals_from  # type: ignore[attr-defined]
+                and event.source == self._deals_from
                 and not (
                     state.pending
                     or state.alarms
