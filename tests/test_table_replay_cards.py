@@ -55,3 +55,43 @@ def test_a_card_s_points_slot_is_its_value_and_no_field():
         assert card.points == card.value == min(int(card.rank), 10)
     assert [f.name for f in dataclasses.fields(Card)] == ["rank", "suit"]
     assert dataclasses.asdict(parse_card("KD")) == {"rank": Rank.KING, "suit": Suit.DIAMONDS}
+
+
+def _require_before(cards, count, what):
+    from controller.errors import CardError
+
+    if isinstance(cards, tuple | list) and len(cards) == count:
+        for card in cards:
+            if not isinstance(card, Card):
+                break
+        else:
+            return None
+    raise CardError(f"{what} must be exactly {count} cards, got {cards!r}")
+
+
+def test_require_cards_answers_as_the_loop_did():
+    from controller.rules.sidebets import require_cards
+
+    qh, ks = parse_cards("QH,KS")
+    odd = Card(14, Suit.SPADES)  # type: ignore[arg-type]  # a Card, though no card of a deck
+    for cards, count in [
+        ((qh, ks), 2),
+        ([qh, ks], 2),
+        ((qh,), 1),
+        ((qh, ks), 1),
+        ((qh,), 2),
+        ((), 0),
+        ((qh, "KS"), 2),
+        ((qh, [ks]), 2),
+        ((qh, odd), 2),
+        ("QH", 2),
+        (None, 1),
+        ((qh, 7), 2),
+    ]:
+        answers = []
+        for check in (require_cards, _require_before):
+            try:
+                answers.append(("ok", check(cards, count, "cards")))
+            except Exception as exc:  # the type and words are compared
+                answers.append((type(exc), str(exc)))
+        assert answers[0] == answers[1], cards
