@@ -97,14 +97,49 @@ RANK_POINTS = _POINTS
 for each card counted)."""
 _RANK_BY_TEXT = {code: rank for rank, code in _RANK_CODES.items()} | {"T": Rank.TEN}
 _SUIT_BY_TEXT = {suit.value: suit for suit in Suit}
+_INTERNED: dict[tuple[object, object], Card] = {}
+"""Every :class:`Card` made, by the rank and suit it was made with."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Card:
-    """One playing card."""
+    """One playing card.
+
+    Interned: ``Card(rank, suit)`` (and a copy or an unpickled card) is the one card of that
+    rank and suit, so cards hash by identity, in C (the table counts every card drawn in a
+    dict, and the dataclass's ``__hash__`` is a Python call that builds a tuple).
+
+    >>> Card(Rank.QUEEN, Suit.HEARTS) is parse_card("qh")
+    True
+    """
+
+    __slots__ = ("points", "rank", "suit")
 
     rank: Rank
     suit: Suit
+
+    def __new__(cls, rank: Rank, suit: Suit) -> Card:
+        card = _INTERNED.get((rank, suit))
+        if card is None:  # once per rank and suit (and once per odd value given as either)
+            card = _INTERNED[(rank, suit)] = object.__new__(cls)
+            object.__setattr__(card, "rank", rank)
+            object.__setattr__(card, "suit", suit)
+            points = _POINTS[rank] if type(rank) is Rank else None  # a slot, not a field
+            object.__setattr__(card, "points", points)
+        return card
+
+    def __init__(self, rank: Rank, suit: Suit) -> None:  # set once, by __new__
+        pass
+
+    # Equal cards are the same object (__new__): the identity hash agrees with equality.
+    __hash__ = object.__hash__
+
+    def __reduce__(self) -> tuple[type, tuple[Rank, Suit]]:  # copy and pickle: through __new__
+        return (Card, (self.rank, self.suit))
+
+    # ``points``: blackjack points with the ace counted as 1 (:attr:`value`), in a slot that
+    # is no field (equality, repr and the fields stay ``rank`` and ``suit``): hand totals
+    # read it for every card counted.
 
     @property
     def value(self) -> int:

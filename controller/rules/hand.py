@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.rules.cards import RANK_POINTS, Card
+from controller.rules.cards import Card
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +44,8 @@ def hand_total(cards: Sequence[Card]) -> HandTotal:
     """The best total of ``cards`` (aces count 11 where that stays at or under 21)."""
     hard = 0
     has_ace = False
-    points = RANK_POINTS
     for card in cards:
-        value = points[card.rank]
+        value = card.points  # = RANK_POINTS[card.rank], in the card's slot
         hard += value
         if value == 1:
             has_ace = True
@@ -63,7 +62,7 @@ def is_blackjack(cards: Sequence[Card], *, from_split: bool = False) -> bool:
     if from_split or len(cards) != 2:
         return False
     first, second = cards
-    a, b = RANK_POINTS[first.rank], RANK_POINTS[second.rank]
+    a, b = first.points, second.points  # = RANK_POINTS[card.rank]
     return (a == 1 and b == 10) or (a == 10 and b == 1)  # no sets to build: a hot path
 
 

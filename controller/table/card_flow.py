@@ -23,24 +23,12 @@ class CardFlow(TablePart):
 
 
     def _on_card(self, event: CardDrawn) -> None:
-        state, mode = self.state, self.settings.card_source
+        state = self.state
         card = event.card
-        if mode != "both" and event.source != mode:
-            raise ProcedureError(
-                f"{event.source} card refused: this table deals from the {mode} "
-                f"(card_source = {mode})"
-            )
-        if mode == "both":
+        if event.source != self._deals_from:  # "both" (None), or the other reader
+            self._other_reader(event)
             if event.source == "camera":
-                if state.unconfirmed:
-                    self._compare_readers(state.unconfirmed.pop(0), card)
-                elif len(state.camera_ahead) < 52:
-                    state.camera_ahead.append(card)
                 return
-            if state.camera_ahead:
-                self._compare_readers(card, state.camera_ahead.pop(0))
-            elif len(state.unconfirmed) < 52:
-                state.unconfirmed.append(card)
         count = state.seen.get(card, 0) + 1
         state.seen[card] = count
         state.dealt += 1
@@ -82,7 +70,36 @@ class CardFlow(TablePart):
                 del queue[0]  # = queue.remove(recipient): its first place
                 rnd.spots[recipient].hands[0].cards.append(card)
                 return
+        elif phase is Phase.PLAYERS:  # _route's, without its call
+            rnd = state.round
+            spot_no, index = rnd.in_action  # type: ignore[misc]
+            if self._takes_card(rnd.spots[spot_no].hands[index]):  # self._hand(...)
+                self._give(spot_no, index, card)
+            else:
+                self._unexpected(card, f"for spot {spot_no}, which can take no card")
+            return
         self._route(card)
+
+    def _other_reader(self, event: CardDrawn) -> None:
+        """A card from a reader other than the one the table deals from: refused, or (with
+        ``card_source = both``) checked against the other reader's; a camera card then goes
+        no further (the shoe's card is the one dealt)."""
+        state, mode, card = self.state, self.settings.card_source, event.card
+        if mode != "both":
+            raise ProcedureError(
+                f"{event.source} card refused: this table deals from the {mode} "
+                f"(card_source = {mode})"
+            )
+        if event.source == "camera":
+            if state.unconfirmed:
+                self._compare_readers(state.unconfirmed.pop(0), card)
+            elif len(state.camera_ahead) < 52:
+                state.camera_ahead.append(card)
+            return
+        if state.camera_ahead:
+            self._compare_readers(card, state.camera_ahead.pop(0))
+        elif len(state.unconfirmed) < 52:
+            state.unconfirmed.append(card)
 
     def _compare_readers(self, shoe: Card, camera: Card) -> None:
         if shoe != camera:

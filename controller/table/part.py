@@ -63,6 +63,8 @@ class TablePart:
     _carried_made: dict[tuple[Any, ...], ev.Event]
     _fixed_amounts: dict[str, int | None]
     _settled_made: dict[tuple[Any, ...], tuple[Effect, Effect]]
+    _deals_from: str | None
+    _decks: int
 
     def _prompt(self, code: str, text: str, spot: int | None = None) -> None:
         self._out.append(Prompt(code, text, spot))

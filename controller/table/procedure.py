@@ -143,7 +143,12 @@ class Procedure(TablePart):
         for spot in rnd.spots.values():
             if len(spot.wagers) > 1:  # a main wager alone has no side bet to settle
                 self._settle_card_bets(spot, up, can_have_blackjack)
-        naturals = [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
+        naturals = []  # [s.number for s in rnd.spots.values() if is_blackjack(s.hands[0].cards)]
+        for spot in rnd.spots.values():
+            first, second = spot.hands[0].cards  # two cards each, the deal just ended
+            a, b = first.points, second.points
+            if (a == 1 and b == 10) or (a == 10 and b == 1):  # is_blackjack, without its call
+                naturals.append(spot.number)
         if not can_have_blackjack:
             rnd.dealer_checked = True
             if rules.blackjack.paid_at_once_against_2_to_9:

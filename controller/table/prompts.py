@@ -103,12 +103,28 @@ class Prompts(TablePart):
         # choices_key's fields (the ranks or the total, the hands at the spot).
         made = self._hand_prompts
         dealer_checked = self.state.round.dealer_checked
-        key = choices_key(hand, total.total, hands, dealer_checked)
-        flat = None if key is None else (spot.number, index, total.soft, key)
-        if flat is not None:
+        wager = hand.wager
+        if type(wager) is int:  # remembered (choices_key is not None): its fields, flat
+            cards = hand.cards  # two or more here
+            flat: tuple[object, ...] | None = (
+                spot.number,
+                index,
+                total.soft,
+                (cards[0].rank, cards[1].rank) if len(cards) == 2 else (False, total.total),
+                wager > 0,
+                hand.from_split,
+                hand.split_aces,
+                bool(hand.double_down),
+                bool(hand.double_up),
+                hands,
+                dealer_checked,
+            )
             seen = made.get(flat)
             if seen is not None:
                 return seen
+        else:
+            flat = None
+        key = choices_key(hand, total.total, hands, dealer_checked)
         choices = self._choices_for(spot, hand, key, dealer_checked)
         on = f"soft {total.total}" if total.soft else str(total.total)
         where = hand_words(spot.number, index, hands)

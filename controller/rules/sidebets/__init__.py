@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from controller.errors import CardError, WagerError
 from controller.fast_init import fast_init
-from controller.rules.cards import Card
+from controller.rules.cards import ALL_CARDS, Card
 from controller.rules.pays import Pay
 
 TITLES = {
@@ -59,8 +59,18 @@ class SideBetResult:
         return self.result is BetResult.WIN
 
 
+_DECK = frozenset(ALL_CARDS)
+"""The 52 cards: interned, so a tuple of them is checked by identity, in C."""
+
+
 def require_cards(cards: object, count: int, what: str) -> None:
     """Refuse anything but exactly ``count`` Card objects for ``what``."""
+    if type(cards) is tuple and len(cards) == count:
+        try:
+            if _DECK.issuperset(cards):  # the cards of a deck (most): Card objects
+                return
+        except TypeError:  # an unhashable item: not a card, refused below
+            pass
     if isinstance(cards, tuple | list) and len(cards) == count:
         for card in cards:  # a loop, not all() over a generator: a hot path
             if not isinstance(card, Card):
