@@ -20,7 +20,7 @@ UTC time and the gaming day (jackpot/gaming_day.py); the terms in force are ledg
 Here: the ledger's transactions (opening, :meth:`Ledger.apply_batch`, audited writes) and its
 reads. The rules of each message kind are in jackpot/ledger_kinds.py, what applying gives
 (:class:`Status`, :class:`Result`, :class:`Award`) in jackpot/ledger_results.py, its reads
-outside a batch in jackpot/ledger_reads.py, the chains
+outside a batch in jackpot/ledger_reads.py, its row writes in jackpot/ledger_rows.py, the chains
 in jackpot/chain.py, the SQL dialects in jackpot/store/. A batch on PostgreSQL runs in
 psycopg's pipeline mode: a write does not wait for its answer, a read waits once for all
 that is due; it reads what it starts from in one round trip, each kind's checks in one
@@ -44,11 +44,12 @@ from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
 from jackpot import chain as chains
 from jackpot.draws import Draws, TriggerKey, key_path, next_low
-from jackpot.ledger_end import BATCHED_COLUMNS, LATER_ON_SERVER, write_end
+from jackpot.ledger_end import LATER_ON_SERVER, write_end
 from jackpot.ledger_facts import BatchFacts
 from jackpot.ledger_kinds import KEY_ASKED_BY_KIND, KindRules
 from jackpot.ledger_reads import LedgerReads
-from jackpot.ledger_results import AWARD_COLUMNS, Award, Refused, Result, Status, frac
+from jackpot.ledger_results import Award, Refused, Result, Status, frac
+from jackpot.ledger_rows import LedgerRows
 from jackpot.parameters import TERMS_KEY
 from jackpot.pools import JackpotConfig, MysteryPool, ProgressivePool
 from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, open_store
@@ -58,7 +59,7 @@ __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
 
 
-class Ledger(KindRules, LedgerReads):
+class Ledger(KindRules, LedgerReads, LedgerRows):
     """The ledger at ``location`` (an SQLite file path, or a ``postgresql://`` URL) for
     ``config``. ``randbelow`` draws the mystery triggers (``secrets.randbelow``; tests inject
     a seeded one). ``fence(cursor)``, if given, is called first inside every write
@@ -525,83 +526,3 @@ class Ledger(KindRules, LedgerReads):
         return Result(
             status, table, seq, seq, None, reason, tuple(awards), tuple(self._changed), alarm
         )
-
-    def _move(self, pool: str, table: str | None, seq: int | None, what: str, amount: Fraction,
-              change_n: int | None = None):  # fmt: skip
-        row = (pool, table, seq, what, str(amount), self._now, self._day, change_n)
-        if self._rows is not None:  # inside apply_batch: written at its end
-            self._rows["movements"].append((*row, self._heads.next("movements", row)))
-            return
-        self._db.execute(
-            "INSERT INTO movements (pool, table_id, seq, what, amount, t_utc, gaming_day,"
-            " change_n, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*row, self._heads.next("movements", row)),
-        )
-
-    def _insert(self, table: str, row: tuple[Any, ...]) -> None:
-        """A ``contributions`` or ``round_results`` row: on PostgreSQL inside a batch kept
-        and written at its end with the others of its table (one statement a batch, not one
-        a message; the batch's checks see it through jackpot/ledger_facts.py), else now."""
-        rows = None if self._rows is None else self._rows.get(table)
-        if rows is None:
-            marks = ", ".join("?" for _ in row)
-            self._db.execute(f"INSERT INTO {table} VALUES ({marks})", row)
-        else:
-            rows.append(row)
-
-    def _written(self, *tables: str) -> None:
-        """Write the batch's kept rows of ``tables`` now: a statement reading them follows
-        (a check the batch's facts do not answer, a claim's contribution)."""
-        for table in tables:
-            rows = None if self._rows is None else self._rows.get(table)
-            if rows:
-                self._db.insert_rows(table, BATCHED_COLUMNS[table], rows)
-                rows.clear()
-
-    def _meter(self, pool: str) -> Fraction:
-        """The pool's meter inside the batch's transaction (read once, then kept)."""
-        value = self._meters.get(pool)
-        if value is None:
-            value = self._meters[pool] = self.meter(pool)
-        return value
-
-    def _set_meter(self, pool: str, value: Fraction, hit: bool = False) -> None:
-        """The pool's meter is now ``value`` (its ``seq`` one more; ``hits`` one more on a
-        hit). Inside :meth:`apply_batch` it is kept here and the row written once, at the
-        batch's end, with the same value, ``seq`` and ``hits`` as one update each would
-        leave (the batch holds the row: no one reads it meanwhile); outside it (an audited
-        change) it is written now."""
-        if self._unwritten is None:
-            self._db.execute(
-                "UPDATE meters SET value=?, seq=seq+1, hits=hits+? WHERE pool=?",
-                (str(value), int(hit), pool),
-            )
-        else:
-            if hit:
-                self._hit_counts[pool] = self._hits(pool) + 1
-            counts = self._unwritten.setdefault(pool, [0, 0])
-            counts[0] += 1
-            counts[1] += int(hit)
-        self._meters[pool] = value
-        if pool not in self._changed:
-            self._changed.append(pool)
-
-    def _hits(self, pool: str) -> int:
-        """The pool's hits so far (inside a batch: read once, then kept)."""
-        hits = None if self._hit_counts is None else self._hit_counts.get(pool)
-        if hits is None:
-            sql = "SELECT hits FROM meters WHERE pool=?"
-            hits = self._db.execute(sql, (pool,)).fetchone()[0]
-            if self._hit_counts is not None:
-                self._hit_counts[pool] = hits
-        return hits
-
-    def _insert_award(self, a: Award) -> None:
-        if self._facts is not None and a.state != "refused":  # a later claim's duplicate check
-            self._facts.awarded.add((a.table, a.round, a.spot, a.pool))
-        row = (*vars(a).values(), self._now, self._day)  # the award's fields in order
-        self._db.execute(
-            f"INSERT INTO awards ({AWARD_COLUMNS}, offered_utc, gaming_day, chain)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*row, self._heads.next("awards", row)),
-        )  # fmt: skip
