@@ -152,3 +152,73 @@ def plain_loads(raw: bytes) -> tuple[Any, bytes] | None:
     except orjson.JSONDecodeError:
         return None
     return value, outside
+
+
+#: JSON's whitespace, ``-`` and the digits, deleted by :data:`_NUMBERS` (``bytes.translate``).
+_WS_SIGN_DIGITS = b" \t\n\r-0123456789"
+#: ``[``, ``:`` and ``,`` (what a value can follow) to ``:``; ``.``, ``e`` and ``E`` to
+#: ``.``; every other byte to ``x``. With whitespace, ``-`` and the digits deleted, a number
+#: with a fraction or an exponent, ``-1.5``, ``3e8``, after ``[``, ``:`` or ``,`` reads
+#: ``:.`` (one search: 20 us for a frame of 20 rows).
+_NUMBERS = bytes.maketrans(
+    bytes(range(256)),
+    bytes(58 if b in b"[:," else 46 if b in b".eE" else 120 for b in range(256)),
+)
+#: The digits to ``0``, ``[``, ``:`` and ``,`` to ``:``, every other byte to ``x``; JSON's
+#: whitespace and ``-`` deleted: an integer of 19 digits or more after ``[``, ``:`` or ``,``
+#: reads ``:`` and 19 ``0``.
+_INTEGERS = bytes.maketrans(
+    bytes(range(256)),
+    bytes(48 if 48 <= b <= 57 else 58 if b in b"[:," else 120 for b in range(256)),
+)
+_LONG_INTEGER = b":" + _LONG_RUN
+#: Every byte but quotes and brackets deleted (``bytes.translate``).
+_NOT_QUOTES_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
+def plain_read(raw: bytes) -> tuple[Any, bytes | None] | None:
+    """:func:`plain_loads` without copying the text outside strings (a batch frame of 20
+    rows, with the depth check: 218 -> 160 us): ``(value, brackets)``, ``brackets`` being
+    the brackets outside strings, in order, where no string holds one (else None); None where
+    :func:`plain_loads` is, and where a string holds what looks like a float or a long
+    integer after ``[``, ``:`` or ``,`` (``"a:1.5"``; the caller then reads the text with
+    the standard library, which gives the same value or refusal, slower).
+
+    A float outside strings: JSON puts a value only at the start, after ``[``, ``:`` or
+    ``,`` and whitespace; a number with a fraction or an exponent is ``-``, digits, then
+    ``.``, ``e`` or ``E``: with whitespace, ``-`` and digits deleted, ``:.``
+    (:data:`_NUMBERS`), or ``.`` at the start. An integer of 19 digits or more
+    likewise reads ``:`` and 19 ``0`` (:data:`_INTEGERS`). ``true`` and ``false`` follow
+    ``:`` with a letter that is not ``e`` (``:xxx.``). A text whose value orjson gives
+    holds no other float (``NaN``, ``Infinity``: orjson refuses them), so these two searches
+    are :func:`plain_loads`' looser: whatever it refuses, this refuses.
+
+    The brackets: with every byte but quotes and brackets deleted, a string with no bracket
+    is ``""``; where deleting the ``""`` pairs leaves no quote, each pair was one string's
+    two quotes (the quotes alternate open and close; pairs of adjacent ones that cover them
+    all can only be the first with the second, the third with the fourth...), so no
+    string held a bracket and what is left is the text's brackets outside strings.
+
+    >>> plain_read(b'{"a":[1,true,null,"x.5"]}')
+    ({'a': [1, True, None, 'x.5']}, b'{[]}')
+    >>> [plain_read(t) for t in (b'[1.5]', b'[ -1E3]', b'-0.5', b'[1234567890123456789]')]
+    [None, None, None, None]
+    >>> plain_read(b'["a:1.5"]'), plain_read(b'["[",1]')
+    (None, (['[', 1], None))
+    """
+    if not raw.isascii() or b"\\" in raw:
+        return None
+    numbers = raw.translate(_NUMBERS, _WS_SIGN_DIGITS)
+    if (
+        b":." in numbers
+        or numbers.startswith(b".")
+        or _LONG_INTEGER in (integers := raw.translate(_INTEGERS, b" \t\n\r-"))
+        or integers.startswith(_LONG_RUN)
+    ):
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    brackets = raw.translate(None, _NOT_QUOTES_BRACKETS).replace(b'""', b"")
+    return value, (None if b'"' in brackets else brackets)
