@@ -1,12 +1,10 @@
-"""Issue 32 item 3, seventh round: ``hand_total`` remembers its counts by the hand's cards,
-and ``Table.handle`` asks in C whether a step's effects are all plain before scanning them.
+"""Issue 32 item 3, seventh round: ``hand_total`` remembers its counts by the hand's cards.
 
 The memo is held to the count it replaces (``hand._count``, the loop as it was) over random
 hands of every length, with the memo empty, warm and full; anything that cannot be hashed is
-counted, not remembered. The plain-effects shortcut is held to the scan by
-tests/test_table_replay_structure.py and tests/test_table_replay_differential.py (``Before``
-keeps the old ``handle``); here, steps with an alarm and a publish still reach the register
-and the claims."""
+counted, not remembered. (A shortcut tried beside it, ``Table.handle`` asking in C whether a
+step's effects are all plain before its scan, cost more instructions and was dropped; the
+alarm test below stays: a step with an alarm still reaches the register.)"""
 
 from __future__ import annotations
 

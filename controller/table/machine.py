@@ -108,9 +108,6 @@ MYSTERY_LINE = "100% of meter"
 
 _PLAIN_EFFECTS = frozenset({Light, Prompt, Settled, Refused})
 """Effects that neither enter the alarm register nor make a claim, and are recalled."""
-_all_plain = _PLAIN_EFFECTS.issuperset
-"""Whether every type of an iterable of effect types is plain (asked in C, one type at a time,
-up to the first one that is not)."""
 
 _DEALING = Phase.DEALING
 
@@ -332,11 +329,6 @@ class Table(
             return _NOTHING
         effects = tuple(out)
         step = Step(True, effects)
-        if _all_plain(map(type, effects)):  # most steps: the scan below in C, nothing found
-            if recall_accepted:
-                state.log.append(event)
-                state.round_effects.extend(effects)
-            return step
         plain = True  # no effect a round's recall leaves out
         for effect in effects:
             if type(effect) in _PLAIN_EFFECTS:  # most of them: nothing to remember
