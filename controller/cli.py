@@ -49,6 +49,7 @@ Errors the user can fix print one line naming what was wrong and exit 2.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 from collections.abc import Sequence
@@ -397,6 +398,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from controller.runtime.daemon import run_table
 
     logs.setup(args.log_level)  # journald: each line's priority; a terminal: the time
+    # a fatal fault (SIGSEGV, SIGABRT, ...) leaves every thread's Python stack in the log
+    faulthandler.enable(all_threads=True)
     config = load_table_config(args.config)
     return run_table(config)
 

@@ -328,3 +328,47 @@ def test_control_socket_client_gone_before_its_answer_is_no_error(tmp_path: Path
     finally:
         server.close()
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_child_that_does_not_stop_is_killed_with_its_threads_stacks_in_the_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that ignores SIGTERM (as a hung table would) is asked for its stacks with
+    SIGABRT (the table enables faulthandler), then killed; the problem quotes its log's end,
+    so a CI run shows where it hung."""
+    from controller.demo import stage
+
+    monkeypatch.setattr(stage, "STOP_TIMEOUT_S", 0.5)
+    log = tmp_path / "hung.log"
+    code = (
+        "import faulthandler, signal, sys, time\n"
+        "faulthandler.enable(all_threads=True)\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "def stuck_in_a_commit():\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(120)\n"
+        "stuck_in_a_commit()\n"
+    )
+    with open(log, "wb") as out:
+        popen = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=out,
+            start_new_session=True,
+        )  # fmt: skip
+    assert popen.stdout is not None and popen.stdout.readline() == b"ready\n"
+    child = stage.Child("table", popen, log)
+    problem = stage.Stage._stop(None, child)  # type: ignore[arg-type]  # self is not used
+    assert popen.returncode is not None
+    assert problem is not None and problem.startswith("table did not stop within 0.5 s")
+    assert "Fatal Python error: Aborted" in problem and "stuck_in_a_commit" in problem
+
+
+def test_the_table_daemon_enables_faulthandler() -> None:
+    """``table-controller run`` turns faulthandler on before the table starts (a fault or the
+    demo's SIGABRT then leaves every thread's stack in the table's log)."""
+    import ast
+
+    tree = ast.parse((ROOT / "controller" / "cli.py").read_text(encoding="utf-8"))
+    run = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_cmd_run")
+    calls = [ast.unparse(n.func) for n in ast.walk(run) if isinstance(n, ast.Call)]
+    assert "faulthandler.enable" in calls
+    assert calls.index("faulthandler.enable") < calls.index("run_table")

@@ -86,6 +86,7 @@ from controller.demo.files import (
 from controller.demo.play import DemoError, Director, ShoeLine, Stopped, read_tail, sign_meters
 
 STOP_TIMEOUT_S = 10.0
+STACKS_WAIT_S = 2.0  # a hung child's SIGABRT: time to write its threads' stacks
 READY_TIMEOUT_S = 20.0
 
 
@@ -421,10 +422,18 @@ class Stage:
         except ProcessLookupError:
             popen.wait()
         except subprocess.TimeoutExpired:
+            # SIGABRT first: a table (faulthandler) writes where each of its threads hung
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(popen.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(STACKS_WAIT_S)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGKILL)
             popen.wait()
-            return f"{child.name} did not stop within {STOP_TIMEOUT_S:g} s: killed"
+            return (
+                f"{child.name} did not stop within {STOP_TIMEOUT_S:g} s: killed; the end of "
+                f"{child.log}:\n{read_tail(child.log, 6000)}"
+            )
         finally:
             for pipe in (popen.stdin, popen.stdout):
                 if pipe is not None:
