@@ -68,9 +68,7 @@ ACK_EVERY = 100  # rounds between the jackpot controller's acknowledgements
 
 def journal_name(rounds: int, seed: int, game: str, every: int = 0) -> str:
     cp = f"-cp{every}" if every else "-nocp"
-    return (
-        f"recovery-{rounds}r-seed{seed}-{game}-schema{SCHEMA_VERSION}{cp}-v{__version__}.journal"
-    )
+    return f"recovery-{rounds}r-seed{seed}-{game}-schema{SCHEMA_VERSION}{cp}-v{__version__}.journal"
 
 
 def _files(path: Path) -> list[Path]:
@@ -170,9 +168,7 @@ def measure(args, directory: Path, rounds: int, label: str, sync: str) -> tuple[
     if Path(f"{path}.done").exists() and path.exists():
         print(f"{label}: {rounds} rounds, reusing {path}")
     else:
-        seconds, events = build(
-            path, args.game, rounds, args.seed, sync, args.checkpoint_every
-        )
+        seconds, events = build(path, args.game, rounds, args.seed, sync, args.checkpoint_every)
         print(
             f"{label}: built {rounds} rounds, {events} events in {seconds:.1f} s "
             f"(synchronous={sync}: {events / seconds:,.0f} events/s, "

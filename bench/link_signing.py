@@ -61,9 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     signed_ack = table.sign(ack_topic, ack)
     figures = {
         "sign_contribution_us": timed(lambda: table.sign(topic, message), args.n, args.repeat),
-        "verify_contribution_us": timed(
-            lambda: trusted.verify(topic, signed), args.n, args.repeat
-        ),
+        "verify_contribution_us": timed(lambda: trusted.verify(topic, signed), args.n, args.repeat),
         "sign_ack_us": timed(lambda: table.sign(ack_topic, ack), args.n, args.repeat),
         "verify_ack_us": timed(lambda: trusted.verify(ack_topic, signed_ack), args.n, args.repeat),
         "digest_us": timed(lambda: digest(signed), args.n, args.repeat),

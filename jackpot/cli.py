@@ -239,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         log.warning(
             "no public key in the config for %d table(s) (%s): every message from them is "
-            "refused as unsigned", len(missing), ", ".join(missing[:10])
+            "refused as unsigned",
+            len(missing),
+            ", ".join(missing[:10]),
         )
     if args.ledger is None and config.ledger_dsn is None:
         parser.exit(2, "jackpot-controller: say where the ledger is: --ledger FILE|URL, or "

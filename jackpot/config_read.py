@@ -228,7 +228,12 @@ def _spots(raw: dict, where: _Where, errs: _Errors) -> int | None:
 
 
 def _read_property(
-    pid: str, raw: Any, where: _Where, seen: set[str], errs: _Errors, unread: set[str],
+    pid: str,
+    raw: Any,
+    where: _Where,
+    seen: set[str],
+    errs: _Errors,
+    unread: set[str],
     day: GamingDay | None = None,
 ) -> Property | None:
     """One ``[properties.ID]``; its tables go into ``seen``. ``unread``: the ids of the

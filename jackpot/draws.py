@@ -290,9 +290,7 @@ class Draws:
                 "SELECT cycle, sealed FROM draws WHERE pool=? AND ended IS NULL", (pool,)
             ).fetchone()
             if row is None:
-                raise LedgerError(
-                    f"{self._db.location}: the Mystery pool {pool} has no live draw"
-                )
+                raise LedgerError(f"{self._db.location}: the Mystery pool {pool} has no live draw")
             if self._live is not None:
                 self._live[pool] = (row[0], row[1])
         if self._live is None:

@@ -38,7 +38,11 @@ class Refusal(TableControllerError, ValueError):
                  detail: str) -> None:  # fmt: skip
         super().__init__(f"{outcome}: {detail}")
         self.outcome, self.kind, self.table, self.seq, self.detail = (
-            outcome, kind, table, seq, detail
+            outcome,
+            kind,
+            table,
+            seq,
+            detail,
         )
 
 

@@ -361,11 +361,21 @@ def events(reader: Reader, first: str | None, last: str | None, pool: str | None
                "in_round", "by", "detail", "fault", "at_start", "last_event",
                "last_utc"]  # fmt: skip
     report = Report("events", columns)
-    for received, day, table, seq, code, table_utc, rnd, in_round, by, detail, payload in (
-        reader.rows(
-            "SELECT received_utc, gaming_day, table_id, seq, code, table_utc_ms, round,"
-            " in_round, by_name, detail, payload FROM events ORDER BY n"
-        )
+    for (
+        received,
+        day,
+        table,
+        seq,
+        code,
+        table_utc,
+        rnd,
+        in_round,
+        by,
+        detail,
+        payload,
+    ) in reader.rows(
+        "SELECT received_utc, gaming_day, table_id, seq, code, table_utc_ms, round,"
+        " in_round, by_name, detail, payload FROM events ORDER BY n"
     ):
         if not _in(day, first, last):
             continue

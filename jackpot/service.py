@@ -412,4 +412,3 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
             self._log_held(stopping=True)
 
     # -- handling --------------------------------------------------------------------------
-

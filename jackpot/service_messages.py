@@ -251,7 +251,11 @@ class MessagesMixin:
         try:
             results = (
                 self._ledger.apply_batch(
-                    bodies, checked=True, texts=texts, received=times, digests=digests,
+                    bodies,
+                    checked=True,
+                    texts=texts,
+                    received=times,
+                    digests=digests,
                     meanwhile=ahead,
                 )
                 if bodies

@@ -523,9 +523,10 @@ class LedgerCuts:
         problems = self.report.problems
         ledger = self.run_.ledger
         db = as_recovered(ledger, ledger.parent.parent / "after-cut") if ledger.exists() else None
-        made = db is not None and db.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'applied'"
-        ).fetchall()
+        made = (
+            db is not None
+            and db.execute("SELECT 1 FROM sqlite_master WHERE name = 'applied'").fetchall()
+        )
         if not made:  # cut before its first commit: fine if nothing was acknowledged
             if db is not None:
                 db.close()

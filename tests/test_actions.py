@@ -29,7 +29,7 @@ def hand(text: str, wager: int = 1000, **kwargs) -> HandState:
 
 
 PA_DOUBLE_RULE = (
-    "You may \"double down\" on any two cards or the first two of any split pair except for "
+    'You may "double down" on any two cards or the first two of any split pair except for '
     "Blackjack or a count of 21 in two cards. You must make an additional wager not in excess "
     "of the amount of your original wager. Only one card is dealt to the hand."  # seed 000
 )
@@ -60,32 +60,77 @@ def test_double_down_allowed(name, cards, kwargs, amount):
 REFUSED_DOUBLES = [
     # profile, hand, kwargs, amount, fragment of the refusal, the rule
     ("pa-standard", "AS,KD", {}, 1000, "a blackjack cannot double down", PA_DOUBLE_RULE),
-    ("pa-standard", "10S,AD", {"from_split": True}, 1000,
-     "no double down on a count of 21 in two cards", PA_DOUBLE_RULE),
-    ("pa-standard", "5H,6D", {}, 1001, "may not exceed the original wager: at most $10.00",
-     PA_DOUBLE_RULE),
+    (
+        "pa-standard",
+        "10S,AD",
+        {"from_split": True},
+        1000,
+        "no double down on a count of 21 in two cards",
+        PA_DOUBLE_RULE,
+    ),
+    (
+        "pa-standard",
+        "5H,6D",
+        {},
+        1001,
+        "may not exceed the original wager: at most $10.00",
+        PA_DOUBLE_RULE,
+    ),
     ("pa-standard", "5H,6D", {}, 2000, "at most $10.00, not $20.00", PA_DOUBLE_RULE),
     ("pa-standard", "5H,6D", {}, 0, "must be more than $0", PA_DOUBLE_RULE),
-    ("pa-standard", "5H,3D,3C", {}, 1000, "only on the first two cards",
-     "Only one card is dealt to the hand."),
-    ("pa-standard", "AS,6D", {"from_split": True, "split_aces": True}, 1000,
-     "split aces receive one card each: no double down",
-     "A pair of Aces may only be split one time and each will receive one card."),
-    ("online-6deck", "8S,3D", {"from_split": True}, 1000,
-     "no double down after a split",
-     "The \"Double Down\" option is not available to split hands."),
-    ("online-6deck", "5H,6D", {}, 500, "must equal the original wager, $10.00, not $5.00",
-     "By clicking the \"DOUBLE\" button the player can duplicate the bet"),
+    (
+        "pa-standard",
+        "5H,3D,3C",
+        {},
+        1000,
+        "only on the first two cards",
+        "Only one card is dealt to the hand.",
+    ),
+    (
+        "pa-standard",
+        "AS,6D",
+        {"from_split": True, "split_aces": True},
+        1000,
+        "split aces receive one card each: no double down",
+        "A pair of Aces may only be split one time and each will receive one card.",
+    ),
+    (
+        "online-6deck",
+        "8S,3D",
+        {"from_split": True},
+        1000,
+        "no double down after a split",
+        'The "Double Down" option is not available to split hands.',
+    ),
+    (
+        "online-6deck",
+        "5H,6D",
+        {},
+        500,
+        "must equal the original wager, $10.00, not $5.00",
+        'By clicking the "DOUBLE" button the player can duplicate the bet',
+    ),
     ("online-6deck", "5H,6D", {}, 1500, "must equal the original wager", "duplicate the bet"),
-    ("double-up", "AS,9D", {"from_split": True, "split_aces": True}, 1000,
-     "split aces receive one card each", "15. Cannot hit or double down after split aces."),
-    ("double-up", "AS,QD", {}, 1000, "a blackjack cannot double down",
-     "(house rules: no double on a natural)"),
+    (
+        "double-up",
+        "AS,9D",
+        {"from_split": True, "split_aces": True},
+        1000,
+        "split aces receive one card each",
+        "15. Cannot hit or double down after split aces.",
+    ),
+    (
+        "double-up",
+        "AS,QD",
+        {},
+        1000,
+        "a blackjack cannot double down",
+        "(house rules: no double on a natural)",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "cards", "kwargs", "amount", "fragment", "rule"),
-                         REFUSED_DOUBLES)
+@pytest.mark.parametrize(("name", "cards", "kwargs", "amount", "fragment", "rule"), REFUSED_DOUBLES)
 def test_double_down_refused(name, cards, kwargs, amount, fragment, rule):
     with pytest.raises(RuleViolation) as info:
         check_double(hand(cards, **kwargs), amount, load_game(name))
@@ -105,9 +150,7 @@ def test_double_down_refused(name, cards, kwargs, amount, fragment, rule):
     ],
 )
 def test_double_restricted_to_hard_totals(allowed_on, cards, ok):
-    rules = edit_profile(
-        "pa-standard", ('allowed_on = "any_two"', f'allowed_on = "{allowed_on}"')
-    )
+    rules = edit_profile("pa-standard", ('allowed_on = "any_two"', f'allowed_on = "{allowed_on}"'))
     if ok:
         check_double(hand(cards), 1000, rules)
     else:
@@ -162,24 +205,53 @@ def test_split_allowed(name, cards, hands_at_spot):
 
 
 REFUSED_SPLITS = [
-    ("pa-standard", "8S,8D", 3, "a pair may be split into at most 3 hands; this spot has 3",
-     PA_SPLIT_RULE),
-    ("pa-standard", "AS,AD", 2, "a pair of aces may be split into at most 2 hands",
-     PA_SPLIT_RULE),
-    ("pa-standard", "8S,9D", 1, "split only two cards of the same value: 8S and 9D are not",
-     PA_SPLIT_RULE),
+    (
+        "pa-standard",
+        "8S,8D",
+        3,
+        "a pair may be split into at most 3 hands; this spot has 3",
+        PA_SPLIT_RULE,
+    ),
+    ("pa-standard", "AS,AD", 2, "a pair of aces may be split into at most 2 hands", PA_SPLIT_RULE),
+    (
+        "pa-standard",
+        "8S,9D",
+        1,
+        "split only two cards of the same value: 8S and 9D are not",
+        PA_SPLIT_RULE,
+    ),
     ("pa-standard", "8S,8D,2C", 1, "split only a hand of two cards", PA_SPLIT_RULE),
-    ("double-up", "8S,8D", 4, "a pair may be split into at most 4 hands",
-     "12. Player can split pairs other than Aces, 3 times for 4 hands."),
-    ("double-up", "AS,AD", 2, "a pair of aces may be split into at most 2 hands",
-     "16. Cannot re-split aces."),
+    (
+        "double-up",
+        "8S,8D",
+        4,
+        "a pair may be split into at most 4 hands",
+        "12. Player can split pairs other than Aces, 3 times for 4 hands.",
+    ),
+    (
+        "double-up",
+        "AS,AD",
+        2,
+        "a pair of aces may be split into at most 2 hands",
+        "16. Cannot re-split aces.",
+    ),
     ("double-up", "JS,KD", 1, "split only two cards of the same rank", "12. split pairs"),
-    ("online-6deck", "JS,KD", 1, "same rank: JS and KD are not",
-     "Combinations of different cards such as a jack/king, ten/queen, jack/queen pair, etc. "
-     "cannot be split."),
+    (
+        "online-6deck",
+        "JS,KD",
+        1,
+        "same rank: JS and KD are not",
+        "Combinations of different cards such as a jack/king, ten/queen, jack/queen pair, etc. "
+        "cannot be split.",
+    ),
     ("online-6deck", "10S,QD", 1, "same rank", "ten/queen ... cannot be split"),
-    ("online-6deck", "8S,8D", 3, "at most 3 hands",
-     "The original hand may be split up to two times, making a maximum of three separate hands."),
+    (
+        "online-6deck",
+        "8S,8D",
+        3,
+        "at most 3 hands",
+        "The original hand may be split up to two times, making a maximum of three separate hands.",
+    ),
 ]
 
 
@@ -202,8 +274,12 @@ def test_no_splitting_means_no_splitting_of_aces_either():
         check_split(hand("AS,AD"), 1, rules)
 
 
-@given(st.sampled_from(ALL_CARDS), st.sampled_from(ALL_CARDS), st.integers(1, 5),
-       st.sampled_from(["pa-standard", "double-up", "online-6deck"]))
+@given(
+    st.sampled_from(ALL_CARDS),
+    st.sampled_from(ALL_CARDS),
+    st.integers(1, 5),
+    st.sampled_from(["pa-standard", "double-up", "online-6deck"]),
+)
 def test_split_limits(first, second, hands_at_spot, name):
     rules = PROFILES[name]
     pair = is_pair(first, second, match=rules.split.match)
@@ -220,7 +296,7 @@ def test_split_limits(first, second, hands_at_spot, name):
 # ---- surrender -----------------------------------------------------------------------------
 
 SURRENDER_RULE = (
-    "After the dealer has checked for Blackjack, the player may \"surrender\" by giving up half "
+    'After the dealer has checked for Blackjack, the player may "surrender" by giving up half '
     "their bet and not playing out the hand."  # seed 000
 )
 
@@ -233,16 +309,46 @@ def test_late_surrender_after_the_dealer_checked(name):
 @pytest.mark.parametrize(
     ("name", "cards", "kwargs", "checked", "fragment", "rule"),
     [
-        ("pa-standard", "10H,6D", {}, False,
-         "surrender only after the dealer has checked for blackjack", SURRENDER_RULE),
-        ("online-6deck", "10H,6D", {}, False, "after the dealer has checked",
-         "offered in every hand only after the two first cards have been dealt"),
-        ("pa-standard", "10H,3D,3C", {}, True, "surrender only on the first two cards",
-         "by giving up half their bet and not playing out the hand"),
-        ("pa-standard", "10H,6D", {"from_split": True}, True, "a split hand cannot surrender",
-         "docs: the cards speak of surrendering 'the hand' on its first two cards"),
-        ("double-up", "10H,6D", {}, True, "this game offers no surrender",
-         "17. Surrender is not allowed."),
+        (
+            "pa-standard",
+            "10H,6D",
+            {},
+            False,
+            "surrender only after the dealer has checked for blackjack",
+            SURRENDER_RULE,
+        ),
+        (
+            "online-6deck",
+            "10H,6D",
+            {},
+            False,
+            "after the dealer has checked",
+            "offered in every hand only after the two first cards have been dealt",
+        ),
+        (
+            "pa-standard",
+            "10H,3D,3C",
+            {},
+            True,
+            "surrender only on the first two cards",
+            "by giving up half their bet and not playing out the hand",
+        ),
+        (
+            "pa-standard",
+            "10H,6D",
+            {"from_split": True},
+            True,
+            "a split hand cannot surrender",
+            "docs: the cards speak of surrendering 'the hand' on its first two cards",
+        ),
+        (
+            "double-up",
+            "10H,6D",
+            {},
+            True,
+            "this game offers no surrender",
+            "17. Surrender is not allowed.",
+        ),
         ("double-up", "10H,6D", {}, False, "offers no surrender", "17. Surrender is not allowed."),
     ],
 )
@@ -310,9 +416,7 @@ def test_no_double_up_on_split_aces_where_the_casino_decides_so():
 def test_double_up_for_less_where_the_licensee_allows_it():
     """4a. "At their discretion, the licensee may allow the player to place a Double Up wager at
     a lesser amount than the original wager."."""
-    rules = edit_profile(
-        "double-up", ('amount = "equal"', 'amount = "up_to"')
-    )
+    rules = edit_profile("double-up", ('amount = "equal"', 'amount = "up_to"'))
     check_double_up(hand("10H,8D"), 500, rules)
     check_double_up(hand("10H,8D"), 1000, rules)
     with pytest.raises(RuleViolation, match="may not exceed the original wager"):
@@ -326,8 +430,10 @@ def test_no_double_up_outside_double_up_blackjack(name):
 
 
 def test_no_double_up_on_split_hands_where_the_profile_says_so():
-    rules = edit_profile("double-up", ("after_split = true\nafter_split_aces",
-                                       "after_split = false\nafter_split_aces"))
+    rules = edit_profile(
+        "double-up",
+        ("after_split = true\nafter_split_aces", "after_split = false\nafter_split_aces"),
+    )
     with pytest.raises(RuleViolation, match="no Double Up on split hands"):
         check_double_up(hand("8S,3D", from_split=True), 1000, rules)
 

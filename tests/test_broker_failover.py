@@ -180,9 +180,7 @@ def check_ledger(ledger: Path, streams: dict[str, list]) -> None:
 
 
 @pytest.mark.parametrize("topology", ["direct", "bridged"])
-def test_a_central_broker_killed_mid_stream_everyone_moves_and_comes_back(
-    tmp_path, pa, topology
-):
+def test_a_central_broker_killed_mid_stream_everyone_moves_and_comes_back(tmp_path, pa, topology):
     """Direct: both tables connect to A or B themselves. Bridged: table 8 connects to its
     property broker only, whose bridge lists A then B (round_robin false)."""
     a, b = central_pair(tmp_path)
@@ -396,7 +394,7 @@ def test_the_jackpot_config_lists_the_central_brokers():
     assert config.mqtt_tls_ca == "/etc/jackpot-controller/ca.crt"
     assert parse_config(text, "j.toml").mqtt_brokers == ()
     for body, problem in (
-        ('brokers = []', "a list of 1 to 8 broker addresses"),
+        ("brokers = []", "a list of 1 to 8 broker addresses"),
         ('brokers = ["a", "a:1883"]', "lists a broker twice"),
         ('brokers = ["mqtt://a"]', "no scheme"),
         ('brokers = ["a"]\nhost = "b"', "unknown key"),

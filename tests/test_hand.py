@@ -97,10 +97,18 @@ def test_any_ace_with_any_ten_value_card_is_blackjack(cards, ace, ten):
     ("hand", "from_split", "expected", "rule"),
     [
         ("AS,JS", False, True, BLACKJACK_RULE),
-        ("AS,JS", True, False, "seed 004 rule 6: split aces + ten 'is considered 21, and NOT "
-         "BLACKJACK'"),
-        ("KD,AC", True, False, "seed 004 rule 8: 21 occurs 'when splitting aces and receiving a "
-         "ten value card'"),
+        (
+            "AS,JS",
+            True,
+            False,
+            "seed 004 rule 6: split aces + ten 'is considered 21, and NOT BLACKJACK'",
+        ),
+        (
+            "KD,AC",
+            True,
+            False,
+            "seed 004 rule 8: 21 occurs 'when splitting aces and receiving a ten value card'",
+        ),
         ("7S,7D,7C", False, False, "seed 004 rule 8: '21 occurs with three cards or more'"),
         ("AS,5D,5C", False, False, "seed 000: a 3 or more card 21 is not a 2 card 21"),
         ("AS,9D", False, False, "20 is no blackjack"),

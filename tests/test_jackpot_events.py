@@ -154,7 +154,9 @@ def test_a_schema_3_ledger_migrates_to_4_and_keeps_everything(ledger_at, capsys)
 
 
 def test_the_service_stores_and_acks_a_signed_event_and_refuses_a_forged_one(
-    tmp_path, broker, caplog  # noqa: F811
+    tmp_path,
+    broker,  # noqa: F811
+    caplog,
 ):
     caplog.set_level("INFO", logger="jackpot.service")
     ledger = tmp_path / "ledger.db"
@@ -206,5 +208,7 @@ def test_the_service_stores_and_acks_a_signed_event_and_refuses_a_forged_one(
     )
     logged = [r.getMessage() for r in caplog.records]
     assert any(line.startswith(f"ALARM event_power_loss from {t7} seq 1: ") for line in logged)
-    assert f"event from {t7} seq 2: the shoe door was closed; round 12, between rounds; the " \
+    assert (
+        f"event from {t7} seq 2: the shoe door was closed; round 12, between rounds; the "
         "table's time 2026-03-02T13:00:00.000Z" in logged
+    )

@@ -1097,7 +1097,8 @@ def test_the_ledger_section_names_a_postgresql_database():
 
 
 def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
-    ledger_at, monkeypatch  # noqa: F811
+    ledger_at,  # noqa: F811
+    monkeypatch,
 ):
     """A contribution refused after it moved the Blazing 7's meter (its Mystery part fails)
     is rolled back to its savepoint; the batch reads the meter again, so the messages after
@@ -1150,7 +1151,8 @@ def test_a_refusal_after_a_meter_moved_leaves_the_rest_of_the_batch_right(
 
 
 def test_a_kind_that_moves_money_and_then_refuses_undoes_the_whole_batch(
-    ledger_at, monkeypatch  # noqa: F811
+    ledger_at,  # noqa: F811
+    monkeypatch,
 ):
     """Every kind runs its checks before its first write, so a refusal has nothing to undo
     (no savepoint a message). A kind that broke that rule (a future change) would commit a

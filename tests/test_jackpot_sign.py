@@ -83,10 +83,23 @@ def test_board_validates_keeps_the_latest_sequence_and_a_new_boot_replaces_meter
         ("bj/v1/jackpot/hcm-bj-07/ack", b"{}"),
         # a forger with a broker password but not the controller's key: nothing shown
         (meter_topic("blazing_7s"), json.dumps({**B7, "amount": 10**12, "seq": 52}).encode()),
-        (meter_topic("blazing_7s"), json.dumps(table_signer("hcm-bj-07").sign(
-            meter_topic("blazing_7s"), {**B7, "amount": 10**12, "seq": 53})).encode()),
-        (meter_topic("blazing_7s"), json.dumps({**json.loads(signed(
-            meter_topic("blazing_7s"), {**B7, "seq": 54})), "amount": 10**12}).encode()),
+        (
+            meter_topic("blazing_7s"),
+            json.dumps(
+                table_signer("hcm-bj-07").sign(
+                    meter_topic("blazing_7s"), {**B7, "amount": 10**12, "seq": 53}
+                )
+            ).encode(),
+        ),
+        (
+            meter_topic("blazing_7s"),
+            json.dumps(
+                {
+                    **json.loads(signed(meter_topic("blazing_7s"), {**B7, "seq": 54})),
+                    "amount": 10**12,
+                }
+            ).encode(),
+        ),
         (meter_topic("mystery"), signed(meter_topic("blazing_7s"), {**B7, "seq": 55})),
     ]
     for topic, payload in bad:

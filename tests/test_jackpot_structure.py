@@ -25,8 +25,18 @@ def test_the_service_and_the_supervisor_do_not_import_each_other_or_the_command_
     assert "jackpot.service" in imported("ha")
     assert not imported("ha") & {"jackpot.cli", "jackpot.commands"}
     assert {"jackpot.service", "jackpot.ha", "jackpot.commands"} <= imported("cli")
-    for module in ("ledger", "ledger_kinds", "ledger_results", "ledger_rows", "changes",
-                   "reports", "reconcile", "audit", "draws", "parameters"):
+    for module in (
+        "ledger",
+        "ledger_kinds",
+        "ledger_results",
+        "ledger_rows",
+        "changes",
+        "reports",
+        "reconcile",
+        "audit",
+        "draws",
+        "parameters",
+    ):
         assert not imported(module) & {"jackpot.service", "jackpot.ha", "jackpot.cli"}, module
 
 

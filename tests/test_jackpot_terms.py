@@ -250,7 +250,10 @@ def test_corrections_transfers_and_retirement_are_movements(ledger_at, tmp_path,
     kinds = rows(location, "SELECT what, amount, change_n FROM movements WHERE change_n IS NOT"
                            " NULL AND what != 'seed' ORDER BY n")  # fmt: skip
     assert [(w, Fraction(a)) for w, a, _ in kinds] == [
-        ("correction", Fraction(-1234)), ("transfer", -owed), ("transfer", owed)]
+        ("correction", Fraction(-1234)),
+        ("transfer", -owed),
+        ("transfer", owed),
+    ]
     assert kinds[1][2] == kinds[2][2] == n
 
 

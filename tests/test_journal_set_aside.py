@@ -129,7 +129,9 @@ def test_an_update_that_settles_the_round_differently_is_refused_then_set_aside(
     ((seq, change, accepted),) = new.rows
     assert (seq, accepted, new.last) == (before.last + 1, True, before.last + 1)
     assert (change["type"], change["action"], change["by"]) == (
-        "journal_change", "set_aside", "ana (command line)"
+        "journal_change",
+        "set_aside",
+        "ana (command line)",
     )
     assert done.archive.name in change["detail"] and digest[:16] in change["detail"]
     assert new.pending[:3] == before.pending and len(new.pending) == 4
@@ -137,8 +139,12 @@ def test_an_update_that_settles_the_round_differently_is_refused_then_set_aside(
     assert (seq, event, kind) == (before.link[1] + 1, before.last + 1, "event")
     assert key == f"event/{before.link[1] + 1}"  # past every key the old file could have used
     assert json.loads(payload) == {
-        "code": "journal_set_aside", "utc_ms": SET_ASIDE_AT, "round": number + 1,
-        "in_round": False, "by": "ana (command line)", "detail": change["detail"],
+        "code": "journal_set_aside",
+        "utc_ms": SET_ASIDE_AT,
+        "round": number + 1,
+        "in_round": False,
+        "by": "ana (command line)",
+        "detail": change["detail"],
     }
     assert (new.origin.reason, new.origin.previous, new.origin.previous_sha256) == (
         "set aside",

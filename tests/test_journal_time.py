@@ -71,9 +71,7 @@ def test_every_event_and_round_carries_its_utc_time(tmp_path, pa):
 
 
 @pytest.mark.parametrize("step_ms", [3_600_000, -90_000])
-def test_a_clock_step_is_recorded_with_its_round_and_never_reorders_events(
-    tmp_path, pa, step_ms
-):
+def test_a_clock_step_is_recorded_with_its_round_and_never_reorders_events(tmp_path, pa, step_ms):
     path = tmp_path / "journal.sqlite"
     events = session_events("pa-standard", 5, 6)
     plain = tmp_path / "plain.sqlite"

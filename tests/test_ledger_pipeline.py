@@ -125,7 +125,10 @@ def apply(location, messages: list[dict], rng: random.Random | None) -> list:
 
 
 def test_pipelined_batches_store_what_one_statement_at_a_time_stores(
-    pg_server, tmp_path, monkeypatch, capsys  # noqa: F811
+    pg_server,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    capsys,
 ):
     messages = stream(32)
     lite = tmp_path / "one-by-one.db"

@@ -65,8 +65,9 @@ def streams(tmp_path_factory, pa) -> dict[str, list[dict]]:
     for table, seed in ((T7, 3), (T8, 4)):
         rows = _rows(tmp_path_factory.mktemp(table) / "t.journal", pa, seed, 24)
         out[table] = [
-            envelope(table, 1, r.seq, Publish(topic=r.kind, key=r.key, payload=r.payload),
-                     SENT_T + r.seq)
+            envelope(
+                table, 1, r.seq, Publish(topic=r.kind, key=r.key, payload=r.payload), SENT_T + r.seq
+            )
             for r in rows
         ]
     return out
@@ -237,8 +238,11 @@ def fitted(rows: list[dict]) -> list[list[dict]]:
     return out
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     cuts=st.lists(st.integers(1, BATCH_ROWS), min_size=1, max_size=40),
     seed=st.integers(0, 2**32 - 1),
@@ -246,7 +250,12 @@ def fitted(rows: list[dict]) -> list[list[dict]]:
     share=st.sampled_from([0.15, 0.5, 0.85]),
 )  # fmt: skip
 def test_frames_give_the_ledger_of_the_same_rows_one_by_one(
-    streams, ledger_at, cuts, seed, per_delivery, share  # noqa: F811
+    streams,
+    ledger_at,  # noqa: F811
+    cuts,
+    seed,
+    per_delivery,
+    share,
 ):
     """A random burst: both tables' rows cut into frames of random sizes (a frame of one row
     goes as a single message, as the publisher sends it), the two tables' frames interleaved

@@ -210,16 +210,42 @@ def test_a_stolen_or_leaked_table_identity_moves_no_money_off_the_games_terms(
             ("contribution", contribution(), "round"),  # the same spot and round again
             ("hit_claim", claim0, "card"),  # invented qualifying cards
             ("hit_claim", {**claim0, "round": fresh_round}, "round"),  # no result reported
-            ("hit_claim", {**claim0, "spot": spot_cards["spot"],
-                           "cards": spot_cards["first_two"] or ["7D", "7H"],
-                           "up_card": "7S"}, "card"),  # the spot's cards, another up card
+            (
+                "hit_claim",
+                {
+                    **claim0,
+                    "spot": spot_cards["spot"],
+                    "cards": spot_cards["first_two"] or ["7D", "7H"],
+                    "up_card": "7S",
+                },
+                "card",
+            ),  # the spot's cards, another up card
             ("round_result", {**r0}, "round"),  # a round reported twice
-            ("round_result", {**r0, "round": fresh_round + 1, "dealer": seven_row[:21],
-                              "settlements": [], "stake": 0, "paid": 0, "returned": 0},
-             "shoe"),  # more 7 of diamonds than the shoe holds
-            ("award_confirm", {"award_id": f"{T7}/1", "round": 1, "spot": 1,
-                               "pool": "blazing_7s", "amount": 1_000_000,
-                               "confirmed_t": 1}, "award"),
+            (
+                "round_result",
+                {
+                    **r0,
+                    "round": fresh_round + 1,
+                    "dealer": seven_row[:21],
+                    "settlements": [],
+                    "stake": 0,
+                    "paid": 0,
+                    "returned": 0,
+                },
+                "shoe",
+            ),  # more 7 of diamonds than the shoe holds
+            (
+                "award_confirm",
+                {
+                    "award_id": f"{T7}/1",
+                    "round": 1,
+                    "spot": 1,
+                    "pool": "blazing_7s",
+                    "amount": 1_000_000,
+                    "confirmed_t": 1,
+                },
+                "award",
+            ),
         ]
         for kind, payload, _word in terms:
             ATTEMPTS["a stolen table"] += 1
@@ -230,7 +256,7 @@ def test_a_stolen_or_leaked_table_identity_moves_no_money_off_the_games_terms(
             assert table.next_of("ack")["seq"] == seq  # the sequence is taken, refused
             wait_for(lambda r=refused: svc.health()["counts"].get("refused", 0) == r + 1)
             wait_for(lambda a=alarmed: alarms(svc) == a + 1, what=f"an alarm for {kind}")
-        reasons = [a["detail"] for a in svc.health()["alarms"][-len(terms):]]
+        reasons = [a["detail"] for a in svc.health()["alarms"][-len(terms) :]]
         for (kind, _payload, word), reason in zip(terms, reasons, strict=True):
             assert word in reason.lower(), (kind, word, reason)
 
@@ -450,11 +476,29 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
             # meters and status for the signs: not signed by the controller, not shown
             refused = board.refused
             fake_meters = [
-                (meter_topic("blazing_7s"), {"v": 1, "pool": "blazing_7s",
-                 "amount": 150_000_000_000_000, "fraction": "0/1", "seq": 10**9,
-                 "sent_t": 1}),
-                (meter_topic("mystery"), {"v": 1, "pool": "mystery", "amount": 99_999,
-                 "fraction": "0/1", "seq": 10**9, "must_hit_by": 100_000, "sent_t": 1}),
+                (
+                    meter_topic("blazing_7s"),
+                    {
+                        "v": 1,
+                        "pool": "blazing_7s",
+                        "amount": 150_000_000_000_000,
+                        "fraction": "0/1",
+                        "seq": 10**9,
+                        "sent_t": 1,
+                    },
+                ),
+                (
+                    meter_topic("mystery"),
+                    {
+                        "v": 1,
+                        "pool": "mystery",
+                        "amount": 99_999,
+                        "fraction": "0/1",
+                        "seq": 10**9,
+                        "must_hit_by": 100_000,
+                        "sent_t": 1,
+                    },
+                ),
                 (JACKPOT_STATUS_TOPIC, {"v": 1, "state": "offline", "boot": 99, "sent_t": 1}),
             ]
             signatures = live.pub.health()["errors"].get("signature", 0)
@@ -486,8 +530,13 @@ def test_forged_acks_awards_and_meters_reach_no_dealer_and_no_sign(
         try:
             unproven = [
                 award,  # answers no claim this table made
-                {**award, "claim_key": "round-1/spot-1/blazing_7s/contribution",
-                 "pool": "mystery", "amount": 99_999, "meter_before": 99_999},
+                {
+                    **award,
+                    "claim_key": "round-1/spot-1/blazing_7s/contribution",
+                    "pool": "mystery",
+                    "amount": 99_999,
+                    "meter_before": 99_999,
+                },
                 {**award, "state": "committed", "award_id": f"{T7}/998"},
             ]
             for message in unproven:

@@ -103,9 +103,10 @@ def test_envelope_without_a_copy_still_refuses_a_float_for_cents():
     """The publisher wraps payloads it just read from the outbox without copying them: the
     checks are the same (500.0 is not an exact number of cents)."""
     payload = _contribution_payload()
-    assert envelope(TABLE, 1, 1, Publish("contribution", "k", payload), 0, copy=False)[
-        "payload"
-    ] is payload
+    assert (
+        envelope(TABLE, 1, 1, Publish("contribution", "k", payload), 0, copy=False)["payload"]
+        is payload
+    )
     payload["stake"] = 500.0
     with pytest.raises(LinkMessageError, match="integer"):
         envelope(TABLE, 1, 1, Publish("contribution", "k", payload), 0, copy=False)

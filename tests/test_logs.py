@@ -78,8 +78,7 @@ def test_the_jackpot_controller_under_journald_prefixes_each_line_and_drops_the_
     lines = text.splitlines()
     assert lines and all(re.match(r"<[2-7]>(jackpot|controller)\.", line) for line in lines), text
     assert any(
-        line.startswith("<4>jackpot.cli WARNING: no public key in the config")
-        for line in lines
+        line.startswith("<4>jackpot.cli WARNING: no public key in the config") for line in lines
     ), text
     assert any(line.startswith("<4>") and "cannot reach the broker" in line for line in lines)
     assert any(line.startswith("<6>") and "metrics at http://127.0.0.1:" in line for line in lines)

@@ -50,35 +50,85 @@ def lines(settlements: list[Settlement]) -> dict[str, tuple[Outcome, int]]:
 # ---- the main wager, PA standard (seed 000) ------------------------------------------------
 
 MAIN = [
-    ("10H,8D", "10S,7C", WIN, 1000,
-     "If your hand and the dealer's hand both total under 21 but your total count is higher, "
-     "you win and the payout odds are 1 to 1."),
-    ("10H,7D", "10S,8C", LOSE, -1000, "The object is to draw cards that add up to 21 or as "
-     "close to it as possible."),
-    ("10H,8D", "10S,8C", PUSH, 0,
-     "If your count is the same as the dealer's it is a standoff, or a \"push.\""),
-    ("10H,5D", "10S,6C,9D", WIN, 1000,
-     "If your total count is 21 or less and the point count of the dealer is in excess of 21, "
-     "you win and the payout odds are 1 to 1."),
+    (
+        "10H,8D",
+        "10S,7C",
+        WIN,
+        1000,
+        "If your hand and the dealer's hand both total under 21 but your total count is higher, "
+        "you win and the payout odds are 1 to 1.",
+    ),
+    (
+        "10H,7D",
+        "10S,8C",
+        LOSE,
+        -1000,
+        "The object is to draw cards that add up to 21 or as close to it as possible.",
+    ),
+    (
+        "10H,8D",
+        "10S,8C",
+        PUSH,
+        0,
+        'If your count is the same as the dealer\'s it is a standoff, or a "push."',
+    ),
+    (
+        "10H,5D",
+        "10S,6C,9D",
+        WIN,
+        1000,
+        "If your total count is 21 or less and the point count of the dealer is in excess of 21, "
+        "you win and the payout odds are 1 to 1.",
+    ),
     ("10H,2D", "10S,6C,9D", WIN, 1000, "a 12 wins when the dealer breaks"),
-    ("10H,5D,9C", "10S,6C,9D", LOSE, -1000,
-     "If you \"break\" (over 21), you lose, even if the dealer breaks."),
-    ("10H,5D,9C", "10S,7C", LOSE, -1000, "Exceeding 21 is a \"break\" and you automatically lose."),
+    (
+        "10H,5D,9C",
+        "10S,6C,9D",
+        LOSE,
+        -1000,
+        'If you "break" (over 21), you lose, even if the dealer breaks.',
+    ),
+    ("10H,5D,9C", "10S,7C", LOSE, -1000, 'Exceeding 21 is a "break" and you automatically lose.'),
     ("AS,KD", "10S,7C", BJ, 1500, "your Blackjack shall be paid at odds of 3 to 2"),
-    ("KD,AS", "9S,8C", BJ, 1500,
-     "If the first face up card dealt to the dealer is 2, 3, 4, 5, 6, 7, 8 or 9 and you have a "
-     "Blackjack, the dealer shall announce and pay the Blackjack odds of 3 to 2"),
-    ("AS,KD", "10S,6C,5D", BJ, 1500,
-     "Should the dealer draw a 3 or more card 21, this does not beat your 2 card 21 "
-     "(Blackjack)."),
-    ("AS,JC", "2S,9C,QD", BJ, 1500,
-     "If you achieve a score of 21 in two cards and a dealer achieves a score of 21 in more "
-     "than two cards, you win."),
-    ("AS,KD", "AH,QC", PUSH, 0,
-     "If however, the dealer's second card gives him Blackjack, the wager of the player having "
-     "Blackjack shall be voided and constitute a push."),
-    ("7S,7D,7C", "AH,QC", LOSE, -1000,
-     "If you have a 3 or more card 21 and the dealer has a 2 card 21 (Blackjack), you lose."),
+    (
+        "KD,AS",
+        "9S,8C",
+        BJ,
+        1500,
+        "If the first face up card dealt to the dealer is 2, 3, 4, 5, 6, 7, 8 or 9 and you have a "
+        "Blackjack, the dealer shall announce and pay the Blackjack odds of 3 to 2",
+    ),
+    (
+        "AS,KD",
+        "10S,6C,5D",
+        BJ,
+        1500,
+        "Should the dealer draw a 3 or more card 21, this does not beat your 2 card 21 "
+        "(Blackjack).",
+    ),
+    (
+        "AS,JC",
+        "2S,9C,QD",
+        BJ,
+        1500,
+        "If you achieve a score of 21 in two cards and a dealer achieves a score of 21 in more "
+        "than two cards, you win.",
+    ),
+    (
+        "AS,KD",
+        "AH,QC",
+        PUSH,
+        0,
+        "If however, the dealer's second card gives him Blackjack, the wager of the player having "
+        "Blackjack shall be voided and constitute a push.",
+    ),
+    (
+        "7S,7D,7C",
+        "AH,QC",
+        LOSE,
+        -1000,
+        "If you have a 3 or more card 21 and the dealer has a 2 card 21 (Blackjack), you lose.",
+    ),
     ("10H,QD", "AH,QC", LOSE, -1000, "a dealer Blackjack beats a 20"),
     ("9S,2D,10C", "10H,6C,5D", PUSH, 0, "21 against a 3 or more card 21 is a push"),
     ("AS,6D", "10H,7C", PUSH, 0, "soft 17 against hard 17 is a standoff"),
@@ -146,12 +196,22 @@ def test_double_down(pa, cards, player, double, dealer, main, main_net, dd, dd_n
 # ---- split hands ---------------------------------------------------------------------------
 
 SPLIT = [
-    ("AS,KD", "10S,7C", WIN, 1000,
-     "seed 004 rule 6/8: split ace + ten 'is considered 21, and NOT BLACKJACK': paid 1 to 1"),
+    (
+        "AS,KD",
+        "10S,7C",
+        WIN,
+        1000,
+        "seed 004 rule 6/8: split ace + ten 'is considered 21, and NOT BLACKJACK': paid 1 to 1",
+    ),
     ("KD,AS", "10S,7C", WIN, 1000, "a split ten that draws an ace is 21, paid 1 to 1"),
-    ("AS,KD", "10S,6C,5D", WIN, 1000,
-     "seed 000: 'If you achieve a score of 21 in two cards and a dealer achieves a score of 21 "
-     "in more than two cards, you win.' (1 to 1: a split 21 is no blackjack)"),
+    (
+        "AS,KD",
+        "10S,6C,5D",
+        WIN,
+        1000,
+        "seed 000: 'If you achieve a score of 21 in two cards and a dealer achieves a score of 21 "
+        "in more than two cards, you win.' (1 to 1: a split 21 is no blackjack)",
+    ),
     ("KD,AS", "3S,8C,KD", WIN, 1000, "a split ten that draws an ace beats a 3-card 21"),
     ("7S,4D,KC", "10S,6C,5D", PUSH, 0, "a split hand's 3-card 21 ties the dealer's 3-card 21"),
     ("8S,2D,7C", "10S,9C", LOSE, -1000, "a split hand settles like any hand"),
@@ -167,8 +227,10 @@ def test_split_hands(pa, cards, player, dealer, outcome, net, rule):
     assert (line.outcome, line.net) == (outcome, net), rule
 
 
-TWO_CARD_21 = ("seed 000: If you achieve a score of 21 in two cards and a dealer achieves a "
-               "score of 21 in more than two cards, you win.")
+TWO_CARD_21 = (
+    "seed 000: If you achieve a score of 21 in two cards and a dealer achieves a "
+    "score of 21 in more than two cards, you win."
+)
 
 
 @pytest.mark.parametrize("split_index", [0, 1, 2])
@@ -198,8 +260,12 @@ def test_split_two_card_21_pushes_where_the_profile_says_so(edited, cards):
 
 @pytest.mark.parametrize(
     ("game", "beats"),
-    [("pa-standard", True), ("blackjack-tie", False), ("double-up", False),
-     ("online-6deck", False)],
+    [
+        ("pa-standard", True),
+        ("blackjack-tie", False),
+        ("double-up", False),
+        ("online-6deck", False),
+    ],
 )
 def test_which_profiles_pay_a_split_two_card_21_against_a_dealer_21(game, beats, cards):
     """PA's card says so; Blackjack Tie rule 2 pushes the primary wager on a tie (rule 8 makes
@@ -222,10 +288,11 @@ def test_split_hand_with_double_down(pa, cards):
 
 # ---- surrender -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("wager", "returned", "rule"),
     [
-        (1000, 500, "seed 000: the player may \"surrender\" by giving up half their bet"),
+        (1000, 500, 'seed 000: the player may "surrender" by giving up half their bet'),
         (2500, 1250, "seed 002: only half the bet is lost, the other half being returned"),
         (501, 250, "docs/profiles.md: a surrender returns half the wager, rounded down"),
         (1, 0, "half of one cent rounds down to nothing"),
@@ -244,8 +311,8 @@ def test_surrender_returns_half_the_wager(pa, cards, wager, returned, rule):
 
 INSURANCE_RULE = (
     "Whenever the first card dealt to the dealer is an Ace, you have the right to make an "
-    "\"insurance wager\" which wins if the dealer's second card is a King, Queen, Jack or 10 "
-    "... Winning \"insurance wagers\" shall be paid to odds of 2 to 1."
+    '"insurance wager" which wins if the dealer\'s second card is a King, Queen, Jack or 10 '
+    '... Winning "insurance wagers" shall be paid to odds of 2 to 1.'
 )
 
 
@@ -257,7 +324,10 @@ INSURANCE_RULE = (
 def test_insurance_pays_2_to_1(name, stake, dealer_blackjack, outcome, paid, returned):
     line = settle_insurance(stake, dealer_blackjack, load_game(name))
     assert (line.wager, line.outcome, line.paid, line.returned) == (
-        "insurance", outcome, paid, returned
+        "insurance",
+        outcome,
+        paid,
+        returned,
     ), INSURANCE_RULE
 
 
@@ -324,7 +394,11 @@ def test_even_money_is_paid_1_to_1_at_once():
     shows an Ace."."""
     line = settle_even_money(1000)
     assert (line.wager, line.outcome, line.paid, line.returned, line.net) == (
-        "main", BJ, 1000, 1000, 1000
+        "main",
+        BJ,
+        1000,
+        1000,
+        1000,
     )
     assert line.pays == Odds(1, 1)
 
@@ -343,34 +417,58 @@ def test_even_money_equals_a_blackjack_insured_for_half(wager, dealer_blackjack)
 
 # ---- Double Up Blackjack (seed 003) ----------------------------------------------------------
 
-RULE_6 = ("6. If the player has a higher final total than the dealer, they will be paid even "
-          "money on their main wager and their Double Up wager, if placed.")
-RULE_7 = ("7. If the dealer has a higher total than the player, the player will lose both their "
-          "main wager and their Double Up wager, if placed.")
-RULE_8 = ("8. If the dealer and player tie, the player's main wager is a push, but they will "
-          "lose their Double Up wager, if placed.")
-RULE_10 = ("10. If the dealer is dealt or draws to a soft or hard total of 16, the game ends. If "
-           "the player has a total of 21, the dealer pay all active wagers including Double Up "
-           "and Double Down wagers, if placed, even money. If the player has a total other than "
-           "21, all active wagers including Double Up and Double Down wagers push.")
+RULE_6 = (
+    "6. If the player has a higher final total than the dealer, they will be paid even "
+    "money on their main wager and their Double Up wager, if placed."
+)
+RULE_7 = (
+    "7. If the dealer has a higher total than the player, the player will lose both their "
+    "main wager and their Double Up wager, if placed."
+)
+RULE_8 = (
+    "8. If the dealer and player tie, the player's main wager is a push, but they will "
+    "lose their Double Up wager, if placed."
+)
+RULE_10 = (
+    "10. If the dealer is dealt or draws to a soft or hard total of 16, the game ends. If "
+    "the player has a total of 21, the dealer pay all active wagers including Double Up "
+    "and Double Down wagers, if placed, even money. If the player has a total other than "
+    "21, all active wagers including Double Up and Double Down wagers push."
+)
 
 DOUBLE_UP = [
     ("10H,9D", "10S,8C", {"main": (WIN, 1000), "double_up": (WIN, 1000)}, RULE_6),
-    ("10H,9D", "10S,6C,8D", {"main": (WIN, 1000), "double_up": (WIN, 1000)},
-     "9. All other winning wagers Main Wager, Double Up, or Double Down pay even money."),
+    (
+        "10H,9D",
+        "10S,6C,8D",
+        {"main": (WIN, 1000), "double_up": (WIN, 1000)},
+        "9. All other winning wagers Main Wager, Double Up, or Double Down pay even money.",
+    ),
     ("10H,7D", "10S,8C", {"main": (LOSE, -1000), "double_up": (LOSE, -1000)}, RULE_7),
     ("10H,8D", "10S,8C", {"main": (PUSH, 0), "double_up": (LOSE, -1000)}, RULE_8),
     ("AS,7D", "10S,8C", {"main": (PUSH, 0), "double_up": (LOSE, -1000)}, RULE_8 + " (soft 18)"),
     ("10H,QD", "AS,9C", {"main": (PUSH, 0), "double_up": (LOSE, -1000)}, RULE_8 + " (20 v 20)"),
-    ("10H,AD", "9S,2C,KD", {"main": (PUSH, 0), "double_up": (LOSE, -1000)},
-     RULE_8 + " (a split 10-A is 21, not blackjack)"),
+    (
+        "10H,AD",
+        "9S,2C,KD",
+        {"main": (PUSH, 0), "double_up": (LOSE, -1000)},
+        RULE_8 + " (a split 10-A is 21, not blackjack)",
+    ),
     # rule 10: the dealer stops on 16
     ("10H,8D", "10S,6C", {"main": (PUSH, 0), "double_up": (PUSH, 0)}, RULE_10),
     ("10H,7D", "AS,5C", {"main": (PUSH, 0), "double_up": (PUSH, 0)}, RULE_10 + " (soft 16)"),
-    ("10H,4D", "2S,4C,10D", {"main": (PUSH, 0), "double_up": (PUSH, 0)},
-     RULE_10 + " (draws to 16; the player's 14 pushes too)"),
-    ("10H,AD", "10S,6C", {"main": (WIN, 1000), "double_up": (WIN, 1000)},
-     RULE_10 + " (a split hand's 2-card 21)"),
+    (
+        "10H,4D",
+        "2S,4C,10D",
+        {"main": (PUSH, 0), "double_up": (PUSH, 0)},
+        RULE_10 + " (draws to 16; the player's 14 pushes too)",
+    ),
+    (
+        "10H,AD",
+        "10S,6C",
+        {"main": (WIN, 1000), "double_up": (WIN, 1000)},
+        RULE_10 + " (a split hand's 2-card 21)",
+    ),
 ]
 
 
@@ -474,7 +572,10 @@ def test_dealer_blackjack_without_peek(no_peek, cards, takes, split_index, expec
     rules = no_peek(takes)
     assert (rules.dealer.peek, rules.dealer.blackjack_takes) == ("none", takes)
     hand = PlayerHand(
-        cards("5H,6D,9C"), 1000, double_down=1000, from_split=split_index > 0,
+        cards("5H,6D,9C"),
+        1000,
+        double_down=1000,
+        from_split=split_index > 0,
         split_index=split_index,
     )
     assert lines(settle_hand(hand, cards("AH,KC"), rules)) == expected
@@ -489,8 +590,10 @@ def test_no_peek_blackjack_against_blackjack_still_pushes(no_peek, cards, takes)
 def test_blackjack_takes_matters_only_without_a_peek(edited, cards):
     """``blackjack_takes``: "without a peek, what a dealer blackjack takes"; with the reader's
     peek every wager on the hand goes to a dealer blackjack."""
-    rules = edited("pa-standard", ('ends_on_16 = false', 'ends_on_16 = false\n'
-                                   'blackjack_takes = "original_wager"'))
+    rules = edited(
+        "pa-standard",
+        ("ends_on_16 = false", 'ends_on_16 = false\nblackjack_takes = "original_wager"'),
+    )
     assert rules.dealer.peek == "electronic"
     hand = PlayerHand(cards("5H,6D,9C"), 1000, double_down=1000)
     assert lines(settle_hand(hand, cards("AH,KC"), rules)) == {
@@ -506,6 +609,7 @@ def test_no_peek_split_aces_21_loses_to_dealer_blackjack(no_peek, cards):
 
 
 # ---- wagers are whole cents -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "kwargs",
@@ -597,8 +701,13 @@ def settled_hands(draw):
     split_index = draw(st.integers(0, 3))
     from_split = split_index > 0 or draw(st.booleans())
     hand = PlayerHand(
-        player, wager, double_down=double_down, double_up=double_up, from_split=from_split,
-        split_index=split_index, surrendered=surrendered,
+        player,
+        wager,
+        double_down=double_down,
+        double_up=double_up,
+        from_split=from_split,
+        split_index=split_index,
+        surrendered=surrendered,
     )
     dealer = play_dealer(draw(st.lists(any_card, min_size=2, max_size=10)), rules)
     return name, rules, hand, dealer
@@ -701,9 +810,13 @@ def test_settlement_scales_with_the_stake(case, factor):
     breakage of a natural's odds)."""
     _, rules, hand, dealer = case
     bigger = PlayerHand(
-        hand.cards, hand.wager * factor, double_down=hand.double_down * factor,
-        double_up=hand.double_up * factor, from_split=hand.from_split,
-        split_index=hand.split_index, surrendered=hand.surrendered,
+        hand.cards,
+        hand.wager * factor,
+        double_down=hand.double_down * factor,
+        double_up=hand.double_up * factor,
+        from_split=hand.from_split,
+        split_index=hand.split_index,
+        surrendered=hand.surrendered,
     )
     small = settle_hand(hand, dealer, rules)
     big = settle_hand(bigger, dealer, rules)

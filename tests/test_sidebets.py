@@ -51,8 +51,13 @@ LUCKY_LADIES_RULE = (
 )
 
 LUCKY_LADIES = [
-    ("QH,QH", True, "queen_hearts_pair_dealer_blackjack", 1000,
-     "2 Queen of Hearts with Dealer Blackjack 1,000 to 1"),
+    (
+        "QH,QH",
+        True,
+        "queen_hearts_pair_dealer_blackjack",
+        1000,
+        "2 Queen of Hearts with Dealer Blackjack 1,000 to 1",
+    ),
     ("QH,QH", False, "queen_hearts_pair", 200, "2 Queen of Hearts 200 to 1"),
     ("KS,KS", False, "matched_20", 25, "Matched Pair 25 to 1 (both cards the identical)"),
     ("KS,KS", True, "matched_20", 25, "the dealer's blackjack lifts only two Queen of Hearts"),
@@ -71,9 +76,7 @@ LUCKY_LADIES = [
 @pytest.mark.parametrize(("hand", "dealer_bj", "outcome", "win", "line"), LUCKY_LADIES)
 def test_lucky_ladies_tiers(hand, dealer_bj, outcome, win, line):
     result = lucky_ladies.evaluate(parse_cards(hand), dealer_bj, LL)
-    assert (result.result, result.outcome, result.pays) == (BetResult.WIN, outcome, Odds(win)), (
-        line
-    )
+    assert (result.result, result.outcome, result.pays) == (BetResult.WIN, outcome, Odds(win)), line
     assert result.bet == "lucky_ladies"
     settled = settle_side_bet(500, result)
     assert (settled.paid, settled.returned, settled.net) == (500 * win, 500, 500 * win)
@@ -133,9 +136,7 @@ XTREME = [
 @pytest.mark.parametrize(("hand", "up", "outcome", "win", "line"), XTREME)
 def test_xtreme_lines(hand, up, outcome, win, line):
     result = xtreme_bet.evaluate(parse_cards(hand), parse_card(up), XT)
-    assert (result.result, result.outcome, result.pays) == (BetResult.WIN, outcome, Odds(win)), (
-        line
-    )
+    assert (result.result, result.outcome, result.pays) == (BetResult.WIN, outcome, Odds(win)), line
     assert settle_side_bet(1000, result).net == 1000 * win
 
 
@@ -173,15 +174,17 @@ def test_xtreme_is_a_three_card_poker_hand(a, b, up):
     result = xtreme_bet.evaluate((a, b), up, XT)
     ranks = sorted(int(c.rank) for c in (a, b, up))
     suited = a.suit == b.suit == up.suit
-    run = ranks in ([1, 2, 3], [1, 12, 13]) or (
-        len(set(ranks)) == 3 and ranks[2] - ranks[0] == 2
-    )
+    run = ranks in ([1, 2, 3], [1, 12, 13]) or (len(set(ranks)) == 3 and ranks[2] - ranks[0] == 2)
     trips = len(set(ranks)) == 1
     expected = (
-        "three_of_a_kind" if trips
-        else "straight_flush" if run and suited
-        else "straight" if run
-        else "flush" if suited
+        "three_of_a_kind"
+        if trips
+        else "straight_flush"
+        if run and suited
+        else "straight"
+        if run
+        else "flush"
+        if suited
         else "lose"
     )
     assert result.outcome == expected
@@ -193,22 +196,42 @@ def test_xtreme_is_a_three_card_poker_hand(a, b, up):
 # ---- Blazing 7's (seeds 000, 001) -------------------------------------------------------------
 
 BLAZING = [
-    ("7D,7D", "7D", "three_sevens_diamonds", MeterShare(Fraction(100)),
-     "Three 7's - Diamonds 100% of meter"),
-    ("7S,7S", "7S", "three_sevens_suited", MeterShare(Fraction(10)),
-     "Three 7's - Suited (Other) 10% of meter"),
+    (
+        "7D,7D",
+        "7D",
+        "three_sevens_diamonds",
+        MeterShare(Fraction(100)),
+        "Three 7's - Diamonds 100% of meter",
+    ),
+    (
+        "7S,7S",
+        "7S",
+        "three_sevens_suited",
+        MeterShare(Fraction(10)),
+        "Three 7's - Suited (Other) 10% of meter",
+    ),
     ("7H,7H", "7H", "three_sevens_suited", MeterShare(Fraction(10)), "hearts are 'other'"),
     ("7C,7C", "7C", "three_sevens_suited", MeterShare(Fraction(10)), "clubs are 'other'"),
-    ("7H,7D", "7H", "three_sevens_same_color", FixedAward(250_000),
-     "Three 7's - Same Color $2,500 (red)"),
+    (
+        "7H,7D",
+        "7H",
+        "three_sevens_same_color",
+        FixedAward(250_000),
+        "Three 7's - Same Color $2,500 (red)",
+    ),
     ("7D,7D", "7H", "three_sevens_same_color", FixedAward(250_000), "two diamonds and a heart"),
     ("7S,7C", "7C", "three_sevens_same_color", FixedAward(250_000), "black"),
     ("7S,7D", "7C", "three_sevens", FixedAward(100_000), "Three 7's $1,000"),
     ("7D,7D", "7S", "three_sevens", FixedAward(100_000), "two diamonds and a spade"),
     ("7S,7D", "8C", "first_two_sevens", FixedAward(12_500), "First Two Cards 7's $125"),
     ("7D,7D", "AD", "first_two_sevens", FixedAward(12_500), "two 7s, no third"),
-    ("7S,KD", "7C", "one_seven", FixedAward(1_000),
-     "Either of First Two Cards - 7's $10 (a dealer 7 with one player 7 is not three 7's)"),
+    (
+        "7S,KD",
+        "7C",
+        "one_seven",
+        FixedAward(1_000),
+        "Either of First Two Cards - 7's $10 (a dealer 7 with one player 7 is not three 7's)",
+    ),
     ("2D,7D", "7D", "one_seven", FixedAward(1_000), "Either of First Two Cards - 7's $10"),
 ]
 
@@ -221,7 +244,7 @@ def test_blazing_7s_lines(hand, up, outcome, pay, line):
 
 @pytest.mark.parametrize(("hand", "up"), [("8S,6D", "7C"), ("KD,AD", "7D"), ("6D,8D", "7D")])
 def test_blazing_7s_needs_a_seven_in_the_first_two_cards(hand, up):
-    """"The player's Blazing 7's wager will win if the player has any 7's in their initial two
+    """ "The player's Blazing 7's wager will win if the player has any 7's in their initial two
     cards." A dealer 7 alone wins nothing."""
     result = blazing_7s.evaluate(parse_cards(hand), parse_card(up), B7)
     assert result.result is BetResult.LOSE
@@ -248,9 +271,7 @@ def test_blazing_7s_stake_is_not_returned(hand, up, net):
     assert offered.meter is None
 
 
-@pytest.mark.parametrize(
-    ("hand", "up", "share"), [("7D,7D", "7D", 100), ("7S,7S", "7S", 10)]
-)
+@pytest.mark.parametrize(("hand", "up", "share"), [("7D,7D", "7D", 100), ("7S,7S", "7S", 10)])
 def test_blazing_7s_meter_lines_go_to_the_jackpot_controller(hand, up, share):
     result = blazing_7s.evaluate(parse_cards(hand), parse_card(up), B7)
     settled = settle_offered_side_bet(500, result, PA)
@@ -261,7 +282,7 @@ def test_blazing_7s_meter_lines_go_to_the_jackpot_controller(hand, up, share):
 
 
 def test_blazing_7s_wager_is_fixed_at_5_dollars():
-    """"Players may place the optional $5 side wager"."""
+    """ "Players may place the optional $5 side wager"."""
     result = blazing_7s.evaluate(parse_cards("7S,KD"), parse_card("2C"), B7)
     for stake in (100, 499, 501, 1000):
         with pytest.raises(WagerError, match=r"fixed at \$5\.00"):
@@ -291,7 +312,7 @@ def test_blazing_7s_award_grows_with_the_sevens(a, b, up):
 
 EZ_OFFER_RULE = (
     "each player is offered the opportunity to place an EZ Bust wager if the dealer is showing "
-    "a \"bust card,\" i.e., a two, three, four, five or six."
+    'a "bust card," i.e., a two, three, four, five or six.'
 )
 
 
@@ -311,19 +332,39 @@ def test_ez_bust_refused_against_other_up_cards(up):
 
 
 EZ_BUST = [
-    ("6C,10D,8S", False, BetResult.WIN, 500,
-     "If the dealer draws at least one additional card and busts, all EZ Bust Blackjack wagers "
-     "win. The player is paid 1:1"),
+    (
+        "6C,10D,8S",
+        False,
+        BetResult.WIN,
+        500,
+        "If the dealer draws at least one additional card and busts, all EZ Bust Blackjack wagers "
+        "win. The player is paid 1:1",
+    ),
     ("2C,2D,2S,2H,5C,10D", False, BetResult.WIN, 500, "busts after drawing several cards"),
-    ("6C,10D,AS", False, BetResult.LOSE, -500,
-     "If the dealer fails to bust after drawing at least one card, all EZ Bust Blackjack wagers "
-     "lose"),
+    (
+        "6C,10D,AS",
+        False,
+        BetResult.LOSE,
+        -500,
+        "If the dealer fails to bust after drawing at least one card, all EZ Bust Blackjack wagers "
+        "lose",
+    ),
     ("5C,10D,6S", False, BetResult.LOSE, -500, "the dealer draws to 21"),
-    ("6C,10D", True, BetResult.PUSH, 0,
-     "If all players' hands bust, the dealer does not play its hand to completion and any "
-     "undecided EZ Bust Blackjack bet is a push."),
-    ("6C,AD", False, BetResult.LOSE, -500,
-     "no_draw = 'lose': the dealer stood on 6-A without drawing and did not bust"),
+    (
+        "6C,10D",
+        True,
+        BetResult.PUSH,
+        0,
+        "If all players' hands bust, the dealer does not play its hand to completion and any "
+        "undecided EZ Bust Blackjack bet is a push.",
+    ),
+    (
+        "6C,AD",
+        False,
+        BetResult.LOSE,
+        -500,
+        "no_draw = 'lose': the dealer stood on 6-A without drawing and did not bust",
+    ),
     ("6C,KD", False, BetResult.LOSE, -500, "a two-card 16 did not bust either"),
 ]
 
@@ -350,8 +391,10 @@ def test_ez_bust_no_draw_push_returns_the_wager():
     assert drew.result is BetResult.WIN
 
 
-@given(st.sampled_from([c for c in ALL_CARDS if 2 <= c.value <= 6]),
-       st.lists(any_card, min_size=2, max_size=7))
+@given(
+    st.sampled_from([c for c in ALL_CARDS if 2 <= c.value <= 6]),
+    st.lists(any_card, min_size=2, max_size=7),
+)
 def test_ez_bust_wins_only_when_the_dealer_drew_and_broke(up, rest):
     dealer = (up, *rest)
     got = ez_bust.evaluate(dealer, all_player_hands_busted=False, rules=EZ)
@@ -447,7 +490,9 @@ def test_blackjack_tie_bonus_wagers(player, dealer, winners, bonus):
     got = blackjack_tie.evaluate(bonus, parse_cards(player), parse_cards(dealer), TIE)
     if bonus in winners:
         assert (got.result, got.outcome, got.pays) == (
-            BetResult.WIN, bonus, Odds(winners[bonus])
+            BetResult.WIN,
+            bonus,
+            Odds(winners[bonus]),
         ), TIE_RULE_2
         assert settle_side_bet(100, got).net == 100 * winners[bonus]
     else:
@@ -457,8 +502,12 @@ def test_blackjack_tie_bonus_wagers(player, dealer, winners, bonus):
 
 
 NO_TIE = [
-    ("10H,8D", "10S,7C", "4. If the dealer makes 17 and the player makes 18 with a bonus wager on "
-     "LS then the player loses the LS wager."),
+    (
+        "10H,8D",
+        "10S,7C",
+        "4. If the dealer makes 17 and the player makes 18 with a bonus wager on "
+        "LS then the player loses the LS wager.",
+    ),
     ("7H,7D,7C", "AH,QC", TIE_RULE_8),
     ("AS,KD", "7H,7D,7C", TIE_RULE_8),
     ("10H,6D,9C", "10S,6C,9D", "a broken hand ties nothing"),
@@ -570,15 +619,24 @@ def test_tie_bonus_needs_equal_hands(player, dealer, bonus):
 
 results = st.one_of(
     st.builds(
-        SideBetResult, st.just("x"), st.just(BetResult.WIN), st.just("line"), st.just("Line"),
+        SideBetResult,
+        st.just("x"),
+        st.just(BetResult.WIN),
+        st.just("line"),
+        st.just("Line"),
         st.one_of(
             st.builds(Odds, st.integers(1, 1000), st.integers(1, 5)),
             st.builds(FixedAward, st.integers(1, 10**7)),
             st.builds(MeterShare, st.integers(1, 100).map(Fraction)),
         ),
     ),
-    st.builds(SideBetResult, st.just("x"), st.sampled_from([BetResult.LOSE, BetResult.PUSH]),
-              st.just("lose"), st.just("No")),
+    st.builds(
+        SideBetResult,
+        st.just("x"),
+        st.sampled_from([BetResult.LOSE, BetResult.PUSH]),
+        st.just("lose"),
+        st.just("No"),
+    ),
 )
 
 

@@ -46,32 +46,56 @@ def codes(table: Table, events: list[ev.Event]) -> list[str]:
 
 def test_each_change_is_one_message_and_a_repeat_none(pa):
     table = Table(pa, TableSettings(spots=2))
-    assert codes(table, [
-        ev.ShoeEvent("door_open", t=1), ev.ShoeEvent("door_open", t=2),  # said twice: once
-        ev.ShoeEvent("door_closed", t=3), ev.ShoeEvent("door_closed", t=4),
-        ev.ShoeEvent("fault", "jam", t=5), ev.ShoeEvent("fault", "jam", t=6),
-        ev.ShoeEvent("fault_cleared", t=7),
-        ev.ShoeEvent("offline", t=8), ev.ShoeEvent("online", t=9),
-        ev.TableFault("camera", "no frames", t=10), ev.TableFault("camera", "no frames", t=11),
-        ev.TableFault("camera", active=False, t=12),
-        ev.ClearFaults(by="technician ana", t=13),
-        ev.TableFault("gpio", "expander", active=False, t=14),  # over when reported
-        ev.SupervisorKey(True, t=15), ev.SupervisorKey(False, t=16),
-        ev.EnclosureDoor(False, at_start=True, t=17),
-        ev.EnclosureDoor(True, t=18), ev.EnclosureDoor(False, t=19),
-        ev.PowerLoss(41, 1_764_169_200_000, "2026-11-26 15:00:00 UTC", t=20),
-        ev.JackpotLink(False, why="clock_unsynchronised", t=21),
-        ev.JackpotLink(False, why="clock_unsynchronised", t=22),  # still down: nothing new
-        ev.LinkAlarm("clock_unsynchronised", "chrony: not synchronised", t=23),
-        ev.LinkAlarm("clock_unsynchronised", "chrony: not synchronised", t=24),  # alarm open
-        ev.JournalChange("restore", "ana (command line)", "backup journal-1.sqlite", t=25),
-        ev.BetSensor(1, "main", True, t=26),  # play makes none
-    ]) == [
-        "shoe_door_open", "shoe_door_closed", "shoe_fault", "shoe_fault_cleared",
-        "shoe_offline", "shoe_online", "table_fault", "table_fault_gone", "faults_cleared",
-        "table_fault", "table_fault_gone", "faults_cleared",
-        "enclosure_closed", "enclosure_open", "enclosure_closed", "power_loss",
-        "clock_unsynchronised", "clock_unsynchronised", "journal_restored",
+    assert codes(
+        table,
+        [
+            ev.ShoeEvent("door_open", t=1),
+            ev.ShoeEvent("door_open", t=2),  # said twice: once
+            ev.ShoeEvent("door_closed", t=3),
+            ev.ShoeEvent("door_closed", t=4),
+            ev.ShoeEvent("fault", "jam", t=5),
+            ev.ShoeEvent("fault", "jam", t=6),
+            ev.ShoeEvent("fault_cleared", t=7),
+            ev.ShoeEvent("offline", t=8),
+            ev.ShoeEvent("online", t=9),
+            ev.TableFault("camera", "no frames", t=10),
+            ev.TableFault("camera", "no frames", t=11),
+            ev.TableFault("camera", active=False, t=12),
+            ev.ClearFaults(by="technician ana", t=13),
+            ev.TableFault("gpio", "expander", active=False, t=14),  # over when reported
+            ev.SupervisorKey(True, t=15),
+            ev.SupervisorKey(False, t=16),
+            ev.EnclosureDoor(False, at_start=True, t=17),
+            ev.EnclosureDoor(True, t=18),
+            ev.EnclosureDoor(False, t=19),
+            ev.PowerLoss(41, 1_764_169_200_000, "2026-11-26 15:00:00 UTC", t=20),
+            ev.JackpotLink(False, why="clock_unsynchronised", t=21),
+            ev.JackpotLink(False, why="clock_unsynchronised", t=22),  # still down: nothing new
+            ev.LinkAlarm("clock_unsynchronised", "chrony: not synchronised", t=23),
+            ev.LinkAlarm("clock_unsynchronised", "chrony: not synchronised", t=24),  # alarm open
+            ev.JournalChange("restore", "ana (command line)", "backup journal-1.sqlite", t=25),
+            ev.BetSensor(1, "main", True, t=26),  # play makes none
+        ],
+    ) == [
+        "shoe_door_open",
+        "shoe_door_closed",
+        "shoe_fault",
+        "shoe_fault_cleared",
+        "shoe_offline",
+        "shoe_online",
+        "table_fault",
+        "table_fault_gone",
+        "faults_cleared",
+        "table_fault",
+        "table_fault_gone",
+        "faults_cleared",
+        "enclosure_closed",
+        "enclosure_open",
+        "enclosure_closed",
+        "power_loss",
+        "clock_unsynchronised",
+        "clock_unsynchronised",
+        "journal_restored",
     ]
     assert table.state.event_seq == 19
 

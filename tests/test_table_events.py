@@ -188,8 +188,19 @@ def test_any_event_round_trips(event):
         ({"type": "link_alarm"}, ["field 'kind' is required"]),
         ({"type": "link_alarm", "kind": "Ack Refused"}, ["kind must be", "ack_refused"]),
         ({"type": "link_alarm", "kind": ""}, ["kind must be"]),
-        ({"type": "jackpot_award", "award_id": "a", "round": 1, "spot": 1, "pool": "p",
-          "amount": 5, "line": "100% of meter", "meter_before": "5"}, ["'meter_before'", "whole"]),
+        (
+            {
+                "type": "jackpot_award",
+                "award_id": "a",
+                "round": 1,
+                "spot": 1,
+                "pool": "p",
+                "amount": 5,
+                "line": "100% of meter",
+                "meter_before": "5",
+            },
+            ["'meter_before'", "whole"],
+        ),
     ],
 )
 def test_malformed_event_names_the_field(obj, words):

@@ -790,8 +790,11 @@ def test_double_up_is_offered_on_a_split_two_card_21():
     d.do(ev.Next())
     step = d.card("4D")  # dealer 9 5 4: 18
     lines = {(x.hand, x.wager, x.outcome, x.paid) for x in settled(step)}
-    assert lines == {(0, "main", "win", 1000), (0, "double_up", "win", 1000),
-                     (1, "main", "push", 0)}
+    assert lines == {
+        (0, "main", "win", 1000),
+        (0, "double_up", "win", 1000),
+        (1, "main", "push", 0),
+    }
     # where no Double Up is offered the split 21 ends by itself, as before
     d = Dealer("pa-standard", spots=1)
     d.bets("1 main")
@@ -810,8 +813,11 @@ def test_double_up_on_a_split_21_paid_when_the_dealer_ends_on_16():
     d.card("7H")  # hand 2: K 7, 17
     step = d.do(ev.Next())  # dealer 9 7: 16 ends the game
     lines = {(x.hand, x.wager, x.outcome, x.paid, x.returned) for x in settled(step)}
-    assert lines == {(0, "main", "win", 1000, 1000), (0, "double_up", "win", 1000, 1000),
-                     (1, "main", "push", 0, 1000)}
+    assert lines == {
+        (0, "main", "win", 1000, 1000),
+        (0, "double_up", "win", 1000, 1000),
+        (1, "main", "push", 0, 1000),
+    }
 
 
 def test_a_split_21_that_stands_settles_without_a_double_up():

@@ -27,19 +27,27 @@ BENCH = Path(__file__).resolve().parent.parent / "bench" / "replay_rounds.py"
 GOLDEN = {
     # game: (rounds, seed, events, digest)
     "pa-standard": (
-        60, 11, 2433,
+        60,
+        11,
+        2433,
         "0cfb809b262f319d892025645900ea5b3ad82e3b6d6e8a3fe12b7828453dd279",
     ),
     "blackjack-tie": (
-        60, 11, 3267,
+        60,
+        11,
+        3267,
         "cb05eb44533f48b926b78f8b26c6b7f6a776a06db27922dccbb1749de0710e56",
     ),
     "double-up": (
-        60, 11, 2027,
+        60,
+        11,
+        2027,
         "7c6728b25e39e73f05f8ebd52dc4a8799ef642815833b709fe6a1ceca11f935c",
     ),
     "online-6deck": (
-        60, 11, 1794,
+        60,
+        11,
+        1794,
         "dec5e32b2941482ab4193b7a9026a910bb320b0c80d4db1c2d6a9c22da092f35",
     ),
 }

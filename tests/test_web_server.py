@@ -185,7 +185,11 @@ def test_actions_need_a_login_and_the_sessions_csrf_token(shared_web_rig):
         "csrf": tech.csrf,
         "role": "technician",  # the old single password is one technician's account
         "permissions": [
-            "acknowledge_alarm", "clear_faults", "light_test", "read", "rotate_journal"
+            "acknowledge_alarm",
+            "clear_faults",
+            "light_test",
+            "read",
+            "rotate_journal",
         ],
     }
 

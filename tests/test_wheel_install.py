@@ -154,9 +154,7 @@ def test_the_example_configs_pass_once_their_files_exist(installed):
     assert keys <= UNPROVISIONED, errors
     assert "Traceback" not in as_shipped.stderr
 
-    no_files = installed.run(
-        "table-controller", "check-config", "--no-files", "table.toml"
-    )
+    no_files = installed.run("table-controller", "check-config", "--no-files", "table.toml")
     assert no_files.returncode == 0, no_files.stderr
     assert "table.toml: ok (table hcm-bj-07, game pa-standard" in no_files.stdout
 

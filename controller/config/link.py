@@ -216,9 +216,7 @@ def read_mqtt(sec: Section, table_id: str | None, base: Path) -> MqttConfig | No
     )
     keepalive = sec.integer("keepalive_s", 30, 5, 3600, "s")
     window = sec.integer("window", 256, 1, 10_000, "messages")
-    batch_rows = sec.integer(
-        "batch_rows", 64, 1, 64, "rows a batch frame; 1: single messages only"
-    )
+    batch_rows = sec.integer("batch_rows", 64, 1, 64, "rows a batch frame; 1: single messages only")
     link_fault = sec.integer("link_fault_after_s", 300, 0, 86_400, "s; 0: never latch")
     ack_timeout = sec.integer("ack_timeout_s", 30, 1, 3600, "s")
     controller_timeout = sec.integer(

@@ -197,7 +197,16 @@ def parse_table_config(
         raise ConfigErrors(errors)
     # every reader returned its value when it found no error
     assert None not in (
-        shoe, gpio, camera, mqtt, web, control, journal, clock, software, table["settings"]
+        shoe,
+        gpio,
+        camera,
+        mqtt,
+        web,
+        control,
+        journal,
+        clock,
+        software,
+        table["settings"],
     )
     return TableConfig(
         source=source,

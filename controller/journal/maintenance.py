@@ -45,4 +45,3 @@ def record_change(
         raise JournalError(
             f"this table cannot carry on from {path} ({exc}); nothing was changed"
         ) from None
-

@@ -184,8 +184,7 @@ def load_signing_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
         data = path.read_bytes()
     except OSError as exc:
         raise SigningKeyError(
-            f"cannot read the signing key {path}: {exc.strerror or exc}; make one with "
-            "'link-key'"
+            f"cannot read the signing key {path}: {exc.strerror or exc}; make one with 'link-key'"
         ) from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise SigningKeyError(

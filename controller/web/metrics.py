@@ -84,8 +84,7 @@ def table_families(bundle: dict[str, Any], web: dict[str, Any]) -> list[Metric]:
     m.add(
         "build_info",
         "gauge",
-        "The build: version and build id (the release manifest's SHA-256, or 'unverified "
-        "build').",
+        "The build: version and build id (the release manifest's SHA-256, or 'unverified build').",
         1,
         {"version": bundle["version"], "build": bundle.get("build") or bundle["version"]},
     )

@@ -44,8 +44,11 @@ def _where(p: argparse.ArgumentParser, config_positional: bool = False) -> None:
     if not config_positional:
         p.add_argument("--config", required=True, help="the controller's config (in force)")
     p.add_argument("--ledger", help="the ledger (default: the config's [ledger] dsn)")
-    p.add_argument("--trigger-key", help="the Mystery trigger key file (default: as the "
-                   "controller finds it: [ledger] trigger_key, beside [link] signing_key)")
+    p.add_argument(
+        "--trigger-key",
+        help="the Mystery trigger key file (default: as the "
+        "controller finds it: [ledger] trigger_key, beside [link] signing_key)",
+    )
 
 
 def _open(prog: str, args: argparse.Namespace, check_terms: bool = True) -> Any:

@@ -124,8 +124,7 @@ def v3_steps(integer: str) -> list[str]:
         "awards": ("offered_utc", "committed_utc", "gaming_day"),
     }
     steps = [
-        f"ALTER TABLE {table} ADD COLUMN {column} "
-        f"{'TEXT' if column == 'gaming_day' else integer}"
+        f"ALTER TABLE {table} ADD COLUMN {column} {'TEXT' if column == 'gaming_day' else integer}"
         for table, names in columns.items()
         for column in names
     ]

@@ -93,7 +93,6 @@ CREATE INDEX IF NOT EXISTS alarms_open ON alarms (acked_t, kind, table_id);
 """
 
 
-
 def _migrate_2_to_3(store: PostgresStore) -> None:
     """Schema 2 -> 3 (:func:`jackpot.store.v3_steps`): time columns, NULL on the rows from
     before; the live triggers moved into ``draws`` (sealed by the ledger before the opening
