@@ -53,10 +53,19 @@ def allowed_choices(
 
 
 def choices_key(
-    hand: HandInPlay, total: int, hands_at_spot: int, dealer_checked: bool
+    hand: HandInPlay,
+    total: int,
+    hands_at_spot: int,
+    dealer_checked: bool,
+    spot: int = 0,
+    index: int = 0,
+    soft: bool = False,
 ) -> tuple[object, ...] | None:
     """What :func:`allowed_choices` reads of a hand in play (at one table: the rules are
     fixed), as a key for remembering its answer; None where it is not to be remembered.
+    It is also the hand in action's prompt's key (:meth:`Prompts._hand_prompt`): ``spot``,
+    ``index`` and ``soft`` (whether its count is soft) come first, and the choices are
+    remembered by ``key[3:]`` (:data:`CHOICES`), which they do not depend on.
 
     Its own wager is what a double and a Double Up are asked for, so the amount is
     refused only when it is not a whole number of cents above zero: the key says which.
@@ -70,15 +79,23 @@ def choices_key(
         return None
     cards = hand.cards
     return (
+        spot,
+        index,
+        soft,
         (cards[0].rank, cards[1].rank) if len(cards) == 2 else (len(cards) == 1, total),
         wager > 0,
         hand.from_split,
         hand.split_aces,
-        bool(hand.double_down),
-        bool(hand.double_up),
+        not hand.double_down,  # no double down: a bool without bool()'s call
+        not hand.double_up,
         hands_at_spot,
         dealer_checked,
     )
+
+
+CHOICES = slice(3, None)
+"""The part of a :func:`choices_key` the choices are remembered by (all but the spot, the
+hand and whether its count is soft)."""
 
 
 class Prompts(TablePart):
@@ -99,40 +116,23 @@ class Prompts(TablePart):
         hands = len(spot.hands)
         # The same prompts come again and again: each is made once per table and shared,
         # remembered by what its words are made of (at most HAND_PROMPTS_KEPT, then
-        # forgotten at once): the spot, the hand, whether its count is soft and
-        # choices_key's fields (the ranks or the total, the hands at the spot).
+        # forgotten at once): choices_key with the spot, the hand and whether its count is
+        # soft in front.
         made = self._hand_prompts
         dealer_checked = self.state.round.dealer_checked
-        wager = hand.wager
-        if type(wager) is int:  # remembered (choices_key is not None): its fields, flat
-            cards = hand.cards  # two or more here
-            flat: tuple[object, ...] | None = (
-                spot.number,
-                index,
-                total.soft,
-                (cards[0].rank, cards[1].rank) if len(cards) == 2 else (False, total.total),
-                wager > 0,
-                hand.from_split,
-                hand.split_aces,
-                bool(hand.double_down),
-                bool(hand.double_up),
-                hands,
-                dealer_checked,
-            )
-            seen = made.get(flat)
+        key = choices_key(hand, total.total, hands, dealer_checked, spot.number, index, total.soft)
+        if key is not None:
+            seen = made.get(key)
             if seen is not None:
                 return seen
-        else:
-            flat = None
-        key = choices_key(hand, total.total, hands, dealer_checked)
         choices = self._choices_for(spot, hand, key, dealer_checked)
         on = f"soft {total.total}" if total.soft else str(total.total)
         where = hand_words(spot.number, index, hands)
         prompt = Prompt("action", f"{where.capitalize()} to act on {on}: {choices}", spot.number)
-        if flat is not None:
+        if key is not None:
             if len(made) >= HAND_PROMPTS_KEPT:
                 made.clear()
-            made[flat] = prompt
+            made[key] = prompt
         return prompt
 
     def prompt_now(self) -> Prompt:
@@ -225,6 +225,8 @@ class Prompts(TablePart):
         the table's memo by ``key`` (None: not remembered), asked of the rules
         (:func:`allowed_choices`) the first time."""
         memo = self._choices_memo
+        if key is not None:
+            key = key[CHOICES]
         words = memo.get(key) if key is not None else None
         if words is None:
             words = ", ".join(
