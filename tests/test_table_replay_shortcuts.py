@@ -31,7 +31,7 @@ from controller.rules import sidebets
 from controller.rules.cards import Card, Rank, Suit, parse_cards
 from controller.rules.hand import dealer_must_hit
 from controller.rules.settlement import PlayerHand, settle_hand, settle_offered_side_bet
-from controller.table import Table, TableSettings, players
+from controller.table import Table, TableSettings, console, players
 from controller.table.effects import Prompt, Publish, Record, Settled, Step
 from controller.table.state import Phase
 from controller.table.view import settlement_prompt
@@ -227,3 +227,19 @@ def test_remembered_stand_prompts_equal_fresh_ones(game, monkeypatch):
     monkeypatch.setattr(players, "_STANDS", _Forgetful())
     assert Table(rules, TableSettings(spots=7)).run(events) == remembered
     assert any(e.code == "stand" for s in remembered for e in s.effects if isinstance(e, Prompt))
+
+
+def test_end_rounds_carried_bets_are_shared_within_a_bound(monkeypatch):
+    """End round shares the bet events it carries (one per spot's bet and keyed amount), at
+    most ``CARRIED_KEPT`` of them: past it they are forgotten and made again, and every step
+    is what the unbounded table gave."""
+    rules = load_game("pa-standard")
+    events = _bench().generate(rules, 60, 5).events
+    unbounded = Table(rules, TableSettings(spots=7))
+    expected = unbounded.run(events)
+    assert len(unbounded._carried_made) > 8  # the bench keys amounts: the bound is reached
+    monkeypatch.setattr(console, "CARRIED_KEPT", 8)
+    table = Table(rules, TableSettings(spots=7))
+    for event, step in zip(events, expected, strict=True):
+        assert table.handle(event) == step
+        assert len(table._carried_made) <= 8

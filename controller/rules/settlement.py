@@ -141,9 +141,7 @@ class PlayerHand:
             for name in ("wager", "double_down", "double_up"):
                 amount = getattr(self, name)
                 if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-                    raise WagerError(
-                        f"{name} must be a whole number of cents >= 0, got {amount!r}"
-                    )
+                    raise WagerError(f"{name} must be a whole number of cents >= 0, got {amount!r}")
         for card in self.cards:
             if not isinstance(card, Card):
                 raise WagerError(f"a hand's cards must be Card objects, got {self.cards!r}")
@@ -326,11 +324,7 @@ def _settle_lines(
         ]
     dealer_bust = dealer_total.total > 21
     if dealer_bust or player.total > dealer_total.total:
-        why = (
-            "dealer breaks"
-            if dealer_bust
-            else f"{player.total} beats {dealer_total.total}"
-        )
+        why = "dealer breaks" if dealer_bust else f"{player.total} beats {dealer_total.total}"
         if only:
             return [_win("main", wager, EVEN, why)]
         return [_win(name, stake, EVEN, why) for name, stake in stakes.items()]

@@ -29,9 +29,9 @@ MAX_OPEN_ALARMS = 100
 """The alarm register holds at most this many open alarms; beyond it the oldest open one is
 dropped unacknowledged (and counted in ``state.alarms_dropped``)."""
 
+
 class AlarmRegister(TablePart):
     """Alarms registered, cleared by themselves, acknowledged."""
-
 
     def _register_alarms(self, effects: tuple[Effect, ...], round_number: int) -> None:
         """Give each alarm of an accepted step an id and keep it open until acknowledged."""
@@ -137,4 +137,3 @@ class AlarmRegister(TablePart):
             state.door_open and state.phase in IN_PROGRESS
         )
         self._light("alarm", "blink" if alarm else "off")
-

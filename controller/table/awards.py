@@ -18,7 +18,6 @@ from controller.table.view import pool_name
 class Awards(TablePart):
     """Claims remembered, awards proven, hand pays confirmed."""
 
-
     def _on_award(self, event: ev.JackpotAward) -> None:
         # Any phase, between rounds too. Prompted only if it answers a claim this table
         # published, with an amount that is the line's share of the meter it names; anything
@@ -206,8 +205,8 @@ class Awards(TablePart):
         self._prompt(
             "jackpot_confirmed",
             f"Jackpot award {award.award_id} confirmed: spot {award.spot} hand paid "
-            f"{format_cents(award.amount)}" + (f" (by {by})" if by else "")
+            f"{format_cents(award.amount)}"
+            + (f" (by {by})" if by else "")
             + "; sent to the jackpot controller",
             award.spot,
         )
-

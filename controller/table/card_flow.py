@@ -18,9 +18,9 @@ _UNEXPECTED_WHEN = {
 }
 """When a card came that nobody expected, in the dealer's words."""
 
+
 class CardFlow(TablePart):
     """Each card to its hand, or held for a decision."""
-
 
     def _on_card(self, event: CardDrawn) -> None:
         state = self.state
@@ -290,4 +290,3 @@ class CardFlow(TablePart):
     def _after_decision(self) -> None:
         if self.state.pending:
             self._prompt("decide", f"{self._pending_sentence()} still waits: burn it or assign it")
-

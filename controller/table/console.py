@@ -22,10 +22,13 @@ from controller.table.part import TablePart
 from controller.table.state import IN_PROGRESS, Phase
 from controller.table.view import pool_name, settlement_prompt
 
+CARRIED_KEPT = 4096
+"""How many carried bet events end round keeps to share (a spot's bet, and each amount a spot
+keyed): then all are forgotten at once and made again as they come."""
+
 
 class Console(TablePart):
     """Next, end round, void and misdeal, the supervisor key and the table's doors."""
-
 
     def _on_next(self, event: Next) -> None:
         phase = self.state.phase
@@ -76,6 +79,8 @@ class Console(TablePart):
             if sensors[key]:
                 event = made.get(key)
                 if event is None:
+                    if len(made) >= CARRIED_KEPT:
+                        made.clear()
                     event = made[key] = BetSensor(key[0], key[1], True)
                 carried.append(event)
         for spot, circle in sorted(amounts):
@@ -83,6 +88,8 @@ class Console(TablePart):
             key = (spot, circle, amount)
             event = made.get(key)
             if event is None:
+                if len(made) >= CARRIED_KEPT:  # bounded, as every memo
+                    made.clear()
                 event = made[key] = WagerAmount(spot, circle, amount)
             carried.append(event)
         if state.supervisor_key:
@@ -207,4 +214,3 @@ class Console(TablePart):
                     + (f" ({more} more waiting after it)" if more else ""),
                     award.spot,
                 )
-

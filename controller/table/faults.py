@@ -11,7 +11,6 @@ from controller.table.part import TablePart
 class Faults(TablePart):
     """Faults latched until cleared, and the jackpot link up or down."""
 
-
     def _fault_text(self) -> str:
         return "; ".join(
             f"{kind}: {detail}" if detail else kind
@@ -104,4 +103,3 @@ class Faults(TablePart):
                 "Take no Blazing 7's bets (chips on those circles are returned at no more "
                 "bets); call a technician if it stays down",
             )
-

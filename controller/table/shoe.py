@@ -11,7 +11,6 @@ from controller.table.state import IN_PROGRESS, Phase
 class ShoeReports(TablePart):
     """The shoe's own events."""
 
-
     def _on_shoe(self, event: ShoeEvent) -> None:
         state = self.state
         kind = event.event
@@ -104,4 +103,3 @@ class ShoeReports(TablePart):
         else:
             state.burn_expected = 0
             self._prompt("shuffled", what)
-
