@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
@@ -61,6 +61,9 @@ from jackpot.store import (
     meters_for_update,
     open_store,
 )
+
+if TYPE_CHECKING:
+    from jackpot.store.sqlite import Checkpointer
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
@@ -158,9 +161,10 @@ class Ledger(KindRules, LedgerReads, LedgerRows):
     def __repr__(self) -> str:
         return f"Ledger({self.location!r})"
 
-    def checkpoint_apart(self) -> None:
-        """SQLite: WAL checkpoints on a thread apart, not in commits (store/sqlite.py)."""
-        getattr(self._db, "checkpoint_apart", lambda: None)()
+    def checkpoint_apart(self) -> Checkpointer | None:
+        """SQLite: WAL checkpoints on a thread apart, not in commits; returns that
+        :class:`~jackpot.store.sqlite.Checkpointer` (its counts). PostgreSQL: None."""
+        return getattr(self._db, "checkpoint_apart", lambda: None)()
 
     def close(self) -> None:
         if self._db is not None:
