@@ -36,7 +36,7 @@ Where the two libraries could differ, the standard library writes the text:
   ``null``, ``0.0000`` or ``e-`` in the text (a round result's ``null`` fields, a wager's
   ``e-`` in a string) does not send it to the standard library.
 
-Reading (:func:`plain_loads`, issue 32 item 1: a batch frame of 30 rows took the standard
+Reading (:func:`plain_read`, issue 32 item 1: a batch frame of 30 rows took the standard
 library's parser 600 us, orjson 110 us): orjson reads a text only where what it gives is
 provably ``json.loads(raw.decode("utf-8"))``'s, and no float, NaN, infinity or long integer
 is in it; anything else (and anything orjson refuses) is the caller's to read with the
@@ -44,8 +44,10 @@ standard library, which says why it refuses. orjson reads an integer past 64 bit
 float, and a lone surrogate escape it refuses: the text holds neither where it is read.
 
 ``tests/test_json_text.py`` holds every form to the standard library's bytes over random
-data and over every row the golden replay writes, and :func:`plain_loads` to
-``json.loads`` over random texts and their mutations.
+data and over every row the golden replay writes; ``tests/test_json_plain_read.py`` holds
+:func:`plain_read` to ``plain_loads`` (the reading it replaced, kept as the tests' reference
+in ``tests/json_reference.py``), which ``tests/test_link_reading.py`` holds to ``json.loads``
+over random texts and their mutations.
 """
 
 from __future__ import annotations
@@ -110,48 +112,8 @@ def canonical(data: Any, *, floats: bool | None = None) -> bytes:
     return _CANONICAL(data).encode("ascii")
 
 
-#: Every byte to ``.``, the digits to ``0``: a run of digits is then a substring search.
-_DIGITS = bytes.maketrans(bytes(range(256)), b"." * 48 + b"0" * 10 + b"." * 198)
 #: 19 digits: the shortest run that may be an integer past 64 bits (2^63 has 19 digits).
 _LONG_RUN = b"0" * 19
-
-
-def plain_loads(raw: bytes) -> tuple[Any, bytes] | None:
-    """``(value, outside)``: ``raw`` read by orjson, and its text outside strings (quotes
-    and brackets included), where that value is provably ``json.loads(raw.decode("utf-8"))``
-    and holds no float, no NaN or infinity, and no integer of 19 digits or more. None
-    otherwise, or where orjson refuses the text: read it with the standard library.
-
-    Provably: ``raw`` is ASCII (valid UTF-8, decoded to the same characters) and holds no
-    backslash (no escape: every quote opens or closes a string, so the text outside strings
-    is every other piece between quotes); outside strings it holds no ``.``, no ``E`` and no
-    ``e`` but those of ``true`` and ``false`` (no float: a JSON number with a fraction or an
-    exponent has one of them; ``NaN`` and ``Infinity`` orjson refuses), and no run of 19
-    digits (orjson reads an integer past 64 bits as a float; the standard library as an int).
-    What is left, objects, arrays, plain strings, integers, ``true``, ``false`` and
-    ``null``, both read alike (duplicate keys: the last value, at the first key's place;
-    a control character in a string, a trailing comma, a leading zero: both refuse).
-
-    >>> plain_loads(b'{"a":[1,true,null,"x.5"]}')
-    ({'a': [1, True, None, 'x.5']}, b'{"":[1,true,null,""]}')
-    >>> [plain_loads(t) for t in (b'[1.5]', b'[1e3]', b'"\\\\u00e9"', b'[NaN]', b'[1,]')]
-    [None, None, None, None, None]
-    """
-    if not raw.isascii() or b"\\" in raw:
-        return None
-    outside = b'""'.join(raw.split(b'"')[::2])
-    if (
-        b"." in outside
-        or b"E" in outside
-        or outside.count(b"e") != outside.count(b"true") + outside.count(b"false")
-        or _LONG_RUN in outside.translate(_DIGITS)
-    ):
-        return None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value, outside
 
 
 #: JSON's whitespace, ``-`` and the digits, deleted by :data:`_NUMBERS` (``bytes.translate``).
@@ -177,12 +139,12 @@ _NOT_QUOTES_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
 def plain_read(raw: bytes) -> tuple[Any, bytes | None] | None:
-    """:func:`plain_loads` without copying the text outside strings (a batch frame of 20
-    rows, with the depth check: 218 -> 160 us): ``(value, brackets)``, ``brackets`` being
-    the brackets outside strings, in order, where no string holds one (else None); None where
-    :func:`plain_loads` is, and where a string holds what looks like a float or a long
-    integer after ``[``, ``:`` or ``,`` (``"a:1.5"``; the caller then reads the text with
-    the standard library, which gives the same value or refusal, slower).
+    """``plain_loads`` (tests/json_reference.py) without copying the text outside strings
+    (a batch frame of 20 rows, with the depth check: 218 -> 160 us): ``(value, brackets)``,
+    ``brackets`` being the brackets outside strings, in order, where no string holds one
+    (else None); None where ``plain_loads`` is, and where a string holds what looks like a
+    float or a long integer after ``[``, ``:`` or ``,`` (``"a:1.5"``; the caller then reads
+    the text with the standard library, which gives the same value or refusal, slower).
 
     A float outside strings: JSON puts a value only at the start, after ``[``, ``:`` or
     ``,`` and whitespace; a number with a fraction or an exponent is ``-``, digits, then
@@ -191,7 +153,7 @@ def plain_read(raw: bytes) -> tuple[Any, bytes | None] | None:
     likewise reads ``:`` and 19 ``0`` (:data:`_INTEGERS`). ``true`` and ``false`` follow
     ``:`` with a letter that is not ``e`` (``:xxx.``). A text whose value orjson gives
     holds no other float (``NaN``, ``Infinity``: orjson refuses them), so these two searches
-    are :func:`plain_loads`' looser: whatever it refuses, this refuses.
+    are ``plain_loads``' looser: whatever it refuses, this refuses.
 
     The brackets: with every byte but quotes and brackets deleted, a string with no bracket
     is ``""``; where deleting the ``""`` pairs leaves no quote, each pair was one string's

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.link.messages import TABLE_KINDS, LinkMessageError, validate
 from controller.link.signing import digest
@@ -52,11 +52,26 @@ from jackpot.ledger_results import Award, Refused, Result, Status, frac
 from jackpot.ledger_rows import LedgerRows
 from jackpot.parameters import TERMS_KEY
 from jackpot.pools import JackpotConfig, MysteryPool, ProgressivePool
-from jackpot.store import Fence, LedgerError, LedgerFenced, Location, Store, open_store
+from jackpot.store import (
+    Fence,
+    LedgerError,
+    LedgerFenced,
+    Location,
+    Store,
+    meters_for_update,
+    open_store,
+)
+
+if TYPE_CHECKING:
+    from jackpot.store.sqlite import Checkpointer
 
 __all__ = ["Award", "Ledger", "LedgerError", "LedgerFenced", "Result", "Status"]
 
 SCHEMA_VERSION = 5  # both backends (jackpot/store/sqlite.py, jackpot/store/postgres.py)
+
+#: A PostgreSQL batch's start: the meters' lock (:meth:`Store.lock_money`'s, in its order)
+#: reading the values and hit counts of the rows it holds.
+_METERS_HELD = meters_for_update("pool, value, hits")
 
 
 class Ledger(KindRules, LedgerReads, LedgerRows):
@@ -146,9 +161,10 @@ class Ledger(KindRules, LedgerReads, LedgerRows):
     def __repr__(self) -> str:
         return f"Ledger({self.location!r})"
 
-    def checkpoint_apart(self) -> None:
-        """SQLite: WAL checkpoints on a thread apart, not in commits (store/sqlite.py)."""
-        getattr(self._db, "checkpoint_apart", lambda: None)()
+    def checkpoint_apart(self) -> Checkpointer | None:
+        """SQLite: WAL checkpoints on a thread apart, not in commits; returns that
+        :class:`~jackpot.store.sqlite.Checkpointer` (its counts). PostgreSQL: None."""
+        return getattr(self._db, "checkpoint_apart", lambda: None)()
 
     def close(self) -> None:
         if self._db is not None:
@@ -403,7 +419,7 @@ class Ledger(KindRules, LedgerReads, LedgerRows):
         # for the facts alone; each generic plan probes indexes (tests/test_ledger_facts.py)
         db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         # the lock of lock_money (every meter row, in its order) reading the rows it holds
-        meters = db.execute("SELECT pool, value, hits FROM meters ORDER BY pool FOR UPDATE")
+        meters = db.execute(_METERS_HELD)
         if self._start_text is None:
             self._start_text = self._start_sql()
         start = db.execute(self._start_text, (TERMS_KEY,))

@@ -60,7 +60,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -79,6 +79,9 @@ from jackpot.service_messages import MessagesMixin, _Queued, _topic_of, _topic_t
 from jackpot.service_session import CLIENT_ID, SUBSCRIPTION, SessionMixin, no_delay  # noqa: F401
 from jackpot.service_tables import BIRTH_RESEND_S, TablesMixin  # noqa: F401
 from jackpot.store import Fence, ledger_location
+
+if TYPE_CHECKING:
+    from jackpot.store.sqlite import Checkpointer
 
 log = logging.getLogger("jackpot.service")
 
@@ -238,6 +241,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         self._client.on_message = self._on_message
         # the thread's state
         self._ledger: Ledger | None = None
+        self._checkpointer: Checkpointer | None = None  # SQLite's, once the ledger is open
         self._boots: dict[str, int] = {}  # table -> latest boot seen
         self._resent: dict[str, tuple[int, float]] = {}  # table -> (from, when)
         self._dirty: set[str] = set()
@@ -279,7 +283,9 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
         last signed message (None before one this run), ``build``: the build id its last
         birth message named (None before one); ``meters``: each pool's whole cents;
         ``largest_batch``: the most table messages one ledger transaction applied this run
-        (``counts["batch"]`` counts those transactions)."""
+        (``counts["batch"]`` counts those transactions); ``checkpoints``: an SQLite ledger's
+        WAL checkpoints this run, ``{runs, failures}`` (None on PostgreSQL, which has none,
+        and before the ledger is open)."""
         now = time.monotonic()
         with self._lock:
             return {
@@ -304,6 +310,7 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
                     "problem": self._clock_problem,
                 },
                 "largest_batch": self._largest_batch,
+                "checkpoints": cp.counts() if (cp := self._checkpointer) else None,
                 "software": self._selfcheck.health() if self._selfcheck else None,
             }
 
@@ -343,7 +350,8 @@ class JackpotService(SessionMixin, MessagesMixin, TablesMixin, AlarmsMixin):
             self.ledger_path, self.config, randbelow=self._randbelow, fence=self._fence,
             clock=self.clock, trigger_key=self._trigger_key,
         )  # fmt: skip
-        self._ledger.checkpoint_apart()  # no WAL checkpoint inside a live message's commit
+        # no WAL checkpoint inside a live message's commit; its counts for health()
+        self._checkpointer = self._ledger.checkpoint_apart()
         # a hot standby's term tags and bounds this connection as its ledger's (leader.py)
         session = getattr(self._fence, "session", None)
         self._alarm_log = AlarmLog(self.ledger_path, clock=self._ms, session=session)

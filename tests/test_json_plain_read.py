@@ -1,7 +1,8 @@
 """``controller.json_text.plain_read`` (issue 32, sixth round: a frame read without copying
-the text outside strings) held to ``plain_loads``, which it replaces on the link: whatever
-it reads, ``plain_loads`` reads to the same value, and its brackets are those outside
-strings; the link's own reading is held to the standard library's in test_link_reading."""
+the text outside strings) held to ``plain_loads`` (tests/json_reference.py), which it
+replaces on the link: whatever it reads, ``plain_loads`` reads to the same value, and its
+brackets are those outside strings; the link's own reading is held to the standard
+library's in test_link_reading."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_reference import plain_loads
 from test_link_reading import encodings, frames, mutations, nested, same, values  # noqa: F401
 
 from controller import json_text
@@ -19,7 +21,7 @@ BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 def check_read(raw: bytes) -> None:
     got = json_text.plain_read(raw)
-    old = json_text.plain_loads(raw)
+    old = plain_loads(raw)
     if got is None:
         return
     assert old is not None, raw  # never looser than plain_loads

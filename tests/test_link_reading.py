@@ -1,6 +1,6 @@
 """The link's parser reads with orjson only where that is the standard library's reading.
 
-``controller.json_text.plain_loads`` gives orjson's value where it is provably
+``plain_loads`` (tests/json_reference.py) gives orjson's value where it is provably
 ``json.loads``'s (no float, no long integer, no escape, ASCII), and
 ``controller.link.messages._loads`` then checks the depth from the text outside strings; the
 rest goes to the standard library as before (``_loads_std``). Held here over random texts,
@@ -17,8 +17,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_reference import plain_loads
 
-from controller import json_text
 from controller.json_floats import FloatWatch
 from controller.link import messages
 from controller.link.messages import MAX_DEPTH, LinkMessageError
@@ -54,7 +54,7 @@ def assert_read_alike(raw: bytes) -> None:
 
 
 def check_plain(raw: bytes) -> None:
-    got = json_text.plain_loads(raw)
+    got = plain_loads(raw)
     if got is None:
         return
     value, outside = got
@@ -240,6 +240,6 @@ def frames(tmp_path_factory, pa) -> list[bytes]:
 
 def test_real_frames_are_read_by_orjson_as_the_standard_library_reads_them(frames) -> None:
     for raw in frames:
-        assert json_text.plain_loads(raw) is not None  # the fast path, as a table sends them
+        assert plain_loads(raw) is not None  # the fast path, as a table sends them
         check_plain(raw)
         assert_read_alike(raw)

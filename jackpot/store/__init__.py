@@ -73,6 +73,15 @@ class Session:
         return " ".join(f"-c {name}={value}" for name, value in self.settings)
 
 
+def meters_for_update(columns: str) -> str:
+    """The statement that holds every meter row until its transaction ends, reading
+    ``columns`` of them: the one definition of the meters' lock (PostgreSQL), for every
+    writer (:meth:`Store.lock_money`, a batch's start in jackpot/ledger.py). Its order (by
+    ``pool``) is what keeps writers from deadlocking: each takes the rows in the same order,
+    so none holds a row another holds out for while waiting on one of the other's."""
+    return f"SELECT {columns} FROM meters ORDER BY pool FOR UPDATE"
+
+
 #: The tables schema 3 adds, both backends (``{int}``: the integer type; ``{serial}``: an
 #: auto-numbered primary key). ``draws``: the Mystery's draws (jackpot/draws.py);
 #: ``parameters``: the effective terms, ``changes``: every audited change (the first start's

@@ -37,7 +37,7 @@ from psycopg.adapt import Dumper
 from psycopg.conninfo import conninfo_to_dict
 
 from jackpot import chain
-from jackpot.store import V3_TABLES, V4_TABLES, Session, Store, v3_steps
+from jackpot.store import V3_TABLES, V4_TABLES, Session, Store, meters_for_update, v3_steps
 
 _CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
@@ -139,6 +139,9 @@ _ENDED = {
 
 
 _PG_TYPES = {"text": "text", "int": "bigint"}
+
+#: :meth:`PostgresStore.lock_money`'s statement (the meters' one lock, in its one order).
+_LOCK_METERS = meters_for_update("pool")
 
 
 class _Array(bytes):
@@ -411,7 +414,7 @@ class PostgresStore(Store):
     def lock_money(self) -> None:
         # no fetch: in pipeline mode the answer comes with the next read's (the rows are
         # held from when the server runs it, before every statement sent after it)
-        self.execute("SELECT pool FROM meters ORDER BY pool FOR UPDATE")
+        self.execute(_LOCK_METERS)
 
     def rollback(self) -> None:
         conn = self._conn

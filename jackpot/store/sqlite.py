@@ -141,16 +141,17 @@ class SQLiteStore(Store):
 
     _checkpointer: Checkpointer | None = None
 
-    def checkpoint_apart(self, every_s: float = CHECKPOINT_EVERY_S) -> None:
+    def checkpoint_apart(self, every_s: float = CHECKPOINT_EVERY_S) -> Checkpointer:
         """WAL checkpoints on a thread and connection of their own (:class:`Checkpointer`),
         none inside this connection's commits: SQLite's automatic checkpoint (every 1,000 WAL
         pages) ran inside the commit that crossed it, copying the pages into the file and
         fsyncing it before the commit returned, 2-10 ms more on the live contribution that
         happened to cross it. For the service's ledger; durability is unchanged (each commit
-        still fsyncs the WAL, ``synchronous=FULL``)."""
+        still fsyncs the WAL, ``synchronous=FULL``). Returns the checkpointer (its counts)."""
         if self._checkpointer is None:
             self.execute("PRAGMA wal_autocheckpoint=0").fetchall()
             self._checkpointer = Checkpointer(self.path, every_s)
+        return self._checkpointer
 
     def commit(self) -> None:
         super().commit()
@@ -220,6 +221,10 @@ class Checkpointer:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def counts(self) -> dict[str, int]:
+        """``runs`` and ``failures`` so far (the service's ``health()["checkpoints"]``)."""
+        return {"runs": self.runs, "failures": self.failures}
 
     def _run(self) -> None:
         try:
