@@ -369,8 +369,17 @@ class BrokerClient:
     def close(self) -> None:
         """A normal DISCONNECT: a session with an expiry interval is kept by the broker."""
         self._closing = True
-        self._client.disconnect()
-        self._client.loop_stop()
+        disconnect_and_stop(self._client)
+
+
+def disconnect_and_stop(client: mqtt.Client) -> None:
+    """DISCONNECT, then stop the client's network thread (``loop_start``'s). paho's
+    ``loop_stop`` checks its thread, then joins it; a thread that ends by itself in between
+    (the DISCONNECT closes its socket) has cleared it, and the join raises AttributeError
+    (paho-mqtt issue #872, open). The thread has then ended: nothing is left to stop."""
+    client.disconnect()
+    with contextlib.suppress(AttributeError):
+        client.loop_stop()
 
 
 @contextlib.contextmanager

@@ -30,7 +30,7 @@ from link_keys import (
     table_verifier,
     write_key,
 )
-from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, OBSERVER, TABLES, broker  # noqa: F401
+from mqtt_broker import CONTROLLER, CONTROLLER_TWIN, OBSERVER, TABLES, broker, disconnect_and_stop  # noqa: F401
 from paho.mqtt.enums import CallbackAPIVersion
 
 from controller.journal import JournaledTable
@@ -138,8 +138,7 @@ class FakeController:
             return [s for t, s, _ in self.received if t == table]
 
     def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+        disconnect_and_stop(self.client)
 
 
 def fill(path: Path, pa, rounds: int = 6, seed: int = 3) -> list[str]:

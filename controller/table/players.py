@@ -86,49 +86,42 @@ class PlayersTurn(TablePart):
         rnd = self.state.round
         previous = rnd.in_action
         # Hands before the one in action are done, and stay done (cards go only to the hand
-        # in action; a split starts the search afresh): the search starts at it, in its spot
-        # alone first (most events leave a hand of that spot in action), then the spots
-        # after it, in table order (their numbers are the keys).
+        # in action; a split starts the search afresh): the search starts at it.
         spots = rnd.spots
         if previous is None:
             counted = None
             order: Iterable[SpotInPlay] = spots.values()
             first = 0
         else:
-            order = (spots[previous[0]],)
-            first = previous[1]
-        rest = previous is not None  # the spots after the one in action: not searched yet
-        while True:
-            for spot in order:
-                hands = spot.hands
-                start, first = first, 0  # the hand in action's index: its spot's only
-                for index in range(start, len(hands)):
-                    hand = hands[index]
-                    count, counted = counted, None  # the caller's count: the first hand's
-                    if hand.settled or hand.surrendered or hand.stood or hand.double_up:
-                        continue  # done whatever it counts (_hand_done asks these first)
-                    if count is None and len(hand.cards) >= 2 and not hand.double_down:
-                        count = hand_total(hand.cards)  # counted once: done, then its prompt
-                    if self._hand_done(hand, count):
-                        continue
-                    number = spot.number
-                    rnd.in_action = (number, index)
-                    # The action lights as _light sets them, each spot's name and effects
-                    # made once (_ACTION): the spot that was in action off, this one on.
-                    lights, out = self.state.lights, self._out
-                    if previous and previous[0] != number:
-                        self._action_off(previous[0])
-                    name, on, _off = _ACTION.get(number) or _action(number)
-                    if lights.get(name) != "on":
-                        lights[name] = "on"
-                        out.append(on)
-                    out.append(self._hand_prompt(spot, index, count))
-                    return
-            if not rest:
-                break
-            rest = False
+            # the spots from the one in action on, in table order (its number is a key)
             numbers = list(spots)
-            order = map(spots.__getitem__, numbers[numbers.index(previous[0]) + 1 :])
+            order = map(spots.__getitem__, numbers[numbers.index(previous[0]) :])
+            first = previous[1]
+        for spot in order:
+            hands = spot.hands
+            start, first = first, 0  # the hand in action's index: its spot's only
+            for index in range(start, len(hands)):
+                hand = hands[index]
+                count, counted = counted, None  # the caller's count: the first hand's only
+                if hand.settled or hand.surrendered or hand.stood or hand.double_up:
+                    continue  # done whatever it counts (_hand_done asks these first)
+                if count is None and len(hand.cards) >= 2 and not hand.double_down:
+                    count = hand_total(hand.cards)  # counted once: done, then its prompt
+                if self._hand_done(hand, count):
+                    continue
+                number = spot.number
+                rnd.in_action = (number, index)
+                # The action lights as _light sets them, each spot's name and effects made
+                # once (_ACTION): the spot that was in action off, this one on.
+                lights, out = self.state.lights, self._out
+                if previous and previous[0] != number:
+                    self._action_off(previous[0])
+                name, on, _off = _ACTION.get(number) or _action(number)
+                if lights.get(name) != "on":
+                    lights[name] = "on"
+                    out.append(on)
+                out.append(self._hand_prompt(spot, index, count))
+                return
         if previous:
             self._action_off(previous[0])
         rnd.in_action = None
