@@ -9,7 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3}
+# Debian's own /usr/bin/python3 where there is one: the interpreter a table's venv is made with
+# (scripts/install-pi.sh, hardware/install.md step 5), so the tests and the benchmarks run on
+# what the tables run, not on a python3 another PATH finds first (such as pyenv's, built
+# without Debian's profile-guided optimisation: the replay ran 13-30% slower on it, issue 32)
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_install() {
@@ -34,6 +40,14 @@ if [ ! -x .venv/bin/python ]; then
         apt_install python3-venv
         "$PYTHON" -m venv .venv
     fi
+fi
+# a .venv made before with another interpreter is kept (it may be the hardware suite's
+# --system-site-packages one); say so, since its test and benchmark figures are not a table's
+venv_base=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+chosen=$("$PYTHON" -c 'import sys; print(sys.executable)')
+if [ "$(readlink -f "$venv_base")" != "$(readlink -f "$chosen")" ]; then
+    echo "setup: note: .venv runs $venv_base, not $chosen (the interpreter a table runs);" \
+        "to make it anew: rm -rf .venv && bash scripts/setup.sh" >&2
 fi
 
 # ldconfig is in /sbin, which is not on a user's PATH on Debian: asked by name alone, it was
