@@ -10,6 +10,7 @@ of 127/8 to ``lo``), as clients on the table network would come from their own a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -458,3 +459,52 @@ def test_odd_requests_are_answered_400_or_404_with_no_traceback(serve, caplog):
     assert not problems, [r.getMessage() for r in problems]
     with connect(port, "127.0.0.1") as sock:
         assert status_of(answer(sock, get("/healthz"))) == 200
+
+
+# -- a live stream leaves no waiter behind --------------------------------------------------
+
+
+class StillTable(QuietTable):
+    """A table that never changes: the view thread publishes nothing after its first look
+    (its wait for a change lasts until the test ends), so a waiter that nothing cancels
+    stays pending."""
+
+    def wait_change(self, timeout_s: float) -> None:
+        self._changed.wait(60.0)
+
+
+def test_a_live_stream_that_ends_leaves_no_wait_for_a_change_pending(tmp_path):
+    """Each pass of a live stream waits for a change, a hang-up or a second; the wait is the
+    pass's own. One left pending piled up (one a second a quiet stream) until the next change,
+    and at the loop's close was logged as "Task was destroyed but it is pending"."""
+    source = StillTable(tmp_path)
+    web = WebServer(
+        source, bind="127.0.0.1", port=0, password_hash=hash_password(PASSWORD, n=2**10)
+    ).start()
+    try:
+        sock = connect(web.address[1], "127.0.0.1")
+        sock.sendall(get("/api/dealer/stream"))
+        data = b""
+        while b"event: update" not in data:  # the first view, sent at once
+            assert readable(sock, 10), data[:300]
+            chunk = sock.recv(65536)
+            assert chunk, data[:300]
+            data += chunk
+        assert status_of(data) == 200, data[:300]
+        time.sleep(2.5)  # at least two passes end by their second, with no change
+        sock.close()  # the hang-up ends the stream
+        wait_for("the stream's slot given back", lambda: web.front.streams == 0)
+
+        async def waiting_for_a_change() -> list[str]:
+            return [
+                repr(t)
+                for t in asyncio.all_tasks()
+                if not t.done() and not t.cancelling() and t.get_coro().__qualname__ == "Event.wait"
+            ]
+
+        loop = web.front._loop
+        left = asyncio.run_coroutine_threadsafe(waiting_for_a_change(), loop).result(10)
+        assert left == []
+    finally:
+        source._changed.set()
+        web.close()

@@ -607,11 +607,18 @@ class Front:
                         return
                 changed = self._changed
                 assert changed is not None
-                done, _ = await asyncio.wait(
-                    [closed, asyncio.ensure_future(changed.wait())],
-                    timeout=STREAM_FULL_S,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+                # the wait for a change is this pass's own: cancelled when the pass ends
+                # another way (a timeout, a hang-up), so no waiter outlives its stream (one
+                # left pending at the loop's close was "Task was destroyed but it is pending")
+                waiter = asyncio.ensure_future(changed.wait())
+                try:
+                    done, _ = await asyncio.wait(
+                        [closed, waiter],
+                        timeout=STREAM_FULL_S,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    waiter.cancel()
                 if closed in done:
                     return
         finally:
