@@ -15,6 +15,7 @@ units start. (``verify --root=DIR`` would need systemd's own units under DIR.)
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -332,3 +333,20 @@ def test_an_unknown_role_is_refused(tmp_path):
     result = install(tmp_path / "root", "--role", "sign")
     assert result.returncode == 2
     assert "--role must be table or jackpot" in result.stderr
+
+
+def test_the_suite_runs_on_the_interpreter_a_table_s_venv_is_made_with():
+    """A lab's evidence is the tests of what runs: the installer makes a table's venv with
+    Debian's own Python, and ``scripts/setup.sh`` makes the suite's ``.venv`` with the same
+    one where the machine has it (issue 32: pyenv's build, found first on ``PATH`` here, is
+    another interpreter, and one without Debian's optimisation)."""
+    default = re.search(r"^PYTHON=\$\{PYTHON:-(\S+)\}$", SCRIPT.read_text(), re.M)
+    assert default, "install-pi.sh names no default interpreter"
+    tables = Path(default[1])
+    if not tables.exists():
+        pytest.skip(f"{tables} is not on this machine (not Debian)")
+    running = Path(getattr(sys, "_base_executable", sys.executable))
+    assert running.resolve() == tables.resolve(), (
+        f"the tests run on {running}, a table on {tables}: make .venv anew "
+        "(rm -rf .venv && bash scripts/setup.sh)"
+    )
