@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 # Debian's own /usr/bin/python3 where there is one: the interpreter a table's venv is made with
 # (scripts/install-pi.sh, hardware/install.md step 5), so the tests and the benchmarks run on
 # what the tables run, not on a python3 another PATH finds first (such as pyenv's, built
-# without Debian's profile-guided optimisation: the replay ran 13-30% slower on it, issue 32)
+# without Debian's profile-guided optimisation: Debian's ran the replay 1.1-1.4 times as fast,
+# issue 32)
 if [ -z "${PYTHON:-}" ]; then
     if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
 fi

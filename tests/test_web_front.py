@@ -491,7 +491,7 @@ def test_a_live_stream_that_ends_leaves_no_wait_for_a_change_pending(tmp_path):
             assert chunk, data[:300]
             data += chunk
         assert status_of(data) == 200, data[:300]
-        time.sleep(2.5)  # at least two passes end by their second, with no change
+        time.sleep(2.5)  # passes that end by their second, with no change
         sock.close()  # the hang-up ends the stream
         wait_for("the stream's slot given back", lambda: web.front.streams == 0)
 
