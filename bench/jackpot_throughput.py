@@ -57,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _journal_feeder import SETTINGS, session_events
+from _machine import describe
 from jackpot_faults import GAME, FaultRun
 from mqtt_broker import OBSERVER, SIGN, TABLES
 
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"rows a batch frame carries at most (default {BATCH_ROWS}; 1: single "
                         "messages only, as before issue 32)")  # fmt: skip
     args = p.parse_args(argv)
+    ran_on = describe()  # the load before this run's own
     with (
         tempfile.TemporaryDirectory(prefix="jackpot-bench-") as tmp,
         contextlib.ExitStack() as stack,
@@ -293,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"live: {len(lat)} contributions, p50 {p50:.1f} ms, max {lat[-1]:.1f} ms")
         finally:
             fr.close()
+    print(ran_on)
     print(f"contributions_per_s={per_s:.0f} broker_qos1_per_s={raw:.0f} p99_ms={p99:.1f}")
     return 0
 

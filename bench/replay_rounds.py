@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _machine import describe  # noqa: E402
+
 from controller.errors import RuleViolation, WagerError  # noqa: E402
 from controller.games import load_game  # noqa: E402
 from controller.rules import actions  # noqa: E402
@@ -277,6 +279,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed replays (best is shown)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated rounds")
     args = parser.parse_args()
+    ran_on = describe()  # the load before this run's own
     rules = load_game(args.game)
 
     start = time.perf_counter()
@@ -330,6 +333,7 @@ def main() -> int:
         f"best of {args.repeat}: {best:.3f} s for {args.rounds} rounds, {len(events)} events "
         f"({1e6 * best / len(events):.1f} us per event; best CPU {best_cpu:.3f} s)"
     )
+    print(ran_on)
     print(
         f"rounds_per_s={rounds_per_s:.0f} events_per_s={events_per_s:.0f} "
         f"rounds={args.rounds} spots={SPOTS} game={rules.name}"

@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from _link_keys import BenchKeys, make_keys  # noqa: E402
+from _machine import describe  # noqa: E402
 from mqtt_broker import CONTROLLER, SIGN, BrokerClient, MosquittoBroker  # noqa: E402
 
 from controller.rules.cards import parse_card  # noqa: E402
@@ -470,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         "to FILE (JSON lines: to line the tail up with perf sched or strace, -k monotonic)",
     )
     args = p.parse_args(argv)
+    ran_on = describe()  # the load before this run's own
     rounds = args.rounds or (6 if args.quick else 30)
     idle_s = args.idle_s or (3.0 if args.quick else 10.0)
     if rounds < 1 or idle_s <= 0 or args.pace_ms < 0:
@@ -581,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"idle {t1 - t0:.1f} s (heartbeat every {HEARTBEAT_S:g} s): "
           f"{idle_cpu:.2f}% of one core, {(s1 - s0) / (t1 - t0):.0f} context switches a "
           f"second, VmRSS {rss:.1f} MB")  # fmt: skip
+    print(ran_on)
     print(
         f"prompt_p50_ms={percentile(prompt, 50):.3f} prompt_p99_ms={percentile(prompt, 99):.3f} "
         f"outbox_p50_ms={percentile(outbox, 50):.3f} outbox_p99_ms={percentile(outbox, 99):.3f} "

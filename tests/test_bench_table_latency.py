@@ -40,6 +40,10 @@ def test_quick_run_prints_its_figures_as_the_last_line(tmp_path):
         pytest.fail(f"the bench did not finish:\n{out}")
     assert proc.returncode == 0, out
     last = out.strip().splitlines()[-1]
+    # what ran it, before the figures: a figure of another interpreter is not comparable
+    ran_on = out.strip().splitlines()[-2]
+    assert ran_on.startswith(f"ran on: python {sys.version.split()[0]} "), ran_on
+    assert " CPUs (" in ran_on and ", load " in ran_on, ran_on
     figures = dict(pair.split("=", 1) for pair in last.split())
     assert set(KEYS) <= set(figures), last
     values = {key: float(figures[key]) for key in KEYS}
