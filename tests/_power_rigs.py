@@ -370,7 +370,14 @@ class TableCuts:
                     return False
             if how == "operation":
                 self.disk.arm(self.rng.randint(1, 1500))
-            acked = self._ledger_ack() + acked_before_cut
+            acked = self._ledger_ack()
+            if acked_before_cut:
+                # past what the journal had written when this cycle began: on restart the
+                # table sends again what the last cut left unacknowledged, and an ack of one
+                # of those is of a message the disk still holds (CI, 2026-11-29: the test of
+                # the tests then saw only the lost events)
+                began = query(self.journal, "SELECT written FROM link")[0][0]
+                acked = max(acked, began) + acked_before_cut
             self._play(cut)
             if self.rng.random() < 0.5:  # a gaming-day file now, or when the round settles
                 self._rotate_later(self.rng.uniform(0.0, 3.0))
@@ -381,6 +388,11 @@ class TableCuts:
             deadline = time.monotonic() + READY_S
             while self._ledger_ack() < acked and time.monotonic() < deadline:
                 time.sleep(0.05)
+            if acked_before_cut and self._ledger_ack() < acked:
+                self.report.problems.append(
+                    f"cycle {cut}: the controller had not acknowledged message {acked} after "
+                    f"{READY_S:.0f} s: the cut would test nothing"
+                )
         self.cutting.set()
         self._kill()
         torn = self.rng.random() < 0.5 and not self.sync_off_from  # a test of the tests: drop
