@@ -73,16 +73,21 @@ def ledger_state(dsn: str) -> tuple:
 
 
 def test_one_leader_and_a_takeover_only_once_the_lease_ran_out(pg_dsn):  # noqa: F811
-    a, b = Elector(pg_dsn, "a", 1000), Elector(pg_dsn, "b", 1000)
+    # a 3 s lease: the checks that b cannot take it yet have 2.4 s of margin for a busy
+    # machine to pause this process (with 1 s, a pause of 0.4 s failed them)
+    a, b = Elector(pg_dsn, "a", 3000), Elector(pg_dsn, "b", 3000)
     try:
         assert a.try_lead() == 1 and a.holds()
         assert b.try_lead() is None  # a's lease runs
         lease = b.lease()
-        assert (lease.holder, lease.epoch) == ("a", 1) and 0 < lease.remaining_ms <= 1000
+        assert (lease.holder, lease.epoch) == ("a", 1) and 0 < lease.remaining_ms <= 3000
+        renewed = time.monotonic()
         assert a.renew()
         time.sleep(0.6)
-        assert b.try_lead() is None  # renewed 0.6 s ago: still a's
-        took = wait_for(b.try_lead, 3, "b to take the lease once it ran out")
+        early = b.try_lead()  # renewed 0.6 s ago: still a's
+        late = time.monotonic() - renewed
+        assert early is None, f"b took a's 3 s lease {late:.1f} s after it was renewed"
+        took = wait_for(b.try_lead, 10, "b to take the lease once it ran out")
         assert took == 2 and b.holds()
         assert not a.renew() and not a.holds()  # a learns it lost, at its next renewal
         assert a.try_lead() is None  # and cannot take it back while b renews
