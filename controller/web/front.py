@@ -10,7 +10,7 @@ bound:
   one of them that has waited longest without a request is closed for the newcomer (a new
   connection is never refused while idle ones are held). The dealer's screen's addresses
   have :attr:`Limits.dealer_connections` of their own besides: a stranger's connection never
-  closes one of theirs (issue 26 item 3);
+  closes one of theirs (issue 26 item 3; counted by :mod:`.admission`);
 - a request's head and body must arrive within :attr:`Limits.request_timeout_s` of the
   server waiting for it (a kept-alive connection too): a connection that sent part of a
   request gets ``408`` and is closed, a silent one is closed;
@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import ipaddress
 import logging
 import resource
 import socket
@@ -44,6 +43,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.web.admission import DEALER_ADDRESSES, Admission, Budget, Conn, client_address
 from controller.web.protocol import MAX_HEAD, BadRequest, Head, head_end, parse_head
 
 log = logging.getLogger("table-controller.web")
@@ -51,41 +51,6 @@ log = logging.getLogger("table-controller.web")
 ROLES = ("dealer", "technician", "anonymous")
 """Who a request is from: ``dealer`` the dealer's screen (no login, from one of
 :data:`DEALER_ADDRESSES`), ``technician`` a logged-in session, ``anonymous`` anyone else."""
-DEALER_ADDRESSES = ("127.0.0.1", "::1")
-"""The dealer's screen is a kiosk browser on the Pi itself: loopback's own address (a
-client on the network cannot appear as it). ``[web] dealer_addresses`` may name others."""
-
-
-def client_address(peer: str) -> str:
-    """A peer's address as the server names it: an IPv4 client of a dual-stack socket
-    (``::ffff:10.0.0.7``) as IPv4, every address in its shortest form.
-
-    >>> client_address("::ffff:127.0.0.1"), client_address("0:0::1"), client_address("?")
-    ('127.0.0.1', '::1', '?')
-    """
-    try:
-        ip = ipaddress.ip_address(peer.split("%", 1)[0])
-    except ValueError:
-        return peer
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.compressed
-
-
-def address_group(address: str) -> str:
-    """What the per-address connection cap counts by: an IPv4 address itself, an IPv6 one's
-    /64 (one machine is given a whole /64, so its addresses are one client).
-
-    >>> address_group("10.0.0.7"), address_group("2001:db8:1:2::7")
-    ('10.0.0.7', '2001:db8:1:2::/64')
-    """
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return address
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,52 +111,11 @@ class Stream:
     still_valid: Callable[[], bool] | None = None
 
 
-@dataclass(slots=True, eq=False)
-class _Conn:
-    writer: asyncio.StreamWriter
-    address: str
-    group: str
-    """What it counts against: ``dealer`` for the dealer's screen, else
-    :func:`address_group`."""
-    waiting_since: float
-    idle: bool = True
-    buffer: bytearray = field(default_factory=bytearray)
-
-
 STREAM_POLL_S = 0.1
 """A stream wakes when the loop publishes a change, and at least this often (s)."""
 STREAM_FULL_S = 1.0
 """A stream sends its view at once when it changes, and at least once a second."""
 KEEPALIVE_S = 15.0
-DEALER_GROUP = "the dealer's screen"
-"""The connection group of the dealer's screen's addresses (no address is written so)."""
-
-
-class Budget:
-    """Live-stream slots of one role (and per address, when ``per_address``)."""
-
-    def __init__(self, role: str, size: int, per_address: int = 0):
-        self.role, self.size, self.per_address = role, size, per_address
-        self.held: dict[str, int] = {}
-
-    @property
-    def used(self) -> int:
-        return sum(self.held.values())
-
-    def take(self, address: str) -> bool:
-        if self.used >= self.size:
-            return False
-        if self.per_address and self.held.get(address, 0) >= self.per_address:
-            return False
-        self.held[address] = self.held.get(address, 0) + 1
-        return True
-
-    def give(self, address: str) -> None:
-        left = self.held.get(address, 0) - 1
-        if left > 0:
-            self.held[address] = left
-        else:
-            self.held.pop(address, None)
 
 
 class Front:
@@ -217,15 +141,9 @@ class Front:
         dealer_addresses: Iterable[str] = DEALER_ADDRESSES,
     ):
         self.sock = sock
-        self.dealer_addresses = frozenset(client_address(a) for a in dealer_addresses)
         self.handler, self.role, self.views, self.frame = handler, role, views, frame
         self.wait_change, self.error, self.limits = wait_change, error, limits
         self.stopping = threading.Event()
-        self.conns: set[_Conn] = set()
-        self._held: dict[str, int] = {}  # group -> connections open
-        self._strangers = 0  # connections open not from the dealer's screen
-        self._idle: dict[str, dict[_Conn, None]] = {}  # group -> idle ones, oldest first
-        self._idle_strangers: dict[_Conn, None] = {}  # every stranger's idle one, oldest first
         per_address = limits.anonymous_streams_per_address
         self.budgets = {
             r: Budget(r, limits.streams[r], per_address if r == "anonymous" else 0) for r in ROLES
@@ -240,6 +158,13 @@ class Front:
             "bad_requests": 0,
             "streams_refused": 0,
         }
+        self.admission = Admission(
+            max_connections=limits.max_connections,
+            connections_per_address=limits.connections_per_address,
+            dealer_connections=limits.dealer_connections,
+            dealer_addresses=dealer_addresses,
+            counters=self.counters,
+        )
         self._kinds: dict[str, int] = {}  # stream kind -> streams open
         self._frames: dict[str, tuple[bytes, bytes]] = {}  # kind -> (key, frame)
         self._changed: asyncio.Event | None = None
@@ -280,11 +205,11 @@ class Front:
 
     @property
     def connections(self) -> int:
-        return len(self.conns)
+        return len(self.admission.conns)
 
     def is_dealer(self, address: str) -> bool:
         """Whether ``address`` (as :func:`client_address` writes it) is the dealer's screen's."""
-        return address in self.dealer_addresses
+        return self.admission.is_dealer(address)
 
     def _raise_file_limit(self) -> None:
         """Room for every connection: the soft limit of open files up to the hard one
@@ -327,7 +252,7 @@ class Front:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        for conn in list(self.conns):
+        for conn in list(self.admission.conns):
             conn.writer.transport.abort()
         for task in list(self._tasks):
             task.cancel()
@@ -367,10 +292,9 @@ class Front:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
         address = client_address(str(peer[0]))
-        group = DEALER_GROUP if self.is_dealer(address) else address_group(address)
-        conn = _Conn(writer, address, group, time.monotonic())
+        conn = Conn(writer, address, self.admission.group_of(address), time.monotonic())
         try:
-            refused = self._admit(conn)
+            refused = self.admission.admit(conn)
             if refused is not None:
                 self.counters["connections_refused"] += 1
                 await self._write(conn, self.error(503, refused), True)
@@ -381,95 +305,21 @@ class Front:
         except Exception:
             log.exception("web: a connection from %s failed", conn.address)
         finally:
-            self._drop(conn)
+            self.admission.drop(conn)
             writer.transport.abort()
             if task is not None:
                 self._tasks.discard(task)
 
-    def _admit(self, conn: _Conn) -> str | None:
-        """Make room for ``conn`` and count it; None, or why it is refused (every connection
-        it could replace is in a request). A stranger's connection replaces only another
-        stranger's: its own address's oldest idle one past
-        :attr:`Limits.connections_per_address`, else the oldest idle of all strangers' past
-        :attr:`Limits.max_connections`; the dealer's screen's only its own."""
-        limits, group = self.limits, conn.group
-        held = self._held.get(group, 0)
-        if group == DEALER_GROUP:
-            if held >= limits.dealer_connections and not self._evict(self._idle.get(group)):
-                return (
-                    f"the dealer's screen has {held} connections open, each in a request; "
-                    "close a page and try again"
-                )
-        else:
-            if held >= limits.connections_per_address and not self._evict(self._idle.get(group)):
-                return (
-                    f"{held} connections from {conn.address} are open, each in a request; "
-                    "close one and try again"
-                )
-            if self._strangers >= limits.max_connections and not self._evict(self._idle_strangers):
-                return "too many connections; try again"
-            self._strangers += 1
-        self._held[group] = self._held.get(group, 0) + 1
-        self.conns.add(conn)
-        self._mark(conn, idle=True)
-        return None
-
-    def _mark(self, conn: _Conn, *, idle: bool) -> None:
-        """``conn`` waits for a request (``idle``, from now) or is in one."""
-        if conn not in self.conns:
-            return
-        conn.idle = idle
-        mine = self._idle.setdefault(conn.group, {})
-        mine.pop(conn, None)  # re-inserted at the end: the newest idle one
-        self._idle_strangers.pop(conn, None)
-        if idle:
-            conn.waiting_since = time.monotonic()
-            mine[conn] = None
-            if conn.group != DEALER_GROUP:
-                self._idle_strangers[conn] = None
-        elif not mine:
-            del self._idle[conn.group]
-
-    def _drop(self, conn: _Conn) -> None:
-        """Forget ``conn`` (closed or closing); safe twice."""
-        if conn not in self.conns:
-            return
-        self.conns.discard(conn)
-        mine = self._idle.get(conn.group)
-        if mine is not None:
-            mine.pop(conn, None)
-            if not mine:
-                del self._idle[conn.group]
-        self._idle_strangers.pop(conn, None)
-        left = self._held.get(conn.group, 0) - 1
-        if left > 0:
-            self._held[conn.group] = left
-        else:
-            self._held.pop(conn.group, None)
-        if conn.group != DEALER_GROUP:
-            self._strangers -= 1
-
-    def _evict(self, idle: dict[_Conn, None] | None) -> bool:
-        """Close the connection of ``idle`` that has waited longest without a request; False
-        if there is none."""
-        if not idle:
-            return False
-        oldest = next(iter(idle))
-        self._drop(oldest)
-        oldest.writer.transport.abort()
-        self.counters["evicted"] += 1
-        return True
-
-    async def _serve(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
+    async def _serve(self, conn: Conn, reader: asyncio.StreamReader) -> None:
         loop = asyncio.get_running_loop()
         while not self.stopping.is_set():
-            self._mark(conn, idle=True)
+            self.admission.mark(conn, idle=True)
             try:
                 async with asyncio.timeout(self.limits.request_timeout_s):
                     head = await self._read_head(conn, reader)
                     if head is None:
                         return  # the client closed
-                    self._mark(conn, idle=False)
+                    self.admission.mark(conn, idle=False)
                     body = await self._read_body(conn, reader, head.content_length)
             except TimeoutError:
                 self.counters["timed_out"] += 1
@@ -503,7 +353,7 @@ class Front:
             if not await self._write(conn, answer, close) or close:
                 return
 
-    async def _read_head(self, conn: _Conn, reader: asyncio.StreamReader) -> Head | None:
+    async def _read_head(self, conn: Conn, reader: asyncio.StreamReader) -> Head | None:
         while True:
             if conn.buffer[:1] in (b"\r", b"\n"):
                 # blank lines before a request are ignored (RFC 9112 section 2.2)
@@ -522,7 +372,7 @@ class Front:
                 return None
             conn.buffer += chunk
 
-    async def _read_body(self, conn: _Conn, reader: asyncio.StreamReader, length: int) -> bytes:
+    async def _read_body(self, conn: Conn, reader: asyncio.StreamReader, length: int) -> bytes:
         while len(conn.buffer) < length:
             chunk = await reader.read(max(4096, length - len(conn.buffer)))
             if not chunk:
@@ -532,7 +382,7 @@ class Front:
         del conn.buffer[:length]
         return body
 
-    async def _write(self, conn: _Conn, reply: Reply, close: bool) -> bool:
+    async def _write(self, conn: Conn, reply: Reply, close: bool) -> bool:
         """Send ``reply`` (``Connection: close`` when ``close``); False if the client did
         not take it in time or is gone."""
         lines = [f"HTTP/1.1 {reply.status} {reply.reason}"]
@@ -546,7 +396,7 @@ class Front:
         data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + reply.body
         return await self._send(conn, data)
 
-    async def _send(self, conn: _Conn, data: bytes) -> bool:
+    async def _send(self, conn: Conn, data: bytes) -> bool:
         writer = conn.writer
         if writer.transport.is_closing():
             return False
@@ -561,7 +411,7 @@ class Front:
     # -- live streams ------------------------------------------------------------------------
 
     async def _stream(
-        self, conn: _Conn, reader: asyncio.StreamReader, request: Request, stream: Stream
+        self, conn: Conn, reader: asyncio.StreamReader, request: Request, stream: Stream
     ) -> None:
         budget = self.budgets[request.role]
         if not budget.take(request.address):

@@ -39,9 +39,10 @@ from controller.accounts import AccountStore
 from controller.journal.library import JournalLibrary
 from controller.web import glance, views
 from controller.web.access import Access
+from controller.web.admission import DEALER_ADDRESSES
 from controller.web.auth import LoginThrottle, Sessions, verify_password
 from controller.web.exchange import Exchange
-from controller.web.front import DEALER_ADDRESSES, Front, Limits, Reply, Request, Stream
+from controller.web.front import Front, Limits, Reply, Request, Stream
 from controller.web.logins import LoginChecks
 from controller.web.protocol import Head
 from controller.web.replies import COOKIE, error_reply, session_cookie
