@@ -400,7 +400,11 @@ def test_a_shoe_missing_at_start_up_is_offline_and_retried_not_an_exception(tmp_
     with ShoeReader(str(missing), events, reconnect_min_ms=50, reconnect_max_ms=50) as reader:
         offline = events.wait_for(shoe("offline"))
         assert str(missing) in offline.detail
-        time.sleep(0.3)
+        # retried every 50 ms: three failures come soon (polled: a busy machine may give
+        # the reader thread little time)
+        deadline = time.monotonic() + 10
+        while reader.health()["errors"]["open_failed"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert reader.health()["errors"]["open_failed"] >= 3
         assert reader.health()["connected"] is False
     reader.close()  # a second close is harmless
