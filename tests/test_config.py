@@ -519,6 +519,15 @@ def test_web_and_control(tmp_path):
     assert config.web.bind == "0.0.0.0" and config.web.password_hash == stored
     assert config.web.enabled
     assert config.control.socket == tmp_path / "control.sock"
+    assert config.web.login_wait_s == 1  # the example's (and the default's) first wait
+    # the login throttle's first wait: whole seconds 1-60, a bad value named with its range
+    for bad in ("0", "61", "1.5", '"10"'):
+        path = write(tmp_path, ("login_wait_s = 1 ", f"login_wait_s = {bad} "))
+        (error,) = errors_of(path)
+        assert (error.section, error.key) == ("web", "login_wait_s"), error
+        assert "whole number from 1 to 60 (seconds)" in error.problem
+    path = write(tmp_path, ("login_wait_s = 1 ", "login_wait_s = 45 "))
+    assert load_table_config(path).web.login_wait_s == 45
 
 
 def test_check_config_refuses_a_web_port_the_service_cannot_bind(tmp_path):

@@ -99,14 +99,19 @@ class Http:
         return data
 
 
-def web_section(port: int, password_hash: str) -> str:
-    return f'bind = "127.0.0.1"\nport = {port}\npassword_hash = "{password_hash}"'
+def web_section(port: int, password_hash: str, extra: str = "") -> str:
+    return f'bind = "127.0.0.1"\nport = {port}\npassword_hash = "{password_hash}"\n{extra}'
 
 
 @contextlib.contextmanager
-def running_web_rig(tmp: Path, broker: MosquittoBroker) -> Iterator[Rig]:  # noqa: F811
+def running_web_rig(
+    tmp: Path,
+    broker: MosquittoBroker,
+    web_extra: str = "",  # noqa: F811
+) -> Iterator[Rig]:
+    """A table with its web pages; ``web_extra``: more ``[web]`` lines."""
     port = free_port()
-    rig = Rig(tmp, broker, web=web_section(port, hash_password(PASSWORD, n=2**10)))
+    rig = Rig(tmp, broker, web=web_section(port, hash_password(PASSWORD, n=2**10), web_extra))
     rig.http_port = port
     try:
         rig.start_table()

@@ -16,6 +16,7 @@ WEB_KEYS = (
     "users_file",
     "recall_s",
     "hold_settlement_s",
+    "login_wait_s",
 )
 DEFAULT_USERS = "users"
 """The users file, beside the config (``/etc/table-controller/users``): issue 28 item 1."""
@@ -42,6 +43,9 @@ class WebConfig:
     #: last settled round again, and how long the settlement stays after end round (0: not).
     recall_s: int = 30
     hold_settlement_s: int = 0
+    #: The login throttle (docs/web.md, "The login"): the wait the fourth wrong password in
+    #: a row from one address sets, doubled by each one after, at most 300 s.
+    login_wait_s: int = 1
 
 
 def read_web(sec: Section, base: Path) -> WebConfig | None:
@@ -84,8 +88,9 @@ def read_web(sec: Section, base: Path) -> WebConfig | None:
     users = sec.path("users_file", DEFAULT_USERS, base, '"/etc/table-controller/users"')
     recall_s = sec.integer("recall_s", 30, 5, 600, "seconds")
     hold_s = sec.integer("hold_settlement_s", 0, 0, 300, "seconds")
+    login_wait_s = sec.integer("login_wait_s", 1, 1, 60, "seconds")
     sec.check_unknown()
-    values = (bind, port, password_hash, dealer, users, recall_s, hold_s)
+    values = (bind, port, password_hash, dealer, users, recall_s, hold_s, login_wait_s)
     if None in values:
         return None
     return WebConfig(
@@ -97,6 +102,7 @@ def read_web(sec: Section, base: Path) -> WebConfig | None:
         users_file=users,
         recall_s=recall_s,
         hold_settlement_s=hold_s,
+        login_wait_s=login_wait_s,
     )
 
 

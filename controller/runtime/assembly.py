@@ -401,12 +401,13 @@ def open_parts(daemon: Any, password: str) -> None:
     if cfg.web.enabled:
         from controller.accounts import AccountStore
         from controller.web.access import Access
+        from controller.web.auth import LoginThrottle
         from controller.web.server import WebServer
 
         access = Access(AccountStore(cfg.web.users_file, cfg.web.password_hash), daemon.audit)
         daemon.web = WebServer(
             daemon, bind=cfg.web.bind, port=cfg.web.port, password_hash=cfg.web.password_hash,
-            access=access,
+            access=access, throttle=LoginThrottle(base_s=float(cfg.web.login_wait_s)),
         ).start()  # fmt: skip
         daemon.parts.append(("web", daemon.web.close))
 
