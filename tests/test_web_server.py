@@ -106,8 +106,8 @@ def web_section(port: int, password_hash: str, extra: str = "") -> str:
 @contextlib.contextmanager
 def running_web_rig(
     tmp: Path,
-    broker: MosquittoBroker,
-    web_extra: str = "",  # noqa: F811
+    broker: MosquittoBroker,  # noqa: F811
+    web_extra: str = "",
 ) -> Iterator[Rig]:
     """A table with its web pages; ``web_extra``: more ``[web]`` lines."""
     port = free_port()
