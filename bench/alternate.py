@@ -26,7 +26,9 @@ sqlite_share_min=... postgresql_share_min=... live_p99_ms_max=...``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -38,13 +40,24 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCHES: dict[str, tuple[str, ...]] = {
     "replay": ("bench/replay_rounds.py", "--rounds", "2000", "--repeat", "5"),
     "prompt": ("bench/table_latency.py",),
-    "sqlite": ("bench/jackpot_throughput.py",),
-    "postgresql": ("bench/jackpot_throughput.py", "--ledger", "postgresql"),
+    # sizes given, not left to each commit's defaults (a065f08's backlog was 400 rounds)
+    "sqlite": ("bench/jackpot_throughput.py", "--rounds", "2000", "--raw", "5000", "--live", "40"),
+    "postgresql": (
+        "bench/jackpot_throughput.py",
+        "--ledger",
+        "postgresql",
+        "--rounds",
+        "2000",
+        "--raw",
+        "5000",
+        "--live",
+        "40",
+    ),
 }
 QUICK: dict[str, tuple[str, ...]] = {
     "replay": ("--rounds", "200", "--repeat", "1"),
     "prompt": ("--quick",),
-    "sqlite": ("--rounds", "100", "--raw", "500", "--live", "5"),
+    "sqlite": ("--rounds", "100", "--raw", "500", "--live", "5"),  # the later option wins
     "postgresql": ("--rounds", "100", "--raw", "500", "--live", "5"),
 }
 
@@ -86,20 +99,26 @@ class Result:
     figures: dict[str, float]
     at: str = ""
     load: float = 0.0
+    run: int = 0
 
     def derived(self) -> dict[str, float]:
         """The figures the goals are stated in: ``rounds_per_s``; ``prompt_p50_ms`` and
         ``prompt_p99_ms``; ``<ledger>_share`` (contributions over raw QoS 1, a fraction) and
         ``<ledger>_live_p99_ms``."""
         f = self.figures
-        if self.bench == "replay":
-            return {"rounds_per_s": f["rounds_per_s"]}
-        if self.bench == "prompt":
-            return {"prompt_p50_ms": f["prompt_p50_ms"], "prompt_p99_ms": f["prompt_p99_ms"]}
-        return {
-            f"{self.bench}_share": f["contributions_per_s"] / f["broker_qos1_per_s"],
-            f"{self.bench}_live_p99_ms": f["p99_ms"],
-        }
+        try:
+            if self.bench == "replay":
+                return {"rounds_per_s": f["rounds_per_s"]}
+            if self.bench == "prompt":
+                return {"prompt_p50_ms": f["prompt_p50_ms"], "prompt_p99_ms": f["prompt_p99_ms"]}
+            return {
+                f"{self.bench}_share": f["contributions_per_s"] / f["broker_qos1_per_s"],
+                f"{self.bench}_live_p99_ms": f["p99_ms"],
+            }
+        except KeyError as exc:
+            raise BenchError(f"no {exc.args[0]} among its figures") from None
+        except ZeroDivisionError:
+            raise BenchError("broker_qos1_per_s=0") from None
 
 
 @dataclass
@@ -114,15 +133,16 @@ class Summary:
     @classmethod
     def of(cls, trees: list[str], results: list[Result]) -> Summary:
         summary = cls(trees)
-        replays: dict[str, list[float]] = {}
+        replays: dict[tuple[str, int], float] = {}
         for r in results:
             for key, value in r.derived().items():
                 summary.values.setdefault(r.tree, {}).setdefault(key, []).append(value)
             if r.bench == "replay":
-                replays.setdefault(r.tree, []).append(r.figures["rounds_per_s"])
-        if len(trees) > 1:
-            ours, theirs = replays.get(trees[0], []), replays.get(trees[1], [])
-            summary.ratios = [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
+                replays[(r.tree, r.run)] = r.figures["rounds_per_s"]
+        if len(trees) > 1:  # run by run, where both trees' replays of the run are there
+            runs = sorted({run for _tree, run in replays})
+            pairs = [(replays.get((trees[0], n)), replays.get((trees[1], n))) for n in runs]
+            summary.ratios = [a / b for a, b in pairs if a is not None and b]
         return summary
 
     def last_line(self) -> str:
@@ -178,29 +198,70 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
+def interpreter(python: str) -> str:
+    """``python`` (a path or a name on ``PATH``) as the real file it runs."""
+    found = shutil.which(python)
+    if found is None:
+        raise BenchError(f"no interpreter {python!r}: give a path (--python /usr/bin/python3)")
+    return os.path.realpath(found)
+
+
+def tree_name(commit: str, python: str) -> str:
+    """The folder of ``commit``'s worktree for the interpreter at ``python`` (a real path):
+    two interpreters of one name (Debian's and pyenv's ``python3.11``) get a folder each.
+
+    >>> tree_name("a065f085e69e0000", "/usr/bin/python3.11")
+    'a065f085e69e-python3.11-ca3ed7'
+    """
+    digest = hashlib.sha256(python.encode()).hexdigest()[:6]
+    return f"{commit[:12]}-{Path(python).name}-{digest}"
+
+
+def venv_home(venv: Path) -> str:
+    """The folder of the interpreter a venv was made from (``home`` in its ``pyvenv.cfg``)."""
+    try:
+        lines = (venv / "pyvenv.cfg").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            return os.path.realpath(value.strip())
+    return ""
+
+
 def tree_of(rev: str, work: Path, python: str) -> Path:
-    """A worktree of ``rev`` under ``work`` with its own ``.venv`` (made once)."""
+    """A worktree of ``rev`` under ``work`` with its own ``.venv`` on ``python`` (a real
+    path), set up by the commit's own ``scripts/setup.sh`` (run each time: it does nothing
+    more where the venv is complete, and finishes one an earlier run left half made)."""
     commit = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
-    path = work / f"{commit[:12]}-{Path(python).name}"
+    path = work / tree_name(commit, python)
     if not (path / ".git").exists():
         work.mkdir(parents=True, exist_ok=True)
+        _git("worktree", "prune")  # a tree's folder removed by hand is still registered
         _git("worktree", "add", "--detach", str(path), commit)
-    if not (path / ".venv" / "bin" / "python").exists():
-        print(f"making {path}/.venv with {python} (a few minutes the first time)", flush=True)
-        done = subprocess.run(
-            ["bash", "scripts/setup.sh"],
-            cwd=path,
-            env={**os.environ, "PYTHON": python},
-            capture_output=True,
-            text=True,
-            check=False,
+    print(f"setting up {path}/.venv with {python} (minutes the first time)", flush=True)
+    done = subprocess.run(
+        ["bash", "scripts/setup.sh"],
+        cwd=path,
+        env={**os.environ, "PYTHON": python},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise BenchError(f"scripts/setup.sh in {path} failed:\n{done.stderr[-2000:]}")
+    home = venv_home(path / ".venv")
+    if home != os.path.dirname(python):
+        raise BenchError(
+            f"{path}/.venv was made from {home or '?'}, not {python}: remove the folder "
+            "(git worktree remove --force) and run again"
         )
-        if done.returncode:
-            raise BenchError(f"scripts/setup.sh in {path} failed:\n{done.stderr[-2000:]}")
     return path
 
 
-def run_bench(path: Path, tree: str, bench: str, quick: bool) -> Result:
+def run_bench(path: Path, tree: str, bench: str, quick: bool, run: int = 0) -> Result:
+    """One benchmark on one tree; :class:`BenchError` if it failed or printed no figures."""
     args = BENCHES[bench] + (QUICK[bench] if quick else ())
     load = os.getloadavg()[0]
     at = time.strftime("%H:%M:%S", time.gmtime())
@@ -215,10 +276,11 @@ def run_bench(path: Path, tree: str, bench: str, quick: bool) -> Result:
         tail = (done.stdout + done.stderr)[-1500:]
         raise BenchError(f"{tree}: {' '.join(args)} exited {done.returncode}:\n{tail}")
     try:
-        figures = figures_of(done.stdout)
+        result = Result(tree, bench, figures_of(done.stdout), at, load, run)
+        result.derived()  # the figures the summary needs are there
     except BenchError as exc:
-        raise BenchError(f"{tree}: {' '.join(args)} {exc}") from None
-    return Result(tree, bench, figures, at, load)
+        raise BenchError(f"{tree}: {' '.join(args)}: {exc}") from None
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,35 +314,42 @@ def main(argv: list[str] | None = None) -> int:
     here = ROOT / ".venv" / "bin" / "python"
     if not here.exists():
         p.error("no .venv here: run `bash scripts/setup.sh` first")
-    ask = "import sys; print(getattr(sys, '_base_executable', sys.executable))"
-    made_from = subprocess.run([str(here), "-c", ask], capture_output=True, text=True, check=True)
-    base = os.path.realpath(made_from.stdout.strip())
-    python = args.python or base
+    base = venv_home(ROOT / ".venv")
+    base = os.path.join(base, "python3") if base else str(here)
+    failed: list[str] = []
+    results: list[Result] = []
     try:
+        python = interpreter(args.python or base)
         # this checkout as it is: its commit, and "+changes" where it differs from it
         changed = "+changes" if _git("status", "--porcelain", "--untracked-files=no") else ""
         trees = [("HEAD " + _git("rev-parse", "--short", "HEAD") + changed, ROOT)]
         for rev in args.baseline:
             trees.append((rev, tree_of(rev, args.work, python)))
-        results: list[Result] = []
-        for run in range(1, args.runs + 1):
-            for name, path in trees:
-                for bench in benches:
-                    r = run_bench(path, name, bench, args.quick)
-                    results.append(r)
-                    shown = " ".join(f"{k}={_show(k, v)}" for k, v in r.derived().items())
-                    print(
-                        f"{r.at} load {r.load:.2f} run {run} {name:16} {bench:10} {shown}",
-                        flush=True,
-                    )
     except BenchError as exc:
         print(f"alternate: {exc}", file=sys.stderr)
         return 1
+    for run in range(1, args.runs + 1):
+        for name, path in trees:
+            for bench in benches:
+                try:
+                    r = run_bench(path, name, bench, args.quick, run)
+                except BenchError as exc:  # reported, and the others go on
+                    failed.append(f"run {run} {name} {bench}")
+                    print(f"alternate: run {run}: {exc}", file=sys.stderr, flush=True)
+                    continue
+                results.append(r)
+                shown = " ".join(f"{k}={_show(k, v)}" for k, v in r.derived().items())
+                print(
+                    f"{r.at} load {r.load:.2f} run {run} {name:16} {bench:10} {shown}",
+                    flush=True,
+                )
     summary = Summary.of([name for name, _ in trees], results)
-    print(f"baselines on {python}; this checkout on {base}")
+    print(f"baselines on {python}; this checkout on {interpreter(base)}")
     print(*summary.table(), sep="\n")
+    if failed:
+        print(f"failed ({len(failed)}): " + "; ".join(failed))
     print(summary.last_line())
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,12 +36,12 @@ PROMPT = "prompt_p50_ms={} prompt_p99_ms={} outbox_p50_ms=0.6 outbox_p99_ms=1.0 
 LINK = "contributions_per_s={} broker_qos1_per_s={} p99_ms={}\n"
 
 
-def results(tree: str, replay: float, p99: float, sqlite: tuple, postgresql: tuple):
+def results(tree: str, replay: float, p99: float, sqlite: tuple, postgresql: tuple, run=1):
     return [
-        alt.Result(tree, "replay", alt.figures_of(REPLAY.format(replay))),
-        alt.Result(tree, "prompt", alt.figures_of(PROMPT.format(p99 / 2, p99))),
-        alt.Result(tree, "sqlite", alt.figures_of(LINK.format(*sqlite))),
-        alt.Result(tree, "postgresql", alt.figures_of(LINK.format(*postgresql))),
+        alt.Result(tree, "replay", alt.figures_of(REPLAY.format(replay)), run=run),
+        alt.Result(tree, "prompt", alt.figures_of(PROMPT.format(p99 / 2, p99)), run=run),
+        alt.Result(tree, "sqlite", alt.figures_of(LINK.format(*sqlite)), run=run),
+        alt.Result(tree, "postgresql", alt.figures_of(LINK.format(*postgresql)), run=run),
     ]
 
 
@@ -57,8 +58,8 @@ def test_the_last_line_is_this_checkouts_worst_of_each_figure_and_its_lowest_rat
     taken = [
         *results("HEAD", 6000, 1.2, (8000, 10000, 3.0), (6000, 10000, 6.1)),
         *results("a065f08", 2500, 1.8, (2500, 10000, 41.0), (1400, 10000, 44.0)),
-        *results("HEAD", 5300, 1.6, (7000, 10000, 9.7), (5000, 10000, 4.0)),
-        *results("a065f08", 2800, 1.5, (2400, 10000, 40.0), (1300, 10000, 9.5)),
+        *results("HEAD", 5300, 1.6, (7000, 10000, 9.7), (5000, 10000, 4.0), run=2),
+        *results("a065f08", 2800, 1.5, (2400, 10000, 40.0), (1300, 10000, 9.5), run=2),
     ]
     summary = alt.Summary.of(["HEAD", "a065f08"], taken)
     line = summary.last_line()
@@ -94,3 +95,34 @@ def test_an_unknown_benchmark_is_refused_with_the_ones_it_takes():
     )
     assert done.returncode == 2
     assert "replay, prompt, sqlite, postgresql" in done.stderr and "speed" in done.stderr
+
+
+def test_a_ratio_is_of_the_same_runs_replays_and_a_run_whose_replay_failed_has_none():
+    taken = [
+        *results("HEAD", 6000, 1.2, (8, 10, 3.0), (6, 10, 6.1), run=1),
+        # run 1's baseline replay failed (not in the results), its other benches did not
+        *results("a065f08", 2500, 1.8, (2, 10, 41.0), (1, 10, 44.0), run=1)[1:],
+        *results("HEAD", 5000, 1.6, (7, 10, 9.7), (5, 10, 4.0), run=2),
+        *results("a065f08", 2000, 1.5, (2, 10, 40.0), (1, 10, 9.5), run=2),
+    ]
+    summary = alt.Summary.of(["HEAD", "a065f08"], taken)
+    assert summary.ratios == [2.5]  # not 6000 / 2000 (run 1's replay beside run 2's)
+
+
+def test_a_benchmark_without_the_figures_the_summary_needs_is_an_error_not_a_traceback():
+    older = alt.Result("old", "sqlite", alt.figures_of("contributions_per_s=5 p99_ms=3\n"))
+    with pytest.raises(alt.BenchError, match="broker_qos1_per_s"):
+        older.derived()
+    silent = alt.Result("old", "postgresql", alt.figures_of(LINK.format(5, 0, 3.0)))
+    with pytest.raises(alt.BenchError, match="broker_qos1_per_s=0"):
+        silent.derived()
+
+
+def test_two_interpreters_of_one_name_get_a_worktree_each(tmp_path):
+    debian, pyenv = "/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11"
+    assert alt.tree_name("a" * 40, debian) != alt.tree_name("a" * 40, pyenv)
+    assert alt.tree_name("a" * 40, debian) == alt.tree_name("a" * 40, debian)
+    # and a venv made from another one is found out by its pyvenv.cfg
+    (tmp_path / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.2\n")
+    assert alt.venv_home(tmp_path) == os.path.realpath("/usr/bin")
+    assert alt.venv_home(tmp_path / "none") == ""

@@ -8,6 +8,7 @@ budget, the order, the check threads), and the reply is that check's future.
 from __future__ import annotations
 
 import logging
+import math
 from http import HTTPStatus
 from typing import Any
 
@@ -78,7 +79,7 @@ class SessionRoutes:
         )
         if isinstance(answer, Refused):
             web.count("throttled")
-            seconds = int(answer.wait_s) + 1
+            seconds = max(1, math.ceil(answer.wait_s))  # whole seconds, never short of it
             why = (
                 "too many wrong passwords at this table from several places"
                 if answer.table_wide
