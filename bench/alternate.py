@@ -32,33 +32,28 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+LINK = "bench/jackpot_throughput.py"
+LINK_SIZES = ("--rounds", "2000", "--raw", "5000", "--live", "40")
+"""Given, not left to each commit's defaults (a065f08's backlog was 400 rounds)."""
+LINK_QUICK = ("--rounds", "100", "--raw", "500", "--live", "5")
+
 BENCHES: dict[str, tuple[str, ...]] = {
     "replay": ("bench/replay_rounds.py", "--rounds", "2000", "--repeat", "5"),
     "prompt": ("bench/table_latency.py",),
-    # sizes given, not left to each commit's defaults (a065f08's backlog was 400 rounds)
-    "sqlite": ("bench/jackpot_throughput.py", "--rounds", "2000", "--raw", "5000", "--live", "40"),
-    "postgresql": (
-        "bench/jackpot_throughput.py",
-        "--ledger",
-        "postgresql",
-        "--rounds",
-        "2000",
-        "--raw",
-        "5000",
-        "--live",
-        "40",
-    ),
+    "sqlite": (LINK, *LINK_SIZES),
+    "postgresql": (LINK, "--ledger", "postgresql", *LINK_SIZES),
 }
-QUICK: dict[str, tuple[str, ...]] = {
+QUICK: dict[str, tuple[str, ...]] = {  # after the above: the later option wins
     "replay": ("--rounds", "200", "--repeat", "1"),
     "prompt": ("--quick",),
-    "sqlite": ("--rounds", "100", "--raw", "500", "--live", "5"),  # the later option wins
-    "postgresql": ("--rounds", "100", "--raw", "500", "--live", "5"),
+    "sqlite": LINK_QUICK,
+    "postgresql": LINK_QUICK,
 }
 
 
@@ -150,9 +145,9 @@ class Summary:
         mine = self.values.get(self.trees[0], {})
         parts = [f"runs={max((len(v) for v in mine.values()), default=0)}"]
 
-        def add(name: str, key: str, worst: object, fmt: str) -> None:
+        def add(name: str, key: str, worst: Callable[[list[float]], float], fmt: str) -> None:
             if key in mine:
-                parts.append(f"{name}={format(worst(mine[key]), fmt)}")  # type: ignore[operator]
+                parts.append(f"{name}={format(worst(mine[key]), fmt)}")
 
         add("rounds_per_s_min", "rounds_per_s", min, ".0f")
         if self.ratios:
